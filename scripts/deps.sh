@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Install what linerate needs to build, test and benchmark, from Debian's
+# packages. Idempotent: installs only what is missing.
+set -euo pipefail
+
+pkgs=(
+	build-essential meson ninja-build pkg-config clang libclang-rt-14-dev
+	libssl-dev libxxhash-dev libcjson-dev libcmocka-dev
+	python3 python3-pytest
+	iproute2 iputils-ping ethtool procps psmisc iperf3
+)
+if [ "${1:-}" = "--bench" ]; then
+	pkgs+=(openssh-server openssh-client rsync netcat-openbsd fio hyperfine time)
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps: missing packages: ${missing[*]}; run as root to install them" >&2
+	exit 1
+fi
+echo "deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# iperf3's package asks whether to start a daemon; answer no
+echo "iperf3 iperf3/start_daemon boolean false" | debconf-set-selections
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "bench.h"
+#include "cmds.h"
+#include "opts.h"
+#include "report.h"
+#include "banned.h"
+
+const char cmd_bench_usage[] =
+"usage: linerate bench [options] HOST[:PORT]\n"
+"\n"
+"Measure TCP throughput, memory to memory, against `linerate serve` on HOST.\n"
+"\n"
+"  -p, --port PORT        server port (default 7350)\n"
+"  -t, --time SEC         seconds to transmit (default 10)\n"
+"  -n, --bytes SIZE       bytes to transmit per direction instead of -t\n"
+"  -i, --interval SEC     seconds between reports (default 1; 0 = none)\n"
+"  -P, --parallel N       parallel streams, one thread each (1-128)\n"
+"  -R, --reverse          the server sends, this side receives\n"
+"      --bidir            both sides send at once (N streams each way)\n"
+"  -O, --omit SEC         leave the first SEC seconds out of the totals\n"
+"  -l, --length SIZE      buffer length per write (default 128K)\n"
+"  -w, --window SIZE      socket buffer size (SO_SNDBUF/SO_RCVBUF)\n"
+"  -C, --congestion ALGO  TCP congestion control on both ends (cubic, bbr)\n"
+"  -M, --set-mss MSS      TCP maximum segment size\n"
+"  -Z, --zerocopy[=HOW]   zero-copy send: sendfile (default) or msg\n"
+"                         (MSG_ZEROCOPY)\n"
+"  -4, --ipv4 / -6, --ipv6  use only that address family\n"
+"  -B, --bind ADDR        bind to local address ADDR\n"
+"  -J, --json             one JSON document at the end (iperf3 -J schema)\n"
+"      --json-stream      one JSON object per line as results arrive\n"
+"      --link-speed RATE  speed of the link (e.g. 1gbit) when /sys does not\n"
+"                         know it; prints the TCP ceiling and the %% reached\n"
+"      --connect-timeout SEC  give up connecting after SEC (default 5)\n"
+"  -h, --help             this text\n"
+"\n"
+"SIZE takes K, M, G (1024-based); RATE takes k, m, g bits (1000-based).\n"
+"Exit status: 0 success, 1 the test failed, 2 usage error.\n";
+
+struct bench_cli_opts {
+	struct bench_opts b;
+	bool have_time, have_bytes, reverse, bidir;
+	enum report_format fmt;
+	char hostbuf[256];
+};
+
+enum {
+	OPT_BIDIR = 256, OPT_JSON_STREAM, OPT_LINK_SPEED, OPT_CONNECT_TIMEOUT,
+};
+
+static const struct option long_opts[] = {
+	{ "port", required_argument, NULL, 'p' },
+	{ "time", required_argument, NULL, 't' },
+	{ "bytes", required_argument, NULL, 'n' },
+	{ "interval", required_argument, NULL, 'i' },
+	{ "parallel", required_argument, NULL, 'P' },
+	{ "reverse", no_argument, NULL, 'R' },
+	{ "bidir", no_argument, NULL, OPT_BIDIR },
+	{ "omit", required_argument, NULL, 'O' },
+	{ "length", required_argument, NULL, 'l' },
+	{ "window", required_argument, NULL, 'w' },
+	{ "congestion", required_argument, NULL, 'C' },
+	{ "set-mss", required_argument, NULL, 'M' },
+	{ "zerocopy", optional_argument, NULL, 'Z' },
+	{ "ipv4", no_argument, NULL, '4' },
+	{ "ipv6", no_argument, NULL, '6' },
+	{ "bind", required_argument, NULL, 'B' },
+	{ "json", no_argument, NULL, 'J' },
+	{ "json-stream", no_argument, NULL, OPT_JSON_STREAM },
+	{ "link-speed", required_argument, NULL, OPT_LINK_SPEED },
+	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int usage_error(const char *msg)
+{
+	fprintf(stderr, "linerate bench: %s\n", msg);
+	fprintf(stderr, "Try 'linerate bench --help'.\n");
+	return EXIT_USAGE;
+}
+
+/* Conflicts between options, in one place. */
+static int bench_opts_check(struct bench_cli_opts *o, struct lr_err *err)
+{
+	struct proto_test_request *q = &o->b.req;
+
+	if (o->have_time && o->have_bytes)
+		return lr_err_set(err, -EINVAL, "-t and -n exclude each other");
+	if (o->reverse && o->bidir)
+		return lr_err_set(err, -EINVAL, "-R and --bidir exclude each "
+				  "other");
+	if (o->have_bytes)
+		q->duration_ms = 0;
+	q->mode = o->bidir ? PROTO_MODE_BIDIR :
+		  o->reverse ? PROTO_MODE_REVERSE : PROTO_MODE_FORWARD;
+	if ((uint64_t)bench_conn_count(q) * q->blksize > BENCH_MAX_TEST_MEM)
+		return lr_err_set(err, -EINVAL, "-P %u with -l %u needs more "
+				  "than %llu MiB of buffers", q->streams,
+				  q->blksize, BENCH_MAX_TEST_MEM >> 20);
+	return 0;
+}
+
+static int bench_parse(int argc, char **argv, struct bench_cli_opts *o,
+		       struct lr_err *err)
+{
+	struct proto_test_request *q = &o->b.req;
+	uint64_t v;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->b.port = BENCH_DEFAULT_PORT;
+	o->b.family = AF_UNSPEC;
+	o->b.interval_ms = 1000;
+	o->b.connect_timeout_ms = 5000;
+	q->streams = 1;
+	q->duration_ms = 10000;
+	q->blksize = BENCH_DEFAULT_BLKSIZE;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+p:t:n:i:P:RO:l:w:C:M:Z::46B:Jh",
+				long_opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (opts_uint("-p", optarg, 1, 65535, &v, err))
+				return -EINVAL;
+			o->b.port = (uint16_t)v;
+			break;
+		case 't':
+			if (opts_ms("-t", optarg, 100, PROTO_MAX_DURATION_MS,
+				    &q->duration_ms, err))
+				return -EINVAL;
+			o->have_time = true;
+			break;
+		case 'n':
+			if (opts_bytes("-n", optarg, 1, UINT64_MAX / 2,
+				       &q->bytes, err))
+				return -EINVAL;
+			o->have_bytes = true;
+			break;
+		case 'i':
+			if (opts_ms("-i", optarg, 0, 3600 * 1000,
+				    &o->b.interval_ms, err))
+				return -EINVAL;
+			if (o->b.interval_ms && o->b.interval_ms < 100)
+				return lr_err_set(err, -EINVAL, "-i '%s' is "
+						  "below 0.1 s", optarg);
+			break;
+		case 'P':
+			if (opts_uint("-P", optarg, 1, PROTO_MAX_STREAMS, &v,
+				      err))
+				return -EINVAL;
+			q->streams = (uint16_t)v;
+			break;
+		case 'R':
+			o->reverse = true;
+			break;
+		case OPT_BIDIR:
+			o->bidir = true;
+			break;
+		case 'O':
+			if (opts_ms("-O", optarg, 0, 3600 * 1000, &q->omit_ms,
+				    err))
+				return -EINVAL;
+			break;
+		case 'l':
+			if (opts_bytes("-l", optarg, 1, PROTO_MAX_BLKSIZE, &v,
+				       err))
+				return -EINVAL;
+			q->blksize = (uint32_t)v;
+			break;
+		case 'w':
+			if (opts_bytes("-w", optarg, 1024, PROTO_MAX_WINDOW, &v,
+				       err))
+				return -EINVAL;
+			q->window = (uint32_t)v;
+			break;
+		case 'C':
+			if (strlen(optarg) >= sizeof(q->cc) || !optarg[0])
+				return lr_err_set(err, -EINVAL, "-C '%s' is not "
+						  "a congestion control name",
+						  optarg);
+			snprintf(q->cc, sizeof(q->cc), "%s", optarg);
+			break;
+		case 'M':
+			if (opts_uint("-M", optarg, 88, 65535, &v, err))
+				return -EINVAL;
+			q->mss = (uint32_t)v;
+			break;
+		case 'Z':
+			if (optarg && optarg[0] == '=')
+				optarg++;	/* -Z=msg */
+			if (!optarg || !strcmp(optarg, "sendfile"))
+				q->zerocopy = PROTO_ZC_SENDFILE;
+			else if (!strcmp(optarg, "msg"))
+				q->zerocopy = PROTO_ZC_MSG;
+			else
+				return lr_err_set(err, -EINVAL, "-Z '%s': use "
+						  "sendfile or msg", optarg);
+			break;
+		case '4':
+			o->b.family = AF_INET;
+			break;
+		case '6':
+			o->b.family = AF_INET6;
+			break;
+		case 'B':
+			o->b.bind_addr = optarg;
+			break;
+		case 'J':
+			o->fmt = REPORT_JSON;
+			break;
+		case OPT_JSON_STREAM:
+			o->fmt = REPORT_JSON_STREAM;
+			break;
+		case OPT_LINK_SPEED:
+			if (opts_rate("--link-speed", optarg, 1000,
+				      UINT64_MAX / 2, &o->b.link_speed_bps,
+				      err))
+				return -EINVAL;
+			break;
+		case OPT_CONNECT_TIMEOUT:
+			if (opts_ms("--connect-timeout", optarg, 100,
+				    3600 * 1000, &v, err))
+				return -EINVAL;
+			o->b.connect_timeout_ms = (int)v;
+			break;
+		case 'h':
+			return 1;
+		default:
+			return lr_err_set(err, -EINVAL, "unknown option");
+		}
+	}
+	if (optind != argc - 1)
+		return lr_err_set(err, -EINVAL, optind == argc ?
+				  "missing HOST" : "one HOST expected");
+	if (opts_host_port(argv[optind], o->hostbuf, sizeof(o->hostbuf),
+			   &o->b.host, &o->b.port, err))
+		return -EINVAL;
+	return bench_opts_check(o, err);
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	struct bench_cli_opts o;
+	struct bench_callbacks cb = { 0 };
+	struct bench_result res;
+	struct lr_err err = { 0 };
+	struct report *rp;
+	int r;
+
+	r = bench_parse(argc, argv, &o, &err);
+	if (r == 1) {
+		fputs(cmd_bench_usage, stdout);
+		return EXIT_OK;
+	}
+	if (r)
+		return usage_error(err.msg);
+	signal(SIGPIPE, SIG_IGN);
+	rp = report_new(stdout, o.fmt);
+	if (!rp) {
+		fprintf(stderr, "linerate: out of memory\n");
+		return EXIT_RUNTIME;
+	}
+	report_bench_callbacks(rp, &cb);
+	r = bench_client_run(&o.b, &cb, &res, &err);
+	if (r) {
+		report_bench_error(rp, stderr, err.msg);
+		report_free(rp);
+		return EXIT_RUNTIME;
+	}
+	report_bench_flush(rp);
+	bench_result_free(&res);
+	report_free(rp);
+	return EXIT_OK;
+}

@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef LINERATE_CMDS_H
+#define LINERATE_CMDS_H
+
+/* One entry point per subcommand; each returns the process exit code. */
+int cmd_bench(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
+
+/* Usage text of each subcommand. */
+extern const char cmd_bench_usage[];
+extern const char cmd_serve_usage[];
+
+#endif

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef LINERATE_BENCH_H
+#define LINERATE_BENCH_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "net.h"
+#include "proto.h"
+
+/*
+ * The throughput test engine. One struct bench_run drives the data streams
+ * of one test on one side (client or server): a thread per stream, byte
+ * counters, TCP_INFO sampling, the omitted period, the graceful stop that
+ * lets every byte in flight reach the receiver, and the per-stream results.
+ * The client protocol (bench_client_run) and the server (server.c) wrap it.
+ */
+
+#define BENCH_DEFAULT_PORT 7350
+#define BENCH_DEFAULT_BLKSIZE (128u << 10)
+#define BENCH_RECV_BUF (256u << 10)
+#define BENCH_MAX_CONNS (2 * PROTO_MAX_STREAMS)
+/* Bound on the sum of per-stream buffers of one test, either side. */
+#define BENCH_MAX_TEST_MEM (256ull << 20)
+
+/* Client options (what `linerate bench` parsed). */
+struct bench_opts {
+	const char *host;
+	uint16_t port;
+	int family;		/* AF_UNSPEC, AF_INET, AF_INET6 */
+	const char *bind_addr;	/* -B, may be NULL */
+	struct proto_test_request req;
+	uint64_t interval_ms;	/* 0 = no interval reports */
+	int connect_timeout_ms;
+	uint64_t link_speed_bps; /* --link-speed; 0 = read from /sys */
+};
+
+/* Rolling TCP figures of one stream. */
+struct bench_tcp_acc {
+	uint32_t retrans_base;	/* total_retrans at start of totals */
+	uint32_t retrans_last;
+	uint32_t max_cwnd;
+	uint32_t min_rtt, max_rtt;
+	uint64_t rtt_sum;
+	uint32_t rtt_n;
+};
+
+struct bench_run;
+
+struct bench_stream {
+	struct bench_run *run;
+	unsigned idx;		/* unique in the test */
+	uint8_t dir;		/* enum proto_dir */
+	bool sender;		/* this side sends on it */
+	int fd;
+	pthread_t thread;
+	bool started;
+	_Atomic uint64_t bytes;	/* moved so far */
+	_Atomic int64_t last_us; /* time of the last byte moved */
+	_Atomic bool done;
+	int error;		/* 0 or -errno, written by the thread */
+	uint64_t bytes_omit;	/* bytes when the omitted period ended */
+	uint64_t iv_bytes;	/* bytes at the start of the interval */
+	uint32_t iv_retrans;
+	struct bench_tcp_acc tcp;
+	uint64_t cpu_user_us, cpu_sys_us; /* the thread's, at exit */
+	struct net_addr local, peer;
+};
+
+struct bench_run {
+	struct proto_test_request req;
+	bool is_client;
+	unsigned nstreams;
+	struct bench_stream *streams;
+	_Atomic bool stop;	/* senders: finish and shut down writing */
+	_Atomic bool abort;	/* everyone: give up now */
+	_Atomic uint64_t budget[2]; /* bytes left per direction (-n) */
+	int evfd;		/* written when a stream thread ends */
+	int64_t t0_us;		/* TEST_START */
+	int64_t omit_end_us;
+	bool omit_done;
+	int memfd;		/* payload for sendfile (-Z) */
+};
+
+/* One stream's figures for one interval. */
+struct bench_iv_stream {
+	unsigned idx;
+	uint8_t dir;
+	bool sender;
+	uint64_t bytes;
+	uint32_t retrans;
+	uint32_t cwnd;
+	uint32_t rtt_us, rttvar_us, pmtu;
+	bool has_tcp;		/* retrans/cwnd meaningful (sending side) */
+};
+
+struct bench_interval {
+	double start, end;	/* seconds since TEST_START */
+	bool omitted;
+	unsigned n;
+	struct bench_iv_stream *s;
+};
+
+/* One side's view of one stream at the end. */
+struct bench_side {
+	uint64_t bytes;
+	double seconds;
+	uint32_t retrans;
+	uint32_t max_cwnd;
+	uint32_t min_rtt, mean_rtt, max_rtt;
+	bool has_tcp;
+};
+
+struct bench_stream_result {
+	unsigned idx;
+	uint8_t dir;
+	struct net_addr local, peer;
+	struct bench_side sender, receiver;
+	int local_error;
+};
+
+struct bench_result {
+	struct proto_test_request req;
+	char remote_host[NET_ADDRSTR];
+	uint16_t remote_port;
+	char server_software[PROTO_MAX_NAME + 1];
+	unsigned nstreams;
+	struct bench_stream_result *streams;
+	struct proto_cpu local_cpu, remote_cpu;
+	char local_cc[PROTO_CC_LEN], remote_cc[PROTO_CC_LEN];
+	uint16_t overlap;	/* other tests on the server during ours */
+	double duration;	/* seconds of the test after the omitted part */
+	bool truncated;		/* stopped at the server's duration limit */
+	int64_t start_time;	/* wall clock, seconds since the epoch */
+	uint32_t sndbuf, rcvbuf, mss;
+	bool ipv6, timestamps;
+	/* link of the first stream's local address */
+	bool link_known;
+	char link_if[32];
+	uint64_t link_speed_bps;
+	unsigned link_mtu;
+	bool link_wireless, link_virtual;
+	double link_ceiling_bps;
+};
+
+/* Callbacks through which the core reports; the CLI formats. */
+struct bench_callbacks {
+	void *ctx;
+	/* connecting: before the first connection; may be NULL */
+	void (*connecting)(void *ctx, const char *host, uint16_t port);
+	/* streams connected, the test is about to start */
+	void (*started)(void *ctx, const struct bench_run *run,
+			const struct bench_result *res);
+	void (*interval)(void *ctx, const struct bench_interval *iv);
+	void (*finished)(void *ctx, const struct bench_result *res);
+};
+
+/* ---- shared engine (used by client.c side and server.c) ---- */
+
+/* Set up a run for req on this side; streams get fds later. */
+int bench_run_init(struct bench_run *run, const struct proto_test_request *req,
+		   bool is_client, struct lr_err *err);
+/* Release threads' resources, close stream fds; safe on a partial init. */
+void bench_run_fini(struct bench_run *run);
+/* Number of data connections req needs. */
+unsigned bench_conn_count(const struct proto_test_request *req);
+/* Direction of stream idx under req. */
+uint8_t bench_stream_dir(const struct proto_test_request *req, unsigned idx);
+/* Start one thread per stream; t0 is now. */
+int bench_run_start(struct bench_run *run, struct lr_err *err);
+/* Sample all streams: update TCP accumulators, handle the omit boundary and
+ * (if iv != NULL, with iv->s sized nstreams) fill an interval report. */
+void bench_run_sample(struct bench_run *run, struct bench_interval *iv,
+		      double iv_start);
+/* True when every stream thread has ended. */
+bool bench_run_all_done(const struct bench_run *run);
+/* Stop sending, wait up to grace_ms for receivers to reach EOF, then force
+ * the rest and join all threads. */
+void bench_run_stop(struct bench_run *run, int grace_ms);
+/* This side's per-stream results and CPU, for TEST_RESULTS. */
+void bench_run_results(const struct bench_run *run, struct proto_results *out,
+		       struct proto_stream_result *arr);
+/* CPU used by this run's stream threads. */
+void bench_run_cpu(const struct bench_run *run, uint64_t *user_us,
+		   uint64_t *sys_us);
+
+/*
+ * Run one test as a client against a linerate server. Blocks for the
+ * test's duration; reports through cb. On success *res is filled (its
+ * streams array allocated; free with bench_result_free).
+ */
+int bench_client_run(const struct bench_opts *o, const struct bench_callbacks *cb,
+		     struct bench_result *res, struct lr_err *err);
+void bench_result_free(struct bench_result *res);
+
+#endif

@@ -1,0 +1,903 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "bench.h"
+#include "crypto.h"
+#include "server.h"
+#include "banned.h"
+
+#define CTRL_TIMEOUT_MS 10000
+#define ATTACH_TIMEOUT_MS 10000
+#define STOP_GRACE_MS 5000
+#define SAMPLE_MS 1000
+#define OPEN_BUF (PROTO_PREAMBLE_LEN + PROTO_HDR_LEN + PROTO_MAX_OPEN_BODY)
+
+struct server_test {
+	struct server *srv;
+	struct server_test *next;
+	unsigned no;
+	int ctrl;
+	char peer[NET_ADDRSTR];
+	uint8_t id[PROTO_TEST_ID_LEN];
+	bool waiting;		/* accepting data connections */
+	unsigned attached;
+	pthread_cond_t attach_cv;
+	struct bench_run run;
+	pthread_t thread;
+	_Atomic bool finished;
+	unsigned overlap;	/* most other tests at once; under srv->lock */
+	int result;
+};
+
+/* A connection that has not yet said what it is. */
+struct pending {
+	int fd;
+	char peer[NET_ADDRSTR];
+	uint8_t buf[OPEN_BUF];
+	size_t have;
+	int64_t deadline;
+	bool answered;		/* our preamble was sent */
+};
+
+struct server {
+	struct server_opts o;
+	struct server_callbacks cb;
+	int lfd;
+	int evfd;
+	_Atomic bool stopping;
+	pthread_mutex_t lock;
+	struct server_test *tests;
+	unsigned active;
+	unsigned next_no;
+	unsigned started;
+	int once_result;
+	struct pending pend[SERVER_MAX_PENDING];
+	unsigned npend;
+};
+
+static void emit(struct server *srv, struct server_event *ev)
+{
+	if (srv->cb.event)
+		srv->cb.event(srv->cb.ctx, ev);
+}
+
+static void emit_reject(struct server *srv, const char *peer,
+			const char *reason)
+{
+	struct server_event ev = { .kind = SERVER_EV_CONN_REJECTED,
+				   .reason = reason };
+
+	snprintf(ev.peer, sizeof(ev.peer), "%s", peer);
+	emit(srv, &ev);
+}
+
+static void wake(struct server *srv)
+{
+	uint64_t one = 1;
+
+	if (write(srv->evfd, &one, sizeof(one)) < 0) {
+		/* counter full is impossible; ignore */
+	}
+}
+
+int server_new(const struct server_opts *o, const struct server_callbacks *cb,
+	       struct server **out, struct lr_err *err)
+{
+	struct net_addr addr;
+	struct server *srv;
+	int r;
+
+	srv = calloc(1, sizeof(*srv));
+	if (!srv)
+		return lr_err_setc(err, -ENOMEM, "server");
+	srv->o = *o;
+	srv->cb = *cb;
+	srv->lfd = srv->evfd = -1;
+	pthread_mutex_init(&srv->lock, NULL);
+	r = net_resolve(o->bind_addr, o->port, o->family, true, &addr, err);
+	if (r)
+		goto out_free;
+	r = net_listen(&addr, 512, err);
+	if (r < 0)
+		goto out_free;
+	srv->lfd = r;
+	if (fcntl(r, F_SETFL, O_NONBLOCK)) {
+		r = lr_err_setc(err, -errno, "listener");
+		goto out_close;
+	}
+	srv->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (srv->evfd < 0) {
+		r = lr_err_setc(err, -errno, "eventfd");
+		goto out_close;
+	}
+	*out = srv;
+	return 0;
+
+out_close:
+	close(srv->lfd);
+out_free:
+	pthread_mutex_destroy(&srv->lock);
+	free(srv);
+	return r;
+}
+
+uint16_t server_port(const struct server *srv)
+{
+	return net_local_port(srv->lfd);
+}
+
+void server_stop(struct server *srv)
+{
+	atomic_store(&srv->stopping, true);
+	wake(srv);
+}
+
+/* ---------------- one test ---------------- */
+
+static int send_error(int fd, uint32_t code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int send_error(int fd, uint32_t code, const char *fmt, ...)
+{
+	struct proto_error pe = { .code = code };
+	uint8_t buf[PROTO_HDR_LEN + PROTO_MAX_TEXT + 32];
+	struct proto_buf b;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(pe.text, sizeof(pe.text), fmt, ap);
+	va_end(ap);
+	proto_buf_init(&b, buf, sizeof(buf));
+	if (proto_encode_error(&b, &pe))
+		return -ENOBUFS;
+	return net_write_full(fd, buf, b.len, net_now_ms() + 2000);
+}
+
+static int send_simple(int fd, uint8_t type)
+{
+	uint8_t buf[PROTO_HDR_LEN];
+	struct proto_buf b;
+
+	proto_buf_init(&b, buf, sizeof(buf));
+	proto_encode_empty(&b, type);
+	return net_write_full(fd, buf, b.len, net_now_ms() + CTRL_TIMEOUT_MS);
+}
+
+/* Read the request and check it against this server's limits. */
+static int test_request(struct server_test *t, uint8_t *buf,
+			struct proto_test_request *req, char *why, size_t cap)
+{
+	struct server *srv = t->srv;
+	struct lr_err e = { 0 };
+	struct proto_hdr h;
+	int r;
+
+	r = net_recv_msg(t->ctrl, buf, PROTO_MAX_BODY, &h,
+			 net_now_ms() + CTRL_TIMEOUT_MS, &e);
+	if (r) {
+		snprintf(why, cap, "no test request: %s", e.msg);
+		if (r == LR_ETOOBIG || r == LR_EBADMSG)
+			send_error(t->ctrl, PROTO_ERR_BAD_REQUEST, "%s", e.msg);
+		return r;
+	}
+	if (h.type != PROTO_TEST_REQUEST) {
+		snprintf(why, cap, "expected TEST_REQUEST, got %s (0x%02x)",
+			 proto_type_name(h.type), h.type);
+		send_error(t->ctrl, PROTO_ERR_UNEXPECTED, "%s", why);
+		return LR_EBADMSG;
+	}
+	r = proto_decode_test_request(buf, h.len, req);
+	if (r) {
+		snprintf(why, cap, "malformed TEST_REQUEST");
+		send_error(t->ctrl, PROTO_ERR_BAD_REQUEST, "%s", why);
+		return r;
+	}
+	if (req->duration_ms + req->omit_ms > srv->o.max_duration_ms) {
+		snprintf(why, cap, "requested %.1f s exceeds this server's "
+			 "limit of %.1f s (--max-duration)",
+			 (double)(req->duration_ms + req->omit_ms) / 1000.0,
+			 (double)srv->o.max_duration_ms / 1000.0);
+		send_error(t->ctrl, PROTO_ERR_LIMIT, "%s", why);
+		return -E2BIG;
+	}
+	return 0;
+}
+
+static int wait_streams(struct server_test *t)
+{
+	struct server *srv = t->srv;
+	struct timespec ts;
+	int64_t dl = net_now_ms() + ATTACH_TIMEOUT_MS;
+	int r = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ATTACH_TIMEOUT_MS / 1000;
+	pthread_mutex_lock(&srv->lock);
+	while (t->attached < t->run.nstreams && r != ETIMEDOUT &&
+	       !atomic_load(&srv->stopping) && net_now_ms() < dl)
+		r = pthread_cond_timedwait(&t->attach_cv, &srv->lock, &ts);
+	t->waiting = false;
+	r = t->attached == t->run.nstreams ? 0 : LR_ETIMEOUT;
+	pthread_mutex_unlock(&srv->lock);
+	return r;
+}
+
+/* Run the data phase until TEST_STOP; returns 0 or an error with why. */
+static int test_data_phase(struct server_test *t, uint8_t *buf, char *why,
+			   size_t cap)
+{
+	struct server *srv = t->srv;
+	struct bench_run *run = &t->run;
+	struct lr_err e = { 0 };
+	struct proto_hdr h;
+	int64_t hard_end, next_sample, now, wake_at;
+	unsigned i;
+	int r;
+
+	hard_end = run->t0_us / 1000 + (int64_t)srv->o.max_duration_ms +
+		   STOP_GRACE_MS;
+	next_sample = run->t0_us / 1000 + SAMPLE_MS;
+	for (;;) {
+		struct pollfd pf[2] = {
+			{ .fd = t->ctrl, .events = POLLIN },
+			{ .fd = run->evfd, .events = POLLIN },
+		};
+
+		wake_at = next_sample < hard_end ? next_sample : hard_end;
+		if (!run->omit_done && run->omit_end_us / 1000 < wake_at)
+			wake_at = run->omit_end_us / 1000;
+		now = net_now_ms();
+		if (wake_at > now && poll(pf, 2, (int)(wake_at - now)) < 0 &&
+		    errno != EINTR)
+			return -errno;
+		if (atomic_load(&srv->stopping)) {
+			atomic_store(&run->abort, true);
+			snprintf(why, cap, "server shutting down");
+			send_error(t->ctrl, PROTO_ERR_INTERNAL, "%s", why);
+			return -ECANCELED;
+		}
+		if (pf[0].revents) {
+			r = net_recv_msg(t->ctrl, buf, PROTO_MAX_BODY, &h,
+					 net_now_ms() + CTRL_TIMEOUT_MS, &e);
+			if (r == LR_ECLOSED) {
+				snprintf(why, cap, "client disconnected "
+					 "during the test");
+				return r;
+			}
+			if (r) {
+				snprintf(why, cap, "%s", e.msg);
+				send_error(t->ctrl, PROTO_ERR_BAD_REQUEST, "%s",
+					   e.msg);
+				return r;
+			}
+			if (h.type == PROTO_TEST_STOP)
+				return 0;
+			snprintf(why, cap, "unexpected %s during the test",
+				 proto_type_name(h.type));
+			send_error(t->ctrl, PROTO_ERR_UNEXPECTED, "%s", why);
+			return LR_EBADMSG;
+		}
+		if (pf[1].revents) {
+			uint64_t v;
+
+			if (read(run->evfd, &v, sizeof(v)) < 0) {
+				/* already drained */
+			}
+		}
+		for (i = 0; i < run->nstreams; i++) {
+			struct bench_stream *s = &run->streams[i];
+
+			if (atomic_load(&s->done) && s->error) {
+				snprintf(why, cap, "stream %u: %s", i + 1,
+					 lr_strerror(s->error));
+				send_error(t->ctrl, PROTO_ERR_INTERNAL, "%s",
+					   why);
+				return s->error;
+			}
+		}
+		now = net_now_ms();
+		if (now >= next_sample ||
+		    (!run->omit_done && now >= run->omit_end_us / 1000)) {
+			bench_run_sample(run, NULL, 0);
+			if (now >= next_sample)
+				next_sample += SAMPLE_MS;
+		}
+		if (now >= hard_end) {
+			snprintf(why, cap, "test ran past the server's limit "
+				 "of %.1f s (--max-duration)",
+				 (double)srv->o.max_duration_ms / 1000.0);
+			send_error(t->ctrl, PROTO_ERR_LIMIT, "%s", why);
+			return LR_ETIMEOUT;
+		}
+	}
+}
+
+static void *test_main(void *arg)
+{
+	struct server_test *t = arg;
+	struct server *srv = t->srv;
+	struct server_event ev = { .kind = SERVER_EV_TEST_DONE };
+	struct proto_stream_result *arr = NULL;
+	struct proto_test_accept acc = { 0 };
+	struct proto_test_request req;
+	struct proto_results res;
+	struct lr_err e = { 0 };
+	struct proto_hdr h;
+	struct proto_buf b;
+	struct net_sockopts so;
+	struct rusage ru;
+	char why[LR_ERR_MSG] = "";
+	uint8_t *buf;
+	unsigned i;
+	int r;
+
+	buf = malloc(PROTO_MAX_BODY);
+	if (!buf) {
+		r = -ENOMEM;
+		snprintf(why, sizeof(why), "out of memory");
+		goto out;
+	}
+	r = test_request(t, buf, &req, why, sizeof(why));
+	if (r)
+		goto out;
+	ev.req = req;
+	r = bench_run_init(&t->run, &req, false, &e);
+	if (r) {
+		snprintf(why, sizeof(why), "%s", e.msg);
+		send_error(t->ctrl, PROTO_ERR_LIMIT, "%s", why);
+		goto out;
+	}
+	arr = calloc(t->run.nstreams, sizeof(*arr));
+	if (!arr || crypto_random(t->id, sizeof(t->id))) {
+		r = -ENOMEM;
+		snprintf(why, sizeof(why), "out of memory");
+		send_error(t->ctrl, PROTO_ERR_INTERNAL, "%s", why);
+		goto out;
+	}
+	pthread_mutex_lock(&srv->lock);
+	t->waiting = true;
+	acc.overlap = (uint16_t)(srv->active - 1);
+	pthread_mutex_unlock(&srv->lock);
+	memcpy(acc.test_id, t->id, sizeof(t->id));
+	snprintf(acc.software, sizeof(acc.software), "linerate %s",
+		 LINERATE_VERSION);
+	acc.max_duration_ms = srv->o.max_duration_ms;
+	proto_buf_init(&b, buf, PROTO_MAX_BODY);
+	r = proto_encode_test_accept(&b, &acc);
+	if (!r)
+		r = net_write_full(t->ctrl, buf, b.len,
+				   net_now_ms() + CTRL_TIMEOUT_MS);
+	if (r) {
+		snprintf(why, sizeof(why), "sending TEST_ACCEPT: %s",
+			 lr_strerror(r));
+		goto out;
+	}
+	r = wait_streams(t);
+	if (r) {
+		snprintf(why, sizeof(why), "only %u of %u data streams "
+			 "connected within %d s", t->attached,
+			 t->run.nstreams, ATTACH_TIMEOUT_MS / 1000);
+		send_error(t->ctrl, PROTO_ERR_TIMEOUT, "%s", why);
+		goto out;
+	}
+	so = (struct net_sockopts){ .window = req.window, .cc = req.cc };
+	for (i = 0; i < t->run.nstreams && !r; i++)
+		r = net_apply_sockopts(t->run.streams[i].fd, &so, &e);
+	if (!r)
+		r = bench_run_start(&t->run, &e);
+	if (r) {
+		snprintf(why, sizeof(why), "%s", e.msg);
+		send_error(t->ctrl, PROTO_ERR_BAD_REQUEST, "server: %s", why);
+		goto out;
+	}
+	r = send_simple(t->ctrl, PROTO_TEST_START);
+	if (r) {
+		snprintf(why, sizeof(why), "sending TEST_START: %s",
+			 lr_strerror(r));
+		goto out;
+	}
+	r = test_data_phase(t, buf, why, sizeof(why));
+	bench_run_stop(&t->run, STOP_GRACE_MS);
+	if (r)
+		goto out;
+	bench_run_results(&t->run, &res, arr);
+	if (!getrusage(RUSAGE_THREAD, &ru)) {
+		res.cpu.user_us += (uint64_t)ru.ru_utime.tv_sec * 1000000 +
+				   (uint64_t)ru.ru_utime.tv_usec;
+		res.cpu.sys_us += (uint64_t)ru.ru_stime.tv_sec * 1000000 +
+				  (uint64_t)ru.ru_stime.tv_usec;
+	}
+	res.cpu.wall_us = (uint64_t)(net_now_us() - t->run.t0_us);
+	pthread_mutex_lock(&srv->lock);
+	res.overlap = (uint16_t)t->overlap;
+	pthread_mutex_unlock(&srv->lock);
+	ev.overlap = res.overlap;
+	for (i = 0; i < res.nstreams; i++) {
+		if (t->run.streams[i].sender)
+			ev.bytes_sent += arr[i].bytes;
+		else
+			ev.bytes_received += arr[i].bytes;
+	}
+	ev.seconds = (double)(t->run.omit_done ?
+			      net_now_us() - t->run.omit_end_us :
+			      net_now_us() - t->run.t0_us) / 1e6;
+	if (req.duration_ms)
+		ev.seconds = (double)req.duration_ms / 1000.0;
+	proto_buf_init(&b, buf, PROTO_MAX_BODY);
+	r = proto_encode_results(&b, &res);
+	if (!r)
+		r = net_write_full(t->ctrl, buf, b.len,
+				   net_now_ms() + CTRL_TIMEOUT_MS);
+	if (r) {
+		snprintf(why, sizeof(why), "sending results: %s",
+			 lr_strerror(r));
+		goto out;
+	}
+	/* the client's results complete the exchange */
+	r = net_recv_msg(t->ctrl, buf, PROTO_MAX_BODY, &h,
+			 net_now_ms() + CTRL_TIMEOUT_MS, &e);
+	if (!r && h.type == PROTO_TEST_RESULTS) {
+		struct proto_results cres = { .streams = arr,
+					      .cap = (uint16_t)t->run.nstreams };
+
+		r = proto_decode_results(buf, h.len, &cres);
+		if (r)
+			snprintf(why, sizeof(why), "malformed client results");
+	} else if (!r) {
+		r = LR_EBADMSG;
+		snprintf(why, sizeof(why), "expected TEST_RESULTS, got %s",
+			 proto_type_name(h.type));
+	} else {
+		snprintf(why, sizeof(why), "client results: %s", e.msg);
+	}
+
+out:
+	ev.ok = r == 0;
+	ev.test_no = t->no;
+	ev.reason = why;
+	snprintf(ev.peer, sizeof(ev.peer), "%s", t->peer);
+	emit(srv, &ev);
+	t->result = r;
+	free(arr);
+	free(buf);
+	pthread_mutex_lock(&srv->lock);
+	close(t->ctrl);
+	t->ctrl = -1;
+	t->waiting = false;
+	srv->active--;
+	pthread_mutex_unlock(&srv->lock);
+	bench_run_fini(&t->run);
+	atomic_store(&t->finished, true);
+	wake(srv);
+	return NULL;
+}
+
+/* ---------------- accepting ---------------- */
+
+static int fcntl_blocking(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK))
+		return -errno;
+	return 0;
+}
+
+static void pending_close(struct server *srv, unsigned i)
+{
+	if (srv->pend[i].fd >= 0)
+		close(srv->pend[i].fd);
+	srv->pend[i] = srv->pend[--srv->npend];
+}
+
+static void reject(struct server *srv, unsigned i, uint32_t code,
+		   const char *reason)
+{
+	struct pending *p = &srv->pend[i];
+
+	if (code)
+		send_error(p->fd, code, "%s", reason);
+	emit_reject(srv, p->peer, reason);
+	pending_close(srv, i);
+}
+
+static int start_test(struct server *srv, struct pending *p)
+{
+	struct server_test *t, *o;
+	int r;
+
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->srv = srv;
+	t->ctrl = p->fd;
+	t->run.evfd = t->run.memfd = -1;
+	snprintf(t->peer, sizeof(t->peer), "%s", p->peer);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&t->attach_cv, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	pthread_mutex_lock(&srv->lock);
+	t->no = ++srv->next_no;
+	srv->active++;
+	srv->started++;
+	for (o = srv->tests; o; o = o->next)
+		if (!atomic_load(&o->finished) && o->overlap < srv->active - 1)
+			o->overlap = srv->active - 1;
+	t->overlap = srv->active - 1;
+	t->next = srv->tests;
+	srv->tests = t;
+	pthread_mutex_unlock(&srv->lock);
+	r = pthread_create(&t->thread, NULL, test_main, t);
+	if (r) {
+		pthread_mutex_lock(&srv->lock);
+		srv->tests = t->next;
+		srv->active--;
+		srv->started--;
+		pthread_mutex_unlock(&srv->lock);
+		pthread_cond_destroy(&t->attach_cv);
+		free(t);
+		return -r;
+	}
+	return 0;
+}
+
+/* Hand a data connection to its test. Returns NULL or a reason. */
+static const char *attach_stream(struct server *srv,
+				 const struct proto_data_open *d, int fd)
+{
+	const char *why = "unknown test id";
+	struct server_test *t;
+
+	pthread_mutex_lock(&srv->lock);
+	for (t = srv->tests; t; t = t->next) {
+		struct bench_stream *s;
+
+		if (!t->waiting ||
+		    crypto_memcmp(t->id, d->test_id, PROTO_TEST_ID_LEN))
+			continue;
+		why = "stream index out of range";
+		if (d->stream >= t->run.nstreams)
+			break;
+		s = &t->run.streams[d->stream];
+		why = "stream direction does not match the test";
+		if (s->dir != d->dir)
+			break;
+		why = "stream already connected";
+		if (s->fd >= 0)
+			break;
+		s->fd = fd;
+		t->attached++;
+		pthread_cond_signal(&t->attach_cv);
+		why = NULL;
+		break;
+	}
+	pthread_mutex_unlock(&srv->lock);
+	return why;
+}
+
+/* The first message is complete: decide what the connection is. */
+static void pending_dispatch(struct server *srv, unsigned i,
+			     const struct proto_hdr *h)
+{
+	struct pending *p = &srv->pend[i];
+	const uint8_t *body = p->buf + PROTO_PREAMBLE_LEN + PROTO_HDR_LEN;
+	struct proto_ctrl_open co;
+	struct proto_data_open d;
+	const char *why;
+	char msg[160];
+	unsigned active = 0;
+	bool busy;
+
+	if (h->type == PROTO_CTRL_OPEN) {
+		if (proto_decode_ctrl_open(body, h->len, &co)) {
+			reject(srv, i, PROTO_ERR_BAD_REQUEST,
+			       "malformed CTRL_OPEN");
+			return;
+		}
+		pthread_mutex_lock(&srv->lock);
+		active = srv->active;
+		busy = srv->active >= srv->o.max_tests ||
+		       (srv->o.once && srv->started > 0) ||
+		       atomic_load(&srv->stopping);
+		pthread_mutex_unlock(&srv->lock);
+		if (busy) {
+			snprintf(msg, sizeof(msg), "server busy: %u of %u "
+				 "test slots in use, try again later",
+				 active, srv->o.max_tests);
+			reject(srv, i, PROTO_ERR_BUSY, msg);
+			return;
+		}
+		if (fcntl_blocking(p->fd) || start_test(srv, p)) {
+			reject(srv, i, PROTO_ERR_INTERNAL,
+			       "cannot start a test thread");
+			return;
+		}
+		p->fd = -1;	/* owned by the test now */
+		pending_close(srv, i);
+		return;
+	}
+	if (h->type == PROTO_DATA_OPEN) {
+		if (proto_decode_data_open(body, h->len, &d)) {
+			reject(srv, i, PROTO_ERR_BAD_REQUEST,
+			       "malformed DATA_OPEN");
+			return;
+		}
+		if (fcntl_blocking(p->fd)) {
+			reject(srv, i, 0, "fcntl failed");
+			return;
+		}
+		why = attach_stream(srv, &d, p->fd);
+		if (why) {
+			reject(srv, i, PROTO_ERR_UNKNOWN_TEST, why);
+			return;
+		}
+		p->fd = -1;
+		pending_close(srv, i);
+		return;
+	}
+	snprintf(msg, sizeof(msg), "unexpected first message %s (0x%02x)",
+		 proto_type_name(h->type), h->type);
+	reject(srv, i, PROTO_ERR_UNEXPECTED, msg);
+}
+
+/* Read what a pending connection has sent; returns true if i was removed. */
+static bool pending_read(struct server *srv, unsigned i)
+{
+	struct pending *p = &srv->pend[i];
+	struct proto_preamble pre;
+	struct proto_hdr h;
+	uint8_t reply[PROTO_PREAMBLE_LEN];
+	size_t need;
+	ssize_t n;
+	char msg[160];
+	int r;
+
+	for (;;) {
+		need = PROTO_PREAMBLE_LEN;
+		if (p->have >= PROTO_PREAMBLE_LEN)
+			need += PROTO_HDR_LEN;
+		if (p->have >= PROTO_PREAMBLE_LEN + PROTO_HDR_LEN) {
+			r = proto_decode_hdr(p->buf + PROTO_PREAMBLE_LEN,
+					     PROTO_HDR_LEN, PROTO_MAX_OPEN_BODY,
+					     &h);
+			if (r == LR_ETOOBIG) {
+				const uint8_t *q = p->buf + PROTO_PREAMBLE_LEN;
+
+				snprintf(msg, sizeof(msg), "announced a %u-byte "
+					 "first message (limit %u)",
+					 ((unsigned)q[4] << 24) | (q[5] << 16) |
+					 (q[6] << 8) | q[7],
+					 PROTO_MAX_OPEN_BODY);
+				reject(srv, i, PROTO_ERR_BAD_REQUEST, msg);
+				return true;
+			}
+			if (r < 0) {
+				reject(srv, i, PROTO_ERR_BAD_REQUEST,
+				       "malformed message header");
+				return true;
+			}
+			need += h.len;
+			if (p->have == need) {
+				pending_dispatch(srv, i, &h);
+				return true;
+			}
+		}
+		n = recv(p->fd, p->buf + p->have, need - p->have, MSG_DONTWAIT);
+		if (n == 0) {
+			snprintf(msg, sizeof(msg), "closed after %zu bytes, "
+				 "before identifying itself", p->have);
+			reject(srv, i, 0, msg);
+			return true;
+		}
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return false;
+			snprintf(msg, sizeof(msg), "read: %s",
+				 lr_strerror(errno));
+			reject(srv, i, 0, msg);
+			return true;
+		}
+		p->have += (size_t)n;
+		if (!p->answered && p->have >= 4 &&
+		    proto_decode_preamble(p->buf, p->have, &pre) ==
+		    LR_ENOTLINERATE) {
+			reject(srv, i, 0, "not a linerate client (garbage "
+			       "or another protocol)");
+			return true;
+		}
+		if (!p->answered && p->have >= PROTO_PREAMBLE_LEN) {
+			uint8_t v;
+
+			proto_decode_preamble(p->buf, p->have, &pre);
+			v = proto_version_choose(pre.vmin, pre.vmax,
+						 PROTO_VERSION_MIN,
+						 PROTO_VERSION_MAX);
+			proto_encode_preamble(reply, PROTO_VERSION_MIN,
+					      PROTO_VERSION_MAX, v);
+			p->answered = true;
+			if (send(p->fd, reply, sizeof(reply),
+				 MSG_DONTWAIT | MSG_NOSIGNAL) !=
+			    (ssize_t)sizeof(reply)) {
+				reject(srv, i, 0, "cannot answer");
+				return true;
+			}
+			if (!v) {
+				snprintf(msg, sizeof(msg), "incompatible "
+					 "version: client speaks %u..%u",
+					 pre.vmin, pre.vmax);
+				reject(srv, i, 0, msg);
+				return true;
+			}
+		}
+	}
+}
+
+static void accept_some(struct server *srv, int64_t *paused_until)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	unsigned k, i, oldest;
+	int fd;
+
+	for (k = 0; k < 64; k++) {
+		sl = sizeof(ss);
+		fd = accept4(srv->lfd, (struct sockaddr *)&ss, &sl,
+			     SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE) {
+				if (srv->npend)
+					goto evict;
+				*paused_until = net_now_ms() + 100;
+			}
+			return;
+		}
+		if (srv->npend == SERVER_MAX_PENDING) {
+evict:
+			oldest = 0;
+			for (i = 1; i < srv->npend; i++)
+				if (srv->pend[i].deadline <
+				    srv->pend[oldest].deadline)
+					oldest = i;
+			reject(srv, oldest, 0, "too many connections waiting "
+			       "to identify themselves: dropped the oldest");
+			if (fd < 0)
+				continue;
+		}
+		memset(&srv->pend[srv->npend], 0, sizeof(srv->pend[0]));
+		srv->pend[srv->npend].fd = fd;
+		srv->pend[srv->npend].deadline = net_now_ms() +
+						 srv->o.handshake_ms;
+		net_addr_str((struct sockaddr *)&ss,
+			     srv->pend[srv->npend].peer,
+			     sizeof(srv->pend[0].peer));
+		srv->npend++;
+	}
+}
+
+/* Join and free tests whose threads have ended. */
+static void reap(struct server *srv, bool all)
+{
+	struct server_test **pp = &srv->tests, *t;
+
+	for (;;) {
+		pthread_mutex_lock(&srv->lock);
+		t = *pp;
+		if (t && !all && !atomic_load(&t->finished)) {
+			pp = &t->next;
+			pthread_mutex_unlock(&srv->lock);
+			continue;
+		}
+		if (t)
+			*pp = t->next;
+		pthread_mutex_unlock(&srv->lock);
+		if (!t)
+			return;
+		pthread_join(t->thread, NULL);
+		if (srv->o.once)
+			srv->once_result = t->result ? -1 : 0;
+		pthread_cond_destroy(&t->attach_cv);
+		free(t);
+	}
+}
+
+int server_run(struct server *srv, struct lr_err *err)
+{
+	struct pollfd *pf;
+	struct server_event ev = { .kind = SERVER_EV_LISTENING };
+	int64_t now, paused_until = 0, timeout;
+	unsigned i, n;
+	uint64_t v;
+
+	pf = calloc(SERVER_MAX_PENDING + 2, sizeof(*pf));
+	if (!pf)
+		return lr_err_setc(err, -ENOMEM, "poll table");
+	ev.port = server_port(srv);
+	snprintf(ev.peer, sizeof(ev.peer), "%s",
+		 srv->o.bind_addr ? srv->o.bind_addr : "*");
+	emit(srv, &ev);
+	while (!atomic_load(&srv->stopping)) {
+		if (srv->o.once && srv->started && !srv->active)
+			break;
+		now = net_now_ms();
+		timeout = 1000;
+		n = 0;
+		pf[n++] = (struct pollfd){ .fd = srv->evfd, .events = POLLIN };
+		pf[n++] = (struct pollfd){ .fd = now >= paused_until ?
+					   srv->lfd : -1, .events = POLLIN };
+		for (i = 0; i < srv->npend; i++) {
+			pf[n++] = (struct pollfd){ .fd = srv->pend[i].fd,
+						   .events = POLLIN };
+			if (srv->pend[i].deadline - now < timeout)
+				timeout = srv->pend[i].deadline - now;
+		}
+		if (paused_until > now && paused_until - now < timeout)
+			timeout = paused_until - now;
+		if (timeout < 0)
+			timeout = 0;
+		if (poll(pf, n, (int)timeout) < 0 && errno != EINTR) {
+			free(pf);
+			return lr_err_setc(err, -errno, "poll");
+		}
+		if (pf[0].revents && read(srv->evfd, &v, sizeof(v)) > 0)
+			reap(srv, false);
+		/* pending connections, walked backwards: removal swaps in
+		 * the last entry, which has been seen already */
+		now = net_now_ms();
+		for (i = srv->npend; i-- > 0;) {
+			if (pf[2 + i].revents && pending_read(srv, i))
+				continue;
+			if (i < srv->npend && srv->pend[i].deadline <= now) {
+				char msg[96];
+
+				snprintf(msg, sizeof(msg), "sent %zu bytes in "
+					 "%.1f s without identifying itself",
+					 srv->pend[i].have,
+					 srv->o.handshake_ms / 1000.0);
+				reject(srv, i, 0, msg);
+			}
+		}
+		if (pf[1].revents)
+			accept_some(srv, &paused_until);
+	}
+	free(pf);
+	return srv->o.once ? srv->once_result : 0;
+}
+
+void server_free(struct server *srv)
+{
+	struct server_test *t;
+
+	if (!srv)
+		return;
+	atomic_store(&srv->stopping, true);
+	pthread_mutex_lock(&srv->lock);
+	for (t = srv->tests; t; t = t->next) {
+		pthread_cond_signal(&t->attach_cv);
+		if (t->ctrl >= 0)
+			shutdown(t->ctrl, SHUT_RDWR);
+	}
+	pthread_mutex_unlock(&srv->lock);
+	reap(srv, true);
+	while (srv->npend)
+		pending_close(srv, 0);
+	close(srv->lfd);
+	close(srv->evfd);
+	pthread_mutex_destroy(&srv->lock);
+	free(srv);
+}

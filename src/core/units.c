@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: MIT
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "units.h"
+#include "banned.h"
+
+/* A number as typed: the whole part exactly, the fraction as a double. */
+struct decimal {
+	uint64_t whole;
+	double frac;	/* in [0, 1] */
+	bool over;	/* the whole part does not fit in 64 bits */
+};
+
+/* Parse the leading unsigned decimal (digits, optional '.' and digits).
+ * Rejects signs, whitespace, hex, exponents, inf and nan. */
+static int parse_decimal(const char *s, struct decimal *d, const char **rest)
+{
+	const char *p = s;
+	double scale = 1.0;
+	int digits = 0;
+
+	d->whole = 0;
+	d->frac = 0.0;
+	d->over = false;
+	while (isdigit((unsigned char)*p)) {
+		unsigned dig = (unsigned)(*p - '0');
+
+		if (d->whole > (UINT64_MAX - dig) / 10)
+			d->over = true;
+		else
+			d->whole = d->whole * 10 + dig;
+		p++;
+		digits++;
+	}
+	if (*p == '.') {
+		p++;
+		while (isdigit((unsigned char)*p)) {
+			scale /= 10.0;
+			d->frac += (*p - '0') * scale;
+			p++;
+			digits++;
+		}
+	}
+	if (!digits)
+		return -EINVAL;
+	*rest = p;
+	return 0;
+}
+
+/* d x mult rounded to the nearest integer, checked against [min, max] in
+ * integers: a double holds only 53 bits. */
+static int scaled(const struct decimal *d, uint64_t mult, uint64_t min,
+		  uint64_t max, uint64_t *out)
+{
+	uint64_t v, f;
+
+	if (d->over || d->whole > UINT64_MAX / mult)
+		return -ERANGE;
+	v = d->whole * mult;
+	/* frac <= 1 and mult <= 2^40: exact enough, and no overflow */
+	f = (uint64_t)floor(d->frac * (double)mult + 0.5);
+	if (f > UINT64_MAX - v)
+		return -ERANGE;
+	v += f;
+	if (v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+static int prefix_power(char c, int *power)
+{
+	switch (tolower((unsigned char)c)) {
+	case 'k': *power = 1; return 1;
+	case 'm': *power = 2; return 1;
+	case 'g': *power = 3; return 1;
+	case 't': *power = 4; return 1;
+	default: *power = 0; return 0;
+	}
+}
+
+int units_parse_bytes(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	struct decimal d;
+	const char *p;
+	uint64_t mult = 1;
+	int power, i;
+
+	if (!s || parse_decimal(s, &d, &p))
+		return -EINVAL;
+	if (prefix_power(*p, &power))
+		p++;
+	for (i = 0; i < power; i++)
+		mult *= 1024;
+	if (power && (!strcmp(p, "iB") || !strcmp(p, "ib")))
+		p += 2;
+	else if (*p == 'B' || *p == 'b')
+		p++;
+	if (*p)
+		return -EINVAL;
+	return scaled(&d, mult, min, max, out);
+}
+
+int units_parse_rate(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	struct decimal d;
+	const char *p;
+	uint64_t mult = 1;
+	int power, i;
+
+	if (!s || parse_decimal(s, &d, &p))
+		return -EINVAL;
+	if (prefix_power(*p, &power))
+		p++;
+	for (i = 0; i < power; i++)
+		mult *= 1000;
+	if (*p && strcasecmp(p, "bit") && strcasecmp(p, "bit/s") &&
+	    strcasecmp(p, "bits") && strcasecmp(p, "bits/s") &&
+	    strcasecmp(p, "bps") && strcmp(p, "b"))
+		return -EINVAL;
+	return scaled(&d, mult, min, max, out);
+}
+
+int units_parse_ms(const char *s, uint64_t min_ms, uint64_t max_ms,
+		   uint64_t *out_ms)
+{
+	struct decimal d;
+	const char *p;
+
+	if (!s || parse_decimal(s, &d, &p))
+		return -EINVAL;
+	if (*p == 's' && p[1] == '\0')
+		p++;
+	if (*p)
+		return -EINVAL;
+	return scaled(&d, 1000, min_ms, max_ms, out_ms);
+}
+
+int units_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	const char *p = s;
+	uint64_t v = 0;
+
+	if (!s || !*s)
+		return -EINVAL;
+	for (; *p; p++) {
+		if (!isdigit((unsigned char)*p))
+			return -EINVAL;
+		if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+			return -ERANGE;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	if (v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+static char *fmt_scaled(char *buf, size_t cap, double n, double base,
+			const char *const *labels, int nlabels)
+{
+	int i = 0;
+	int prec;
+
+	if (!isfinite(n) || n < 0)
+		n = 0;
+	while (n >= base && i < nlabels - 1) {
+		n /= base;
+		i++;
+	}
+	if (n < 9.995)
+		prec = 2;
+	else if (n < 99.95)
+		prec = 1;
+	else
+		prec = 0;
+	snprintf(buf, cap, "%4.*f %s", prec, n, labels[i]);
+	return buf;
+}
+
+char *units_fmt_bytes(char *buf, size_t cap, double bytes)
+{
+	static const char *const labels[] = {
+		"Bytes", "KBytes", "MBytes", "GBytes", "TBytes"
+	};
+
+	return fmt_scaled(buf, cap, bytes, 1024.0, labels, 5);
+}
+
+char *units_fmt_rate(char *buf, size_t cap, double bits_per_sec)
+{
+	static const char *const labels[] = {
+		"bits/sec", "Kbits/sec", "Mbits/sec", "Gbits/sec", "Tbits/sec"
+	};
+
+	return fmt_scaled(buf, cap, bits_per_sec, 1000.0, labels, 5);
+}

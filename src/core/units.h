@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef LINERATE_UNITS_H
+#define LINERATE_UNITS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * The one checked number parser. Every number on the command line goes
+ * through here; none goes through atoi. All parsers return 0 and write *out
+ * only on success, -EINVAL for text that is not a number of that kind and
+ * -ERANGE for a number outside [min, max].
+ */
+
+/* A size in bytes: "65536", "128K", "10M", "1.5G", "2T" (K = 1024), an
+ * optional trailing "B" or "iB" ("10MiB", "10MB" mean the same). */
+int units_parse_bytes(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
+/* A rate in bits per second: "940m", "1g", "1gbit", "500M", "2.5Gbit/s"
+ * (k = 1000). A trailing "bit", "bit/s", "bps" or "b" is allowed. */
+int units_parse_rate(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
+/* Seconds with an optional fraction: "10", "0.5". Output in milliseconds. */
+int units_parse_ms(const char *s, uint64_t min_ms, uint64_t max_ms,
+		   uint64_t *out_ms);
+
+/* A plain decimal integer. */
+int units_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
+/*
+ * Format like iperf3: a byte count with 1024-based units ("138 MBytes",
+ * "1.32 GBytes", "902 KBytes") or a bit rate with 1000-based units
+ * ("1.13 Gbits/sec"). Writes a NUL-terminated string into buf and returns
+ * buf. Four significant characters, as iperf3 prints them.
+ */
+char *units_fmt_bytes(char *buf, size_t cap, double bytes);
+char *units_fmt_rate(char *buf, size_t cap, double bits_per_sec);
+
+#endif

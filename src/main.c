@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: MIT
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "cmds.h"
+#include "crypto.h"
+#include "opts.h"
+#include "banned.h"
+
+struct cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *usage;
+	const char *summary;
+};
+
+static const struct cmd cmds[] = {
+	{ "bench", cmd_bench, cmd_bench_usage,
+	  "measure TCP throughput against a linerate server (iperf3-style)" },
+	{ "serve", cmd_serve, cmd_serve_usage,
+	  "answer bench clients, several tests at once" },
+};
+
+static void usage(FILE *out)
+{
+	size_t i;
+
+	fprintf(out, "usage: linerate <command> [options]\n\n"
+		"linerate measures and moves data between your machines at "
+		"line rate.\n\nCommands:\n");
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		fprintf(out, "  %-8s %s\n", cmds[i].name, cmds[i].summary);
+	fprintf(out, "  %-8s %s\n  %-8s %s\n\n", "help", "help [COMMAND]",
+		"version", "print the version");
+	fprintf(out, "`linerate COMMAND --help` shows a command's options; "
+		"`man linerate` has the rest.\n");
+}
+
+static const struct cmd *find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(cmds[i].name, name))
+			return &cmds[i];
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	const struct cmd *c;
+
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V") ||
+	    !strcmp(argv[1], "version")) {
+		printf("linerate %s (%s)\n", LINERATE_VERSION,
+		       crypto_library_version());
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") ||
+	    !strcmp(argv[1], "-h")) {
+		if (argc > 2) {
+			c = find(argv[2]);
+			if (!c) {
+				fprintf(stderr, "linerate: unknown command "
+					"'%s'\n", argv[2]);
+				return EXIT_USAGE;
+			}
+			fputs(c->usage, stdout);
+			return EXIT_OK;
+		}
+		usage(stdout);
+		return EXIT_OK;
+	}
+	c = find(argv[1]);
+	if (!c) {
+		fprintf(stderr, "linerate: unknown command '%s'\n\n", argv[1]);
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	return c->fn(argc - 1, argv + 1);
+}

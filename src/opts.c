@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "opts.h"
+#include "units.h"
+#include "banned.h"
+
+static int report(int r, const char *opt, const char *val, const char *what,
+		  uint64_t min, uint64_t max, const char *unit,
+		  struct lr_err *err)
+{
+	if (r == -ERANGE)
+		return lr_err_set(err, r, "%s '%s' is out of range (%llu to "
+				  "%llu%s)", opt, val,
+				  (unsigned long long)min,
+				  (unsigned long long)max, unit);
+	return lr_err_set(err, r, "%s '%s' is not %s", opt, val, what);
+}
+
+int opts_bytes(const char *opt, const char *val, uint64_t min, uint64_t max,
+	       uint64_t *out, struct lr_err *err)
+{
+	int r = units_parse_bytes(val, min, max, out);
+
+	return r ? report(r, opt, val, "a size such as 128K, 10M or 1G", min,
+			  max, " bytes", err) : 0;
+}
+
+int opts_rate(const char *opt, const char *val, uint64_t min, uint64_t max,
+	      uint64_t *out, struct lr_err *err)
+{
+	int r = units_parse_rate(val, min, max, out);
+
+	return r ? report(r, opt, val, "a rate such as 940m or 1gbit", min,
+			  max, " bits/s", err) : 0;
+}
+
+int opts_ms(const char *opt, const char *val, uint64_t min_ms,
+	    uint64_t max_ms, uint64_t *out, struct lr_err *err)
+{
+	int r = units_parse_ms(val, min_ms, max_ms, out);
+
+	if (r == -ERANGE)
+		return lr_err_set(err, r, "%s '%s' is out of range (%.3g to "
+				  "%.6g seconds)", opt, val, min_ms / 1000.0,
+				  max_ms / 1000.0);
+	return r ? lr_err_set(err, r, "%s '%s' is not a number of seconds",
+			      opt, val) : 0;
+}
+
+int opts_uint(const char *opt, const char *val, uint64_t min, uint64_t max,
+	      uint64_t *out, struct lr_err *err)
+{
+	int r = units_parse_uint(val, min, max, out);
+
+	return r ? report(r, opt, val, "a whole number", min, max, "", err) :
+		   0;
+}
+
+int opts_host_port(const char *arg, char *buf, size_t cap, const char **host,
+		   uint16_t *port, struct lr_err *err)
+{
+	const char *colon;
+	uint64_t p;
+	size_t n = strlen(arg);
+
+	if (!n || n >= cap)
+		return lr_err_set(err, -EINVAL, "host '%s' is not valid", arg);
+	memcpy(buf, arg, n + 1);
+	if (buf[0] == '[') {
+		char *close = strchr(buf, ']');
+
+		if (!close || (close[1] && close[1] != ':'))
+			return lr_err_set(err, -EINVAL, "host '%s' is not "
+					  "valid", arg);
+		*close = '\0';
+		*host = buf + 1;
+		if (close[1] == ':') {
+			if (opts_uint("port", close + 2, 1, 65535, &p, err))
+				return -EINVAL;
+			*port = (uint16_t)p;
+		}
+		return 0;
+	}
+	colon = strrchr(buf, ':');
+	*host = buf;
+	if (colon && colon == strchr(buf, ':')) {
+		/* exactly one colon: host:port */
+		buf[colon - buf] = '\0';
+		if (opts_uint("port", colon + 1, 1, 65535, &p, err))
+			return -EINVAL;
+		*port = (uint16_t)p;
+	}
+	if (!**host)
+		return lr_err_set(err, -EINVAL, "host '%s' is not valid", arg);
+	return 0;
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef LINERATE_OPTS_H
+#define LINERATE_OPTS_H
+
+#include <stdint.h>
+
+#include "err.h"
+
+/*
+ * Command-line helpers shared by the cmd_*.c files: each parses one
+ * option's value through the checked parsers of units.h and, on failure,
+ * fills err with a message naming the option and the value. Return 0 or
+ * a negative errno.
+ */
+int opts_bytes(const char *opt, const char *val, uint64_t min, uint64_t max,
+	       uint64_t *out, struct lr_err *err);
+int opts_rate(const char *opt, const char *val, uint64_t min, uint64_t max,
+	      uint64_t *out, struct lr_err *err);
+int opts_ms(const char *opt, const char *val, uint64_t min_ms,
+	    uint64_t max_ms, uint64_t *out, struct lr_err *err);
+int opts_uint(const char *opt, const char *val, uint64_t min, uint64_t max,
+	      uint64_t *out, struct lr_err *err);
+/* "host", "host:port", "[v6]:port" or a bare IPv6 literal. host points
+ * into buf. */
+int opts_host_port(const char *arg, char *buf, size_t cap, const char **host,
+		   uint16_t *port, struct lr_err *err);
+
+/* Exit codes, documented in the man page. */
+enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
+
+#endif

@@ -1,0 +1,748 @@
+// SPDX-License-Identifier: MIT
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+
+#include "config.h"
+#include "report.h"
+#include "units.h"
+#include "banned.h"
+
+#define SEP "- - - - - - - - - - - - - - - - - - - - - - - - -\n"
+
+struct report {
+	FILE *out;
+	enum report_format fmt;
+	cJSON *root;		/* REPORT_JSON: the whole document */
+	cJSON *intervals;
+	cJSON *start;		/* kept until the end for REPORT_JSON */
+	bool header_done;
+	bool sep_done;		/* the last line printed is a separator */
+	bool bidir;
+	bool any_sender;	/* this side sends on some stream */
+	unsigned nstreams;
+	uint8_t mode;
+	uint8_t *dirs;		/* per stream */
+	bool *local_sender;
+};
+
+struct report *report_new(FILE *out, enum report_format fmt)
+{
+	struct report *rp = calloc(1, sizeof(*rp));
+
+	if (!rp)
+		return NULL;
+	rp->out = out;
+	rp->fmt = fmt;
+	if (fmt == REPORT_JSON) {
+		rp->root = cJSON_CreateObject();
+		if (!rp->root) {
+			free(rp);
+			return NULL;
+		}
+	}
+	return rp;
+}
+
+void report_free(struct report *rp)
+{
+	if (!rp)
+		return;
+	cJSON_Delete(rp->root);
+	free(rp->dirs);
+	free(rp->local_sender);
+	free(rp);
+}
+
+void report_escaped(FILE *out, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c < 0x20 || c >= 0x7f || c == '\\')
+			fprintf(out, "\\x%02x", c);
+		else
+			fputc(c, out);
+	}
+}
+
+/* JSON numbers are never NaN or infinite. */
+static double json_num(double v)
+{
+	return isfinite(v) ? v : 0.0;
+}
+
+static double rate(uint64_t bytes, double seconds)
+{
+	return seconds > 0 ? (double)bytes * 8.0 / seconds : 0.0;
+}
+
+static void add_num(cJSON *o, const char *k, double v)
+{
+	cJSON_AddNumberToObject(o, k, json_num(v));
+}
+
+static void emit_stream_event(struct report *rp, const char *event,
+			      cJSON *data)
+{
+	cJSON *o = cJSON_CreateObject();
+	char *txt;
+
+	cJSON_AddStringToObject(o, "event", event);
+	cJSON_AddItemToObject(o, "data", data);
+	txt = cJSON_PrintUnformatted(o);
+	if (txt) {
+		fprintf(rp->out, "%s\n", txt);
+		fflush(rp->out);
+	}
+	free(txt);
+	cJSON_Delete(o);
+}
+
+static const char *role_tag(const struct report *rp, unsigned i)
+{
+	if (!rp->bidir)
+		return "";
+	return rp->local_sender[i] ? "[TX-C]" : "[RX-C]";
+}
+
+/* ---------------- start ---------------- */
+
+static void cb_connecting(void *ctx, const char *host, uint16_t port)
+{
+	struct report *rp = ctx;
+
+	if (rp->fmt == REPORT_HUMAN) {
+		fprintf(rp->out, "Connecting to host %s, port %u\n", host,
+			port);
+		fflush(rp->out);
+	}
+}
+
+static cJSON *start_json(const struct bench_run *run,
+			 const struct bench_result *res)
+{
+	cJSON *start = cJSON_CreateObject(), *conn, *o, *ts, *tst;
+	char host[NET_ADDRSTR], tbuf[64];
+	struct utsname un;
+	struct tm tm;
+	time_t now = (time_t)res->start_time;
+	uint16_t port;
+	unsigned i;
+
+	conn = cJSON_AddArrayToObject(start, "connected");
+	for (i = 0; i < run->nstreams; i++) {
+		const struct bench_stream *s = &run->streams[i];
+
+		o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "socket", i + 1);
+		net_addr_host((const struct sockaddr *)&s->local.ss, host,
+			      sizeof(host), &port);
+		cJSON_AddStringToObject(o, "local_host", host);
+		cJSON_AddNumberToObject(o, "local_port", port);
+		net_addr_host((const struct sockaddr *)&s->peer.ss, host,
+			      sizeof(host), &port);
+		cJSON_AddStringToObject(o, "remote_host", host);
+		cJSON_AddNumberToObject(o, "remote_port", port);
+		cJSON_AddItemToArray(conn, o);
+	}
+	cJSON_AddStringToObject(start, "version", "linerate " LINERATE_VERSION);
+	if (!uname(&un)) {
+		char sys[512];
+
+		snprintf(sys, sizeof(sys), "%s %s %s %s %s", un.sysname,
+			 un.nodename, un.release, un.version, un.machine);
+		cJSON_AddStringToObject(start, "system_info", sys);
+	}
+	ts = cJSON_AddObjectToObject(start, "timestamp");
+	gmtime_r(&now, &tm);
+	strftime(tbuf, sizeof(tbuf), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+	cJSON_AddStringToObject(ts, "time", tbuf);
+	cJSON_AddNumberToObject(ts, "timesecs", (double)res->start_time);
+	o = cJSON_AddObjectToObject(start, "connecting_to");
+	cJSON_AddStringToObject(o, "host", res->remote_host);
+	cJSON_AddNumberToObject(o, "port", res->remote_port);
+	cJSON_AddNumberToObject(start, "tcp_mss_default", res->mss);
+	cJSON_AddNumberToObject(start, "sock_bufsize", res->req.window);
+	cJSON_AddNumberToObject(start, "sndbuf_actual", res->sndbuf);
+	cJSON_AddNumberToObject(start, "rcvbuf_actual", res->rcvbuf);
+	tst = cJSON_AddObjectToObject(start, "test_start");
+	cJSON_AddStringToObject(tst, "protocol", "TCP");
+	cJSON_AddNumberToObject(tst, "num_streams", res->req.streams);
+	cJSON_AddNumberToObject(tst, "blksize", res->req.blksize);
+	cJSON_AddNumberToObject(tst, "omit", (double)res->req.omit_ms / 1e3);
+	cJSON_AddNumberToObject(tst, "duration",
+				(double)res->req.duration_ms / 1e3);
+	cJSON_AddNumberToObject(tst, "bytes", (double)res->req.bytes);
+	cJSON_AddNumberToObject(tst, "blocks", 0);
+	cJSON_AddNumberToObject(tst, "reverse",
+				res->req.mode == PROTO_MODE_REVERSE);
+	cJSON_AddNumberToObject(tst, "tos", 0);
+	cJSON_AddNumberToObject(tst, "target_bitrate", 0);
+	cJSON_AddNumberToObject(tst, "bidir", res->req.mode == PROTO_MODE_BIDIR);
+	cJSON_AddNumberToObject(tst, "fqrate", 0);
+	cJSON_AddNumberToObject(tst, "zerocopy", res->req.zerocopy);
+	return start;
+}
+
+static void cb_started(void *ctx, const struct bench_run *run,
+		       const struct bench_result *res)
+{
+	struct report *rp = ctx;
+	char host[NET_ADDRSTR], rhost[NET_ADDRSTR];
+	uint16_t port, rport;
+	unsigned i;
+
+	rp->nstreams = run->nstreams;
+	rp->mode = res->req.mode;
+	rp->bidir = res->req.mode == PROTO_MODE_BIDIR;
+	rp->dirs = calloc(run->nstreams, 1);
+	rp->local_sender = calloc(run->nstreams, sizeof(bool));
+	for (i = 0; rp->dirs && rp->local_sender && i < run->nstreams; i++) {
+		rp->dirs[i] = run->streams[i].dir;
+		rp->local_sender[i] = run->streams[i].sender;
+		rp->any_sender = rp->any_sender || run->streams[i].sender;
+	}
+	if (rp->fmt == REPORT_JSON) {
+		rp->start = start_json(run, res);
+		cJSON_AddItemToObject(rp->root, "start", rp->start);
+		rp->intervals = cJSON_AddArrayToObject(rp->root, "intervals");
+		return;
+	}
+	if (rp->fmt == REPORT_JSON_STREAM) {
+		emit_stream_event(rp, "start", start_json(run, res));
+		return;
+	}
+	if (res->req.mode == PROTO_MODE_REVERSE)
+		fprintf(rp->out, "Reverse mode, remote host %s is sending\n",
+			res->remote_host);
+	for (i = 0; i < run->nstreams; i++) {
+		const struct bench_stream *s = &run->streams[i];
+
+		net_addr_host((const struct sockaddr *)&s->local.ss, host,
+			      sizeof(host), &port);
+		net_addr_host((const struct sockaddr *)&s->peer.ss, rhost,
+			      sizeof(rhost), &rport);
+		fprintf(rp->out, "[%3u]%s local %s port %u connected to %s "
+			"port %u\n", i + 1, role_tag(rp, i), host, port, rhost,
+			rport);
+	}
+	fflush(rp->out);
+}
+
+/* ---------------- intervals ---------------- */
+
+static void human_iv_line(struct report *rp, const char *id, const char *tag,
+			  const struct bench_interval *iv, uint64_t bytes,
+			  bool sender, uint32_t retr, uint32_t cwnd,
+			  uint32_t rtt, bool per_stream)
+{
+	char tb[32], rb[32], cb[32];
+	double secs = iv->end - iv->start;
+
+	fprintf(rp->out, "[%s]%s %6.2f-%-6.2f sec  %s  %s", id, tag,
+		iv->start, iv->end, units_fmt_bytes(tb, sizeof(tb),
+						    (double)bytes),
+		units_fmt_rate(rb, sizeof(rb), rate(bytes, secs)));
+	if (sender) {
+		fprintf(rp->out, "  %4u", retr);
+		if (per_stream)
+			fprintf(rp->out, "   %s  %6.2f ms",
+				units_fmt_bytes(cb, sizeof(cb), cwnd),
+				rtt / 1000.0);
+	}
+	fprintf(rp->out, "%s\n", iv->omitted ? "  (omitted)" : "");
+}
+
+static void human_interval(struct report *rp, const struct bench_interval *iv)
+{
+	uint64_t sum[2] = { 0, 0 };
+	uint32_t retr[2] = { 0, 0 };
+	bool has[2] = { false, false };
+	char id[8];
+	unsigned i;
+	int k;
+
+	rp->sep_done = false;
+	if (!rp->header_done) {
+		if (rp->bidir)
+			fprintf(rp->out, "[ ID][Role] Interval           "
+				"Transfer     Bitrate         Retr  Cwnd"
+				"          RTT\n");
+		else if (rp->any_sender)
+			fprintf(rp->out, "[ ID] Interval           Transfer"
+				"     Bitrate         Retr  Cwnd          "
+				"RTT\n");
+		else
+			fprintf(rp->out, "[ ID] Interval           Transfer"
+				"     Bitrate\n");
+		rp->header_done = true;
+	}
+	for (i = 0; i < iv->n; i++) {
+		const struct bench_iv_stream *s = &iv->s[i];
+
+		snprintf(id, sizeof(id), "%3u", i + 1);
+		human_iv_line(rp, id, role_tag(rp, i), iv, s->bytes,
+			      s->sender && s->has_tcp, s->retrans, s->cwnd,
+			      s->rtt_us, true);
+		k = s->sender ? 0 : 1;
+		sum[k] += s->bytes;
+		retr[k] += s->retrans;
+		has[k] = true;
+	}
+	if (rp->nstreams / (rp->bidir ? 2u : 1u) > 1) {
+		for (k = 0; k < 2; k++) {
+			if (!has[k])
+				continue;
+			human_iv_line(rp, "SUM", rp->bidir ? (k ? "[RX-C]" :
+						"[TX-C]") : "", iv, sum[k],
+				      k == 0, retr[k], 0, 0, false);
+		}
+		fputs(SEP, rp->out);
+		rp->sep_done = true;
+	}
+	fflush(rp->out);
+}
+
+static cJSON *interval_json(struct report *rp, const struct bench_interval *iv)
+{
+	cJSON *o = cJSON_CreateObject(), *arr, *s, *sum;
+	uint64_t tot[2] = { 0, 0 };
+	uint32_t retr[2] = { 0, 0 };
+	bool has[2] = { false, false };
+	double secs = iv->end - iv->start;
+	unsigned i;
+	int k;
+
+	arr = cJSON_AddArrayToObject(o, "streams");
+	for (i = 0; i < iv->n; i++) {
+		const struct bench_iv_stream *st = &iv->s[i];
+
+		s = cJSON_CreateObject();
+		cJSON_AddNumberToObject(s, "socket", i + 1);
+		add_num(s, "start", iv->start);
+		add_num(s, "end", iv->end);
+		add_num(s, "seconds", secs);
+		cJSON_AddNumberToObject(s, "bytes", (double)st->bytes);
+		add_num(s, "bits_per_second", rate(st->bytes, secs));
+		if (st->sender && st->has_tcp) {
+			cJSON_AddNumberToObject(s, "retransmits", st->retrans);
+			cJSON_AddNumberToObject(s, "snd_cwnd", st->cwnd);
+			cJSON_AddNumberToObject(s, "rtt", st->rtt_us);
+			cJSON_AddNumberToObject(s, "rttvar", st->rttvar_us);
+			cJSON_AddNumberToObject(s, "pmtu", st->pmtu);
+		}
+		cJSON_AddBoolToObject(s, "omitted", iv->omitted);
+		cJSON_AddBoolToObject(s, "sender", st->sender);
+		cJSON_AddItemToArray(arr, s);
+		k = (rp->bidir && st->dir == PROTO_DIR_S2C) ? 1 : 0;
+		tot[k] += st->bytes;
+		retr[k] += st->retrans;
+		has[k] = has[k] || st->sender;
+	}
+	for (k = 0; k < (rp->bidir ? 2 : 1); k++) {
+		sum = cJSON_AddObjectToObject(o, k ? "sum_bidir_reverse" :
+					      "sum");
+		add_num(sum, "start", iv->start);
+		add_num(sum, "end", iv->end);
+		add_num(sum, "seconds", secs);
+		cJSON_AddNumberToObject(sum, "bytes", (double)tot[k]);
+		add_num(sum, "bits_per_second", rate(tot[k], secs));
+		if (has[k])
+			cJSON_AddNumberToObject(sum, "retransmits", retr[k]);
+		cJSON_AddBoolToObject(sum, "omitted", iv->omitted);
+		cJSON_AddBoolToObject(sum, "sender", has[k]);
+	}
+	return o;
+}
+
+static void cb_interval(void *ctx, const struct bench_interval *iv)
+{
+	struct report *rp = ctx;
+
+	if (rp->fmt == REPORT_HUMAN)
+		human_interval(rp, iv);
+	else if (rp->fmt == REPORT_JSON)
+		cJSON_AddItemToArray(rp->intervals, interval_json(rp, iv));
+	else
+		emit_stream_event(rp, "interval", interval_json(rp, iv));
+}
+
+/* ---------------- end ---------------- */
+
+struct sums {
+	uint64_t bytes;
+	double seconds;
+	uint32_t retrans;
+	bool has_tcp;
+};
+
+static void sum_add(struct sums *s, const struct bench_side *d)
+{
+	s->bytes += d->bytes;
+	if (d->seconds > s->seconds)
+		s->seconds = d->seconds;
+	s->retrans += d->retrans;
+	s->has_tcp = s->has_tcp || d->has_tcp;
+}
+
+/* Streams of the test's main direction go to k=0; with --bidir the
+ * server-to-client ones go to k=1. */
+static int dir_slot(const struct bench_result *res, uint8_t dir)
+{
+	return res->req.mode == PROTO_MODE_BIDIR && dir == PROTO_DIR_S2C;
+}
+
+static cJSON *side_json(unsigned id, const struct bench_side *d, bool local_sender,
+			bool sender_side)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(o, "socket", id);
+	cJSON_AddNumberToObject(o, "start", 0);
+	add_num(o, "end", d->seconds);
+	add_num(o, "seconds", d->seconds);
+	cJSON_AddNumberToObject(o, "bytes", (double)d->bytes);
+	add_num(o, "bits_per_second", rate(d->bytes, d->seconds));
+	if (sender_side) {
+		cJSON_AddNumberToObject(o, "retransmits", d->retrans);
+		cJSON_AddNumberToObject(o, "max_snd_cwnd", d->max_cwnd);
+		cJSON_AddNumberToObject(o, "max_rtt", d->max_rtt);
+		cJSON_AddNumberToObject(o, "min_rtt", d->min_rtt);
+		cJSON_AddNumberToObject(o, "mean_rtt", d->mean_rtt);
+	}
+	cJSON_AddBoolToObject(o, "sender", local_sender);
+	return o;
+}
+
+static cJSON *sum_json(const struct sums *s, bool sender_side, bool local_sender)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(o, "start", 0);
+	add_num(o, "end", s->seconds);
+	add_num(o, "seconds", s->seconds);
+	cJSON_AddNumberToObject(o, "bytes", (double)s->bytes);
+	add_num(o, "bits_per_second", rate(s->bytes, s->seconds));
+	if (sender_side)
+		cJSON_AddNumberToObject(o, "retransmits", s->retrans);
+	cJSON_AddBoolToObject(o, "sender", local_sender);
+	return o;
+}
+
+static double cpu_pct(uint64_t us, uint64_t wall_us)
+{
+	return wall_us ? 100.0 * (double)us / (double)wall_us : 0.0;
+}
+
+static bool local_sends(uint8_t dir)
+{
+	return dir == PROTO_DIR_C2S;
+}
+
+static cJSON *end_json(const struct bench_result *res)
+{
+	cJSON *end = cJSON_CreateObject(), *arr, *o, *cpu, *lr, *link;
+	struct sums snd[2] = { 0 }, rcv[2] = { 0 };
+	unsigned i;
+	int k;
+
+	arr = cJSON_AddArrayToObject(end, "streams");
+	for (i = 0; i < res->nstreams; i++) {
+		const struct bench_stream_result *s = &res->streams[i];
+		bool ls = local_sends(s->dir);
+
+		o = cJSON_CreateObject();
+		cJSON_AddItemToObject(o, "sender",
+				      side_json(i + 1, &s->sender, ls, true));
+		cJSON_AddItemToObject(o, "receiver",
+				      side_json(i + 1, &s->receiver, ls, false));
+		cJSON_AddItemToArray(arr, o);
+		k = dir_slot(res, s->dir);
+		sum_add(&snd[k], &s->sender);
+		sum_add(&rcv[k], &s->receiver);
+	}
+	for (k = 0; k < (res->req.mode == PROTO_MODE_BIDIR ? 2 : 1); k++) {
+		bool ls = res->req.mode == PROTO_MODE_FORWARD ||
+			  (res->req.mode == PROTO_MODE_BIDIR && k == 0);
+
+		cJSON_AddItemToObject(end, k ? "sum_sent_bidir_reverse" :
+				      "sum_sent", sum_json(&snd[k], true, ls));
+		cJSON_AddItemToObject(end, k ? "sum_received_bidir_reverse" :
+				      "sum_received",
+				      sum_json(&rcv[k], false, ls));
+	}
+	cpu = cJSON_AddObjectToObject(end, "cpu_utilization_percent");
+	add_num(cpu, "host_total", cpu_pct(res->local_cpu.user_us +
+					  res->local_cpu.sys_us,
+					  res->local_cpu.wall_us));
+	add_num(cpu, "host_user", cpu_pct(res->local_cpu.user_us,
+					 res->local_cpu.wall_us));
+	add_num(cpu, "host_system", cpu_pct(res->local_cpu.sys_us,
+					   res->local_cpu.wall_us));
+	add_num(cpu, "remote_total", cpu_pct(res->remote_cpu.user_us +
+					    res->remote_cpu.sys_us,
+					    res->remote_cpu.wall_us));
+	add_num(cpu, "remote_user", cpu_pct(res->remote_cpu.user_us,
+					   res->remote_cpu.wall_us));
+	add_num(cpu, "remote_system", cpu_pct(res->remote_cpu.sys_us,
+					     res->remote_cpu.wall_us));
+	if (res->req.mode == PROTO_MODE_REVERSE) {
+		cJSON_AddStringToObject(end, "sender_tcp_congestion",
+					res->remote_cc);
+		cJSON_AddStringToObject(end, "receiver_tcp_congestion",
+					res->local_cc);
+	} else {
+		cJSON_AddStringToObject(end, "sender_tcp_congestion",
+					res->local_cc);
+		cJSON_AddStringToObject(end, "receiver_tcp_congestion",
+					res->remote_cc);
+	}
+	lr = cJSON_AddObjectToObject(end, "linerate");
+	cJSON_AddStringToObject(lr, "server_version", res->server_software);
+	cJSON_AddNumberToObject(lr, "overlapping_tests", res->overlap);
+	cJSON_AddBoolToObject(lr, "truncated", res->truncated);
+	add_num(lr, "local_cpu_seconds", (double)(res->local_cpu.user_us +
+				res->local_cpu.sys_us) / 1e6);
+	add_num(lr, "remote_cpu_seconds", (double)(res->remote_cpu.user_us +
+				res->remote_cpu.sys_us) / 1e6);
+	link = cJSON_AddObjectToObject(lr, "link");
+	if (res->link_known)
+		cJSON_AddStringToObject(link, "interface", res->link_if);
+	cJSON_AddNumberToObject(link, "speed_bits_per_second",
+				(double)res->link_speed_bps);
+	cJSON_AddNumberToObject(link, "mtu", res->link_mtu);
+	cJSON_AddBoolToObject(link, "wireless", res->link_wireless);
+	cJSON_AddBoolToObject(link, "virtual", res->link_virtual);
+	add_num(link, "tcp_ceiling_bits_per_second", res->link_ceiling_bps);
+	if (res->link_ceiling_bps > 0)
+		add_num(link, "percent_of_ceiling", 100.0 *
+			rate(rcv[0].bytes, rcv[0].seconds) /
+			res->link_ceiling_bps);
+	return end;
+}
+
+static void human_total_line(struct report *rp, const char *id, const char *tag,
+			     const struct bench_side *d, bool sender,
+			     const char *what)
+{
+	char tb[32], rb[32];
+
+	fprintf(rp->out, "[%s]%s %6.2f-%-6.2f sec  %s  %s", id, tag, 0.0,
+		d->seconds, units_fmt_bytes(tb, sizeof(tb), (double)d->bytes),
+		units_fmt_rate(rb, sizeof(rb), rate(d->bytes, d->seconds)));
+	if (sender)
+		fprintf(rp->out, "  %4u", d->retrans);
+	else
+		fprintf(rp->out, "      ");
+	fprintf(rp->out, "             %s\n", what);
+}
+
+static void human_end(struct report *rp, const struct bench_result *res)
+{
+	struct sums snd[2] = { 0 }, rcv[2] = { 0 };
+	unsigned i, per_dir = res->req.streams;
+	char id[8], rb[32], cb[32];
+	int k;
+
+	if (!rp->sep_done)
+		fputs(SEP, rp->out);
+	fprintf(rp->out, "[ ID]%s Interval           Transfer     Bitrate"
+		"         Retr\n", rp->bidir ? "[Role]" : "");
+	for (i = 0; i < res->nstreams; i++) {
+		const struct bench_stream_result *s = &res->streams[i];
+
+		snprintf(id, sizeof(id), "%3u", i + 1);
+		human_total_line(rp, id, role_tag(rp, i), &s->sender, true,
+				 "sender");
+		human_total_line(rp, id, role_tag(rp, i), &s->receiver, false,
+				 "receiver");
+		k = dir_slot(res, s->dir);
+		sum_add(&snd[k], &s->sender);
+		sum_add(&rcv[k], &s->receiver);
+	}
+	if (per_dir > 1) {
+		for (k = 0; k < (rp->bidir ? 2 : 1); k++) {
+			struct bench_side ds = { .bytes = snd[k].bytes,
+				.seconds = snd[k].seconds,
+				.retrans = snd[k].retrans };
+			struct bench_side dr = { .bytes = rcv[k].bytes,
+				.seconds = rcv[k].seconds };
+			const char *tag = rp->bidir ? (k ? "[RX-C]" : "[TX-C]") :
+						      "";
+
+			human_total_line(rp, "SUM", tag, &ds, true, "sender");
+			human_total_line(rp, "SUM", tag, &dr, false, "receiver");
+		}
+	}
+	fprintf(rp->out, "CPU Utilization: local %.1f%% (%.1f%%u/%.1f%%s), "
+		"remote %.1f%% (%.1f%%u/%.1f%%s); %.2f + %.2f CPU seconds\n",
+		cpu_pct(res->local_cpu.user_us + res->local_cpu.sys_us,
+			res->local_cpu.wall_us),
+		cpu_pct(res->local_cpu.user_us, res->local_cpu.wall_us),
+		cpu_pct(res->local_cpu.sys_us, res->local_cpu.wall_us),
+		cpu_pct(res->remote_cpu.user_us + res->remote_cpu.sys_us,
+			res->remote_cpu.wall_us),
+		cpu_pct(res->remote_cpu.user_us, res->remote_cpu.wall_us),
+		cpu_pct(res->remote_cpu.sys_us, res->remote_cpu.wall_us),
+		(double)(res->local_cpu.user_us + res->local_cpu.sys_us) / 1e6,
+		(double)(res->remote_cpu.user_us + res->remote_cpu.sys_us) /
+			1e6);
+	fprintf(rp->out, "TCP congestion control: local %s, remote %s\n",
+		res->local_cc[0] ? res->local_cc : "?",
+		res->remote_cc[0] ? res->remote_cc : "?");
+	if (res->link_ceiling_bps > 0) {
+		for (k = 0; k < (rp->bidir ? 2 : 1); k++) {
+			fprintf(rp->out, "Link %s%s: %s, MTU %u, TCP ceiling "
+				"%s; %sreceived %.1f%% of it\n",
+				res->link_if[0] ? res->link_if : "?",
+				res->link_wireless ? " (Wi-Fi)" : "",
+				units_fmt_rate(rb, sizeof(rb),
+					       (double)res->link_speed_bps),
+				res->link_mtu,
+				units_fmt_rate(cb, sizeof(cb),
+					       res->link_ceiling_bps),
+				rp->bidir ? (k ? "reverse " : "forward ") : "",
+				100.0 * rate(rcv[k].bytes, rcv[k].seconds) /
+					res->link_ceiling_bps);
+		}
+	} else if (res->link_known) {
+		fprintf(rp->out, "Link %s: %s, speed not known (--link-speed "
+			"RATE gives the TCP ceiling)\n", res->link_if,
+			res->link_virtual ? (strcmp(res->link_if, "lo") ?
+					     "virtual interface" : "loopback") :
+					    "physical interface");
+	}
+	if (res->truncated)
+		fprintf(rp->out, "Note: stopped at the server's time limit "
+			"before all bytes were sent\n");
+	if (res->overlap)
+		fprintf(rp->out, "Note: %u other test%s ran on the server during "
+			"this one and shared its CPU and link\n", res->overlap,
+			res->overlap == 1 ? "" : "s");
+	fprintf(rp->out, "\nlinerate Done.\n");
+	fflush(rp->out);
+}
+
+static void cb_finished(void *ctx, const struct bench_result *res)
+{
+	struct report *rp = ctx;
+
+	if (rp->fmt == REPORT_HUMAN)
+		human_end(rp, res);
+	else if (rp->fmt == REPORT_JSON)
+		cJSON_AddItemToObject(rp->root, "end", end_json(res));
+	else
+		emit_stream_event(rp, "end", end_json(res));
+}
+
+void report_bench_callbacks(struct report *rp, struct bench_callbacks *cb)
+{
+	cb->ctx = rp;
+	cb->connecting = cb_connecting;
+	cb->started = cb_started;
+	cb->interval = cb_interval;
+	cb->finished = cb_finished;
+}
+
+void report_bench_error(struct report *rp, FILE *err_out, const char *msg)
+{
+	if (rp->fmt == REPORT_JSON) {
+		cJSON_AddStringToObject(rp->root, "error", msg);
+		report_bench_flush(rp);
+	} else if (rp->fmt == REPORT_JSON_STREAM) {
+		emit_stream_event(rp, "error", cJSON_CreateString(msg));
+	} else {
+		fflush(rp->out);
+		fprintf(err_out, "linerate: error - ");
+		report_escaped(err_out, msg);
+		fputc('\n', err_out);
+	}
+}
+
+void report_bench_flush(struct report *rp)
+{
+	char *txt;
+
+	if (rp->fmt != REPORT_JSON)
+		return;
+	if (!cJSON_GetObjectItem(rp->root, "start"))
+		cJSON_AddObjectToObject(rp->root, "start");
+	if (!cJSON_GetObjectItem(rp->root, "intervals"))
+		cJSON_AddArrayToObject(rp->root, "intervals");
+	if (!cJSON_GetObjectItem(rp->root, "end"))
+		cJSON_AddObjectToObject(rp->root, "end");
+	txt = cJSON_Print(rp->root);
+	if (txt)
+		fprintf(rp->out, "%s\n", txt);
+	free(txt);
+	fflush(rp->out);
+}
+
+/* ---------------- server log ---------------- */
+
+static const char *mode_name(uint8_t mode)
+{
+	switch (mode) {
+	case PROTO_MODE_REVERSE: return "reverse";
+	case PROTO_MODE_BIDIR: return "bidir";
+	default: return "forward";
+	}
+}
+
+void report_server_event(FILE *out, FILE *log, const struct server_event *ev)
+{
+	char ts[32], tb[32], rb[32];
+	struct tm tm;
+	time_t now = time(NULL);
+
+	if (ev->kind == SERVER_EV_LISTENING) {
+		fprintf(out, "Server listening on %s port %u\n", ev->peer,
+			ev->port);
+		fflush(out);
+		return;
+	}
+	localtime_r(&now, &tm);
+	strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M:%S", &tm);
+	flockfile(log);
+	if (ev->kind == SERVER_EV_CONN_REJECTED) {
+		fprintf(log, "%s %s: rejected: ", ts, ev->peer);
+		report_escaped(log, ev->reason ? ev->reason : "?");
+		fputc('\n', log);
+	} else {
+		uint64_t b = ev->bytes_sent + ev->bytes_received;
+
+		fprintf(log, "%s test %u from %s: %s, %u stream%s", ts,
+			ev->test_no, ev->peer, mode_name(ev->req.mode),
+			ev->req.streams, ev->req.streams == 1 ? "" : "s");
+		if (ev->ok) {
+			fprintf(log, ", %.2f s", ev->seconds);
+			if (ev->bytes_sent || ev->req.mode != PROTO_MODE_FORWARD)
+				fprintf(log, ", sent %s",
+					units_fmt_bytes(tb, sizeof(tb),
+						(double)ev->bytes_sent));
+			if (ev->bytes_received ||
+			    ev->req.mode != PROTO_MODE_REVERSE)
+				fprintf(log, ", received %s",
+					units_fmt_bytes(rb, sizeof(rb),
+						(double)ev->bytes_received));
+			fprintf(log, " (%s)", units_fmt_rate(tb, sizeof(tb),
+					       rate(b, ev->seconds)));
+			if (ev->overlap)
+				fprintf(log, ", overlapped %u other test%s",
+					ev->overlap,
+					ev->overlap == 1 ? "" : "s");
+			fprintf(log, ": ok\n");
+		} else {
+			fprintf(log, ": failed: ");
+			report_escaped(log, ev->reason ? ev->reason : "?");
+			fputc('\n', log);
+		}
+	}
+	funlockfile(log);
+	fflush(log);
+}

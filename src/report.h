@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef LINERATE_REPORT_H
+#define LINERATE_REPORT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "bench.h"
+#include "server.h"
+
+/*
+ * The only formatter: human text in iperf3's layout, one JSON document in
+ * iperf3's -J schema, or a JSON object per line (--json-stream).
+ */
+
+enum report_format { REPORT_HUMAN, REPORT_JSON, REPORT_JSON_STREAM };
+
+struct report;
+
+/* A reporter writing to out; NULL on allocation failure. */
+struct report *report_new(FILE *out, enum report_format fmt);
+void report_free(struct report *rp);
+
+/* Callbacks for bench_client_run, bound to rp. */
+void report_bench_callbacks(struct report *rp, struct bench_callbacks *cb);
+/* Report a failed test: human "linerate: error - ..." on err_out, or the
+ * JSON document (with an "error" key) on out. */
+void report_bench_error(struct report *rp, FILE *err_out, const char *msg);
+/* Print the JSON document gathered so far (REPORT_JSON only). */
+void report_bench_flush(struct report *rp);
+
+/* One line for a server event: LISTENING goes to out, the rest to log. */
+void report_server_event(FILE *out, FILE *log, const struct server_event *ev);
+
+/* Write s with control and non-ASCII bytes escaped (\xNN). */
+void report_escaped(FILE *out, const char *s);
+
+#endif
