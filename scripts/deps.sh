@@ -5,7 +5,7 @@
 set -euo pipefail
 
 pkgs=(
-	build-essential meson ninja-build pkg-config clang libclang-rt-14-dev
+	build-essential clang-format meson ninja-build pkg-config clang libclang-rt-14-dev
 	libssl-dev libxxhash-dev libcjson-dev libcmocka-dev
 	python3 python3-pytest
 	iproute2 iputils-ping ethtool procps psmisc iperf3

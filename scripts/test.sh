@@ -13,6 +13,9 @@ bash scripts/deps.sh
 
 step() { printf '\n==== %s\n' "$*"; }
 
+step "style: clang-format"
+bash scripts/check-format.sh
+
 step "release build (gcc): build/linerate"
 [ -f build/build.ninja ] || meson setup build --buildtype=release >/dev/null
 ninja -C build

@@ -13,35 +13,35 @@
 #include "banned.h"
 
 const char cmd_bench_usage[] =
-"usage: linerate bench [options] HOST[:PORT]\n"
-"\n"
-"Measure TCP throughput, memory to memory, against `linerate serve` on HOST.\n"
-"\n"
-"  -p, --port PORT        server port (default 7350)\n"
-"  -t, --time SEC         seconds to transmit (default 10)\n"
-"  -n, --bytes SIZE       bytes to transmit per direction instead of -t\n"
-"  -i, --interval SEC     seconds between reports (default 1; 0 = none)\n"
-"  -P, --parallel N       parallel streams, one thread each (1-128)\n"
-"  -R, --reverse          the server sends, this side receives\n"
-"      --bidir            both sides send at once (N streams each way)\n"
-"  -O, --omit SEC         leave the first SEC seconds out of the totals\n"
-"  -l, --length SIZE      buffer length per write (default 128K)\n"
-"  -w, --window SIZE      socket buffer size (SO_SNDBUF/SO_RCVBUF)\n"
-"  -C, --congestion ALGO  TCP congestion control on both ends (cubic, bbr)\n"
-"  -M, --set-mss MSS      TCP maximum segment size\n"
-"  -Z, --zerocopy[=HOW]   zero-copy send: sendfile (default) or msg\n"
-"                         (MSG_ZEROCOPY)\n"
-"  -4, --ipv4 / -6, --ipv6  use only that address family\n"
-"  -B, --bind ADDR        bind to local address ADDR\n"
-"  -J, --json             one JSON document at the end (iperf3 -J schema)\n"
-"      --json-stream      one JSON object per line as results arrive\n"
-"      --link-speed RATE  speed of the link (e.g. 1gbit) when /sys does not\n"
-"                         know it; prints the TCP ceiling and the %% reached\n"
-"      --connect-timeout SEC  give up connecting after SEC (default 5)\n"
-"  -h, --help             this text\n"
-"\n"
-"SIZE takes K, M, G (1024-based); RATE takes k, m, g bits (1000-based).\n"
-"Exit status: 0 success, 1 the test failed, 2 usage error.\n";
+	"usage: linerate bench [options] HOST[:PORT]\n"
+	"\n"
+	"Measure TCP throughput, memory to memory, against `linerate serve` on HOST.\n"
+	"\n"
+	"  -p, --port PORT        server port (default 7350)\n"
+	"  -t, --time SEC         seconds to transmit (default 10)\n"
+	"  -n, --bytes SIZE       bytes to transmit per direction instead of -t\n"
+	"  -i, --interval SEC     seconds between reports (default 1; 0 = none)\n"
+	"  -P, --parallel N       parallel streams, one thread each (1-128)\n"
+	"  -R, --reverse          the server sends, this side receives\n"
+	"      --bidir            both sides send at once (N streams each way)\n"
+	"  -O, --omit SEC         leave the first SEC seconds out of the totals\n"
+	"  -l, --length SIZE      buffer length per write (default 128K)\n"
+	"  -w, --window SIZE      socket buffer size (SO_SNDBUF/SO_RCVBUF)\n"
+	"  -C, --congestion ALGO  TCP congestion control on both ends (cubic, bbr)\n"
+	"  -M, --set-mss MSS      TCP maximum segment size\n"
+	"  -Z, --zerocopy[=HOW]   zero-copy send: sendfile (default) or msg\n"
+	"                         (MSG_ZEROCOPY)\n"
+	"  -4, --ipv4 / -6, --ipv6  use only that address family\n"
+	"  -B, --bind ADDR        bind to local address ADDR\n"
+	"  -J, --json             one JSON document at the end (iperf3 -J schema)\n"
+	"      --json-stream      one JSON object per line as results arrive\n"
+	"      --link-speed RATE  speed of the link (e.g. 1gbit) when /sys does not\n"
+	"                         know it; prints the TCP ceiling and the %% reached\n"
+	"      --connect-timeout SEC  give up connecting after SEC (default 5)\n"
+	"  -h, --help             this text\n"
+	"\n"
+	"SIZE takes K, M, G (1024-based); RATE takes k, m, g bits (1000-based).\n"
+	"Exit status: 0 success, 1 the test failed, 2 usage error.\n";
 
 struct bench_cli_opts {
 	struct bench_opts b;
@@ -51,7 +51,10 @@ struct bench_cli_opts {
 };
 
 enum {
-	OPT_BIDIR = 256, OPT_JSON_STREAM, OPT_LINK_SPEED, OPT_CONNECT_TIMEOUT,
+	OPT_BIDIR = 256,
+	OPT_JSON_STREAM,
+	OPT_LINK_SPEED,
+	OPT_CONNECT_TIMEOUT,
 };
 
 static const struct option long_opts[] = {
@@ -94,16 +97,20 @@ static int bench_opts_check(struct bench_cli_opts *o, struct lr_err *err)
 	if (o->have_time && o->have_bytes)
 		return lr_err_set(err, -EINVAL, "-t and -n exclude each other");
 	if (o->reverse && o->bidir)
-		return lr_err_set(err, -EINVAL, "-R and --bidir exclude each "
+		return lr_err_set(err, -EINVAL,
+				  "-R and --bidir exclude each "
 				  "other");
 	if (o->have_bytes)
 		q->duration_ms = 0;
-	q->mode = o->bidir ? PROTO_MODE_BIDIR :
-		  o->reverse ? PROTO_MODE_REVERSE : PROTO_MODE_FORWARD;
+	q->mode = o->bidir     ? PROTO_MODE_BIDIR
+		  : o->reverse ? PROTO_MODE_REVERSE
+			       : PROTO_MODE_FORWARD;
 	if ((uint64_t)bench_conn_count(q) * q->blksize > BENCH_MAX_TEST_MEM)
-		return lr_err_set(err, -EINVAL, "-P %u with -l %u needs more "
-				  "than %llu MiB of buffers", q->streams,
-				  q->blksize, BENCH_MAX_TEST_MEM >> 20);
+		return lr_err_set(err, -EINVAL,
+				  "-P %u with -l %u needs more "
+				  "than %llu MiB of buffers",
+				  q->streams, q->blksize,
+				  BENCH_MAX_TEST_MEM >> 20);
 	return 0;
 }
 
@@ -148,8 +155,10 @@ static int bench_parse(int argc, char **argv, struct bench_cli_opts *o,
 				    &o->b.interval_ms, err))
 				return -EINVAL;
 			if (o->b.interval_ms && o->b.interval_ms < 100)
-				return lr_err_set(err, -EINVAL, "-i '%s' is "
-						  "below 0.1 s", optarg);
+				return lr_err_set(err, -EINVAL,
+						  "-i '%s' is "
+						  "below 0.1 s",
+						  optarg);
 			break;
 		case 'P':
 			if (opts_uint("-P", optarg, 1, PROTO_MAX_STREAMS, &v,
@@ -157,12 +166,8 @@ static int bench_parse(int argc, char **argv, struct bench_cli_opts *o,
 				return -EINVAL;
 			q->streams = (uint16_t)v;
 			break;
-		case 'R':
-			o->reverse = true;
-			break;
-		case OPT_BIDIR:
-			o->bidir = true;
-			break;
+		case 'R': o->reverse = true; break;
+		case OPT_BIDIR: o->bidir = true; break;
 		case 'O':
 			if (opts_ms("-O", optarg, 0, 3600 * 1000, &q->omit_ms,
 				    err))
@@ -182,7 +187,8 @@ static int bench_parse(int argc, char **argv, struct bench_cli_opts *o,
 			break;
 		case 'C':
 			if (strlen(optarg) >= sizeof(q->cc) || !optarg[0])
-				return lr_err_set(err, -EINVAL, "-C '%s' is not "
+				return lr_err_set(err, -EINVAL,
+						  "-C '%s' is not "
 						  "a congestion control name",
 						  optarg);
 			snprintf(q->cc, sizeof(q->cc), "%s", optarg);
@@ -194,30 +200,22 @@ static int bench_parse(int argc, char **argv, struct bench_cli_opts *o,
 			break;
 		case 'Z':
 			if (optarg && optarg[0] == '=')
-				optarg++;	/* -Z=msg */
+				optarg++; /* -Z=msg */
 			if (!optarg || !strcmp(optarg, "sendfile"))
 				q->zerocopy = PROTO_ZC_SENDFILE;
 			else if (!strcmp(optarg, "msg"))
 				q->zerocopy = PROTO_ZC_MSG;
 			else
-				return lr_err_set(err, -EINVAL, "-Z '%s': use "
-						  "sendfile or msg", optarg);
+				return lr_err_set(err, -EINVAL,
+						  "-Z '%s': use "
+						  "sendfile or msg",
+						  optarg);
 			break;
-		case '4':
-			o->b.family = AF_INET;
-			break;
-		case '6':
-			o->b.family = AF_INET6;
-			break;
-		case 'B':
-			o->b.bind_addr = optarg;
-			break;
-		case 'J':
-			o->fmt = REPORT_JSON;
-			break;
-		case OPT_JSON_STREAM:
-			o->fmt = REPORT_JSON_STREAM;
-			break;
+		case '4': o->b.family = AF_INET; break;
+		case '6': o->b.family = AF_INET6; break;
+		case 'B': o->b.bind_addr = optarg; break;
+		case 'J': o->fmt = REPORT_JSON; break;
+		case OPT_JSON_STREAM: o->fmt = REPORT_JSON_STREAM; break;
 		case OPT_LINK_SPEED:
 			if (opts_rate("--link-speed", optarg, 1000,
 				      UINT64_MAX / 2, &o->b.link_speed_bps,
@@ -230,15 +228,14 @@ static int bench_parse(int argc, char **argv, struct bench_cli_opts *o,
 				return -EINVAL;
 			o->b.connect_timeout_ms = (int)v;
 			break;
-		case 'h':
-			return 1;
-		default:
-			return lr_err_set(err, -EINVAL, "unknown option");
+		case 'h': return 1;
+		default: return lr_err_set(err, -EINVAL, "unknown option");
 		}
 	}
 	if (optind != argc - 1)
-		return lr_err_set(err, -EINVAL, optind == argc ?
-				  "missing HOST" : "one HOST expected");
+		return lr_err_set(err, -EINVAL,
+				  optind == argc ? "missing HOST"
+						 : "one HOST expected");
 	if (opts_host_port(argv[optind], o->hostbuf, sizeof(o->hostbuf),
 			   &o->b.host, &o->b.port, err))
 		return -EINVAL;

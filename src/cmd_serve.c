@@ -15,22 +15,22 @@
 #include "banned.h"
 
 const char cmd_serve_usage[] =
-"usage: linerate serve [options]\n"
-"\n"
-"Answer `linerate bench` clients; several tests run at once.\n"
-"\n"
-"  -p, --port PORT            port to listen on (default 7350; 0 = any)\n"
-"  -B, --bind ADDR            listen on ADDR only (default: all, IPv4+IPv6)\n"
-"  -4, --ipv4 / -6, --ipv6    only that address family\n"
-"  -1, --once                 serve one test, then exit with its status\n"
-"      --max-tests N          tests at once before answering busy (default 4)\n"
-"      --max-duration SEC     longest test accepted (default 60)\n"
-"      --handshake-timeout SEC  time a new connection has to identify\n"
-"                             itself (default 5)\n"
-"  -h, --help                 this text\n"
-"\n"
-"One log line per test and per rejected connection goes to standard error.\n"
-"Exit status: 0 success, 1 failure, 2 usage error.\n";
+	"usage: linerate serve [options]\n"
+	"\n"
+	"Answer `linerate bench` clients; several tests run at once.\n"
+	"\n"
+	"  -p, --port PORT            port to listen on (default 7350; 0 = any)\n"
+	"  -B, --bind ADDR            listen on ADDR only (default: all, IPv4+IPv6)\n"
+	"  -4, --ipv4 / -6, --ipv6    only that address family\n"
+	"  -1, --once                 serve one test, then exit with its status\n"
+	"      --max-tests N          tests at once before answering busy (default 4)\n"
+	"      --max-duration SEC     longest test accepted (default 60)\n"
+	"      --handshake-timeout SEC  time a new connection has to identify\n"
+	"                             itself (default 5)\n"
+	"  -h, --help                 this text\n"
+	"\n"
+	"One log line per test and per rejected connection goes to standard error.\n"
+	"Exit status: 0 success, 1 failure, 2 usage error.\n";
 
 struct serve_opts {
 	struct server_opts s;
@@ -88,18 +88,10 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o,
 				return -EINVAL;
 			o->s.port = (uint16_t)v;
 			break;
-		case 'B':
-			o->s.bind_addr = optarg;
-			break;
-		case '4':
-			o->s.family = AF_INET;
-			break;
-		case '6':
-			o->s.family = AF_INET6;
-			break;
-		case '1':
-			o->s.once = true;
-			break;
+		case 'B': o->s.bind_addr = optarg; break;
+		case '4': o->s.family = AF_INET; break;
+		case '6': o->s.family = AF_INET6; break;
+		case '1': o->s.once = true; break;
 		case OPT_MAX_TESTS:
 			if (opts_uint("--max-tests", optarg, 1, 64, &v, err))
 				return -EINVAL;
@@ -107,8 +99,8 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o,
 			break;
 		case OPT_MAX_DURATION:
 			if (opts_ms("--max-duration", optarg, 1000,
-				    PROTO_MAX_DURATION_MS, &o->s.max_duration_ms,
-				    err))
+				    PROTO_MAX_DURATION_MS,
+				    &o->s.max_duration_ms, err))
 				return -EINVAL;
 			break;
 		case OPT_HANDSHAKE:
@@ -117,10 +109,8 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o,
 				return -EINVAL;
 			o->s.handshake_ms = (int)v;
 			break;
-		case 'h':
-			return 1;
-		default:
-			return lr_err_set(err, -EINVAL, "unknown option");
+		case 'h': return 1;
+		default: return lr_err_set(err, -EINVAL, "unknown option");
 		}
 	}
 	if (optind != argc)
@@ -156,8 +146,10 @@ int cmd_serve(int argc, char **argv)
 		return EXIT_OK;
 	}
 	if (r) {
-		fprintf(stderr, "linerate serve: %s\nTry 'linerate serve "
-			"--help'.\n", err.msg);
+		fprintf(stderr,
+			"linerate serve: %s\nTry 'linerate serve "
+			"--help'.\n",
+			err.msg);
 		return EXIT_USAGE;
 	}
 	signal(SIGPIPE, SIG_IGN);

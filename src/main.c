@@ -26,7 +26,8 @@ static void usage(FILE *out)
 {
 	size_t i;
 
-	fprintf(out, "usage: linerate <command> [options]\n\n"
+	fprintf(out,
+		"usage: linerate <command> [options]\n\n"
 		"linerate measures and moves data between your machines at "
 		"line rate.\n\nCommands:\n");
 	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
@@ -34,7 +35,7 @@ static void usage(FILE *out)
 	fprintf(out, "  %-8s %s\n  %-8s %s\n\n", "help", "help [COMMAND]",
 		"version", "print the version");
 	fprintf(out, "`linerate COMMAND --help` shows a command's options; "
-		"`man linerate` has the rest.\n");
+		     "`man linerate` has the rest.\n");
 }
 
 static const struct cmd *find(const char *name)
@@ -66,8 +67,10 @@ int main(int argc, char **argv)
 		if (argc > 2) {
 			c = find(argv[2]);
 			if (!c) {
-				fprintf(stderr, "linerate: unknown command "
-					"'%s'\n", argv[2]);
+				fprintf(stderr,
+					"linerate: unknown command "
+					"'%s'\n",
+					argv[2]);
 				return EXIT_USAGE;
 			}
 			fputs(c->usage, stdout);

@@ -12,9 +12,10 @@ static int report(int r, const char *opt, const char *val, const char *what,
 		  struct lr_err *err)
 {
 	if (r == -ERANGE)
-		return lr_err_set(err, r, "%s '%s' is out of range (%llu to "
-				  "%llu%s)", opt, val,
-				  (unsigned long long)min,
+		return lr_err_set(err, r,
+				  "%s '%s' is out of range (%llu to "
+				  "%llu%s)",
+				  opt, val, (unsigned long long)min,
 				  (unsigned long long)max, unit);
 	return lr_err_set(err, r, "%s '%s' is not %s", opt, val, what);
 }
@@ -25,7 +26,8 @@ int opts_bytes(const char *opt, const char *val, uint64_t min, uint64_t max,
 	int r = units_parse_bytes(val, min, max, out);
 
 	return r ? report(r, opt, val, "a size such as 128K, 10M or 1G", min,
-			  max, " bytes", err) : 0;
+			  max, " bytes", err)
+		 : 0;
 }
 
 int opts_rate(const char *opt, const char *val, uint64_t min, uint64_t max,
@@ -33,21 +35,24 @@ int opts_rate(const char *opt, const char *val, uint64_t min, uint64_t max,
 {
 	int r = units_parse_rate(val, min, max, out);
 
-	return r ? report(r, opt, val, "a rate such as 940m or 1gbit", min,
-			  max, " bits/s", err) : 0;
+	return r ? report(r, opt, val, "a rate such as 940m or 1gbit", min, max,
+			  " bits/s", err)
+		 : 0;
 }
 
-int opts_ms(const char *opt, const char *val, uint64_t min_ms,
-	    uint64_t max_ms, uint64_t *out, struct lr_err *err)
+int opts_ms(const char *opt, const char *val, uint64_t min_ms, uint64_t max_ms,
+	    uint64_t *out, struct lr_err *err)
 {
 	int r = units_parse_ms(val, min_ms, max_ms, out);
 
 	if (r == -ERANGE)
-		return lr_err_set(err, r, "%s '%s' is out of range (%.3g to "
-				  "%.6g seconds)", opt, val, min_ms / 1000.0,
-				  max_ms / 1000.0);
-	return r ? lr_err_set(err, r, "%s '%s' is not a number of seconds",
-			      opt, val) : 0;
+		return lr_err_set(err, r,
+				  "%s '%s' is out of range (%.3g to "
+				  "%.6g seconds)",
+				  opt, val, min_ms / 1000.0, max_ms / 1000.0);
+	return r ? lr_err_set(err, r, "%s '%s' is not a number of seconds", opt,
+			      val)
+		 : 0;
 }
 
 int opts_uint(const char *opt, const char *val, uint64_t min, uint64_t max,
@@ -55,8 +60,7 @@ int opts_uint(const char *opt, const char *val, uint64_t min, uint64_t max,
 {
 	int r = units_parse_uint(val, min, max, out);
 
-	return r ? report(r, opt, val, "a whole number", min, max, "", err) :
-		   0;
+	return r ? report(r, opt, val, "a whole number", min, max, "", err) : 0;
 }
 
 int opts_host_port(const char *arg, char *buf, size_t cap, const char **host,
@@ -73,8 +77,10 @@ int opts_host_port(const char *arg, char *buf, size_t cap, const char **host,
 		char *close = strchr(buf, ']');
 
 		if (!close || (close[1] && close[1] != ':'))
-			return lr_err_set(err, -EINVAL, "host '%s' is not "
-					  "valid", arg);
+			return lr_err_set(err, -EINVAL,
+					  "host '%s' is not "
+					  "valid",
+					  arg);
 		*close = '\0';
 		*host = buf + 1;
 		if (close[1] == ':') {

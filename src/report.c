@@ -17,16 +17,16 @@
 struct report {
 	FILE *out;
 	enum report_format fmt;
-	cJSON *root;		/* REPORT_JSON: the whole document */
+	cJSON *root; /* REPORT_JSON: the whole document */
 	cJSON *intervals;
-	cJSON *start;		/* kept until the end for REPORT_JSON */
+	cJSON *start; /* kept until the end for REPORT_JSON */
 	bool header_done;
-	bool sep_done;		/* the last line printed is a separator */
+	bool sep_done; /* the last line printed is a separator */
 	bool bidir;
-	bool any_sender;	/* this side sends on some stream */
+	bool any_sender; /* this side sends on some stream */
 	unsigned nstreams;
 	uint8_t mode;
-	uint8_t *dirs;		/* per stream */
+	uint8_t *dirs; /* per stream */
 	bool *local_sender;
 };
 
@@ -86,8 +86,7 @@ static void add_num(cJSON *o, const char *k, double v)
 	cJSON_AddNumberToObject(o, k, json_num(v));
 }
 
-static void emit_stream_event(struct report *rp, const char *event,
-			      cJSON *data)
+static void emit_stream_event(struct report *rp, const char *event, cJSON *data)
 {
 	cJSON *o = cJSON_CreateObject();
 	char *txt;
@@ -183,7 +182,8 @@ static cJSON *start_json(const struct bench_run *run,
 				res->req.mode == PROTO_MODE_REVERSE);
 	cJSON_AddNumberToObject(tst, "tos", 0);
 	cJSON_AddNumberToObject(tst, "target_bitrate", 0);
-	cJSON_AddNumberToObject(tst, "bidir", res->req.mode == PROTO_MODE_BIDIR);
+	cJSON_AddNumberToObject(tst, "bidir",
+				res->req.mode == PROTO_MODE_BIDIR);
 	cJSON_AddNumberToObject(tst, "fqrate", 0);
 	cJSON_AddNumberToObject(tst, "zerocopy", res->req.zerocopy);
 	return start;
@@ -227,9 +227,10 @@ static void cb_started(void *ctx, const struct bench_run *run,
 			      sizeof(host), &port);
 		net_addr_host((const struct sockaddr *)&s->peer.ss, rhost,
 			      sizeof(rhost), &rport);
-		fprintf(rp->out, "[%3u]%s local %s port %u connected to %s "
-			"port %u\n", i + 1, role_tag(rp, i), host, port, rhost,
-			rport);
+		fprintf(rp->out,
+			"[%3u]%s local %s port %u connected to %s "
+			"port %u\n",
+			i + 1, role_tag(rp, i), host, port, rhost, rport);
 	}
 	fflush(rp->out);
 }
@@ -244,9 +245,8 @@ static void human_iv_line(struct report *rp, const char *id, const char *tag,
 	char tb[32], rb[32], cb[32];
 	double secs = iv->end - iv->start;
 
-	fprintf(rp->out, "[%s]%s %6.2f-%-6.2f sec  %s  %s", id, tag,
-		iv->start, iv->end, units_fmt_bytes(tb, sizeof(tb),
-						    (double)bytes),
+	fprintf(rp->out, "[%s]%s %6.2f-%-6.2f sec  %s  %s", id, tag, iv->start,
+		iv->end, units_fmt_bytes(tb, sizeof(tb), (double)bytes),
 		units_fmt_rate(rb, sizeof(rb), rate(bytes, secs)));
 	if (sender) {
 		fprintf(rp->out, "  %4u", retr);
@@ -270,16 +270,18 @@ static void human_interval(struct report *rp, const struct bench_interval *iv)
 	rp->sep_done = false;
 	if (!rp->header_done) {
 		if (rp->bidir)
-			fprintf(rp->out, "[ ID][Role] Interval           "
+			fprintf(rp->out,
+				"[ ID][Role] Interval           "
 				"Transfer     Bitrate         Retr  Cwnd"
 				"          RTT\n");
 		else if (rp->any_sender)
-			fprintf(rp->out, "[ ID] Interval           Transfer"
+			fprintf(rp->out,
+				"[ ID] Interval           Transfer"
 				"     Bitrate         Retr  Cwnd          "
 				"RTT\n");
 		else
 			fprintf(rp->out, "[ ID] Interval           Transfer"
-				"     Bitrate\n");
+					 "     Bitrate\n");
 		rp->header_done = true;
 	}
 	for (i = 0; i < iv->n; i++) {
@@ -298,9 +300,10 @@ static void human_interval(struct report *rp, const struct bench_interval *iv)
 		for (k = 0; k < 2; k++) {
 			if (!has[k])
 				continue;
-			human_iv_line(rp, "SUM", rp->bidir ? (k ? "[RX-C]" :
-						"[TX-C]") : "", iv, sum[k],
-				      k == 0, retr[k], 0, 0, false);
+			human_iv_line(rp, "SUM",
+				      rp->bidir ? (k ? "[RX-C]" : "[TX-C]")
+						: "",
+				      iv, sum[k], k == 0, retr[k], 0, 0, false);
 		}
 		fputs(SEP, rp->out);
 		rp->sep_done = true;
@@ -345,8 +348,8 @@ static cJSON *interval_json(struct report *rp, const struct bench_interval *iv)
 		has[k] = has[k] || st->sender;
 	}
 	for (k = 0; k < (rp->bidir ? 2 : 1); k++) {
-		sum = cJSON_AddObjectToObject(o, k ? "sum_bidir_reverse" :
-					      "sum");
+		sum = cJSON_AddObjectToObject(o,
+					      k ? "sum_bidir_reverse" : "sum");
 		add_num(sum, "start", iv->start);
 		add_num(sum, "end", iv->end);
 		add_num(sum, "seconds", secs);
@@ -397,8 +400,8 @@ static int dir_slot(const struct bench_result *res, uint8_t dir)
 	return res->req.mode == PROTO_MODE_BIDIR && dir == PROTO_DIR_S2C;
 }
 
-static cJSON *side_json(unsigned id, const struct bench_side *d, bool local_sender,
-			bool sender_side)
+static cJSON *side_json(unsigned id, const struct bench_side *d,
+			bool local_sender, bool sender_side)
 {
 	cJSON *o = cJSON_CreateObject();
 
@@ -419,7 +422,8 @@ static cJSON *side_json(unsigned id, const struct bench_side *d, bool local_send
 	return o;
 }
 
-static cJSON *sum_json(const struct sums *s, bool sender_side, bool local_sender)
+static cJSON *sum_json(const struct sums *s, bool sender_side,
+		       bool local_sender)
 {
 	cJSON *o = cJSON_CreateObject();
 
@@ -460,7 +464,8 @@ static cJSON *end_json(const struct bench_result *res)
 		cJSON_AddItemToObject(o, "sender",
 				      side_json(i + 1, &s->sender, ls, true));
 		cJSON_AddItemToObject(o, "receiver",
-				      side_json(i + 1, &s->receiver, ls, false));
+				      side_json(i + 1, &s->receiver, ls,
+						false));
 		cJSON_AddItemToArray(arr, o);
 		k = dir_slot(res, s->dir);
 		sum_add(&snd[k], &s->sender);
@@ -470,27 +475,28 @@ static cJSON *end_json(const struct bench_result *res)
 		bool ls = res->req.mode == PROTO_MODE_FORWARD ||
 			  (res->req.mode == PROTO_MODE_BIDIR && k == 0);
 
-		cJSON_AddItemToObject(end, k ? "sum_sent_bidir_reverse" :
-				      "sum_sent", sum_json(&snd[k], true, ls));
-		cJSON_AddItemToObject(end, k ? "sum_received_bidir_reverse" :
-				      "sum_received",
-				      sum_json(&rcv[k], false, ls));
+		cJSON_AddItemToObject(end,
+				      k ? "sum_sent_bidir_reverse" : "sum_sent",
+				      sum_json(&snd[k], true, ls));
+		cJSON_AddItemToObject(
+			end, k ? "sum_received_bidir_reverse" : "sum_received",
+			sum_json(&rcv[k], false, ls));
 	}
 	cpu = cJSON_AddObjectToObject(end, "cpu_utilization_percent");
-	add_num(cpu, "host_total", cpu_pct(res->local_cpu.user_us +
-					  res->local_cpu.sys_us,
-					  res->local_cpu.wall_us));
-	add_num(cpu, "host_user", cpu_pct(res->local_cpu.user_us,
-					 res->local_cpu.wall_us));
-	add_num(cpu, "host_system", cpu_pct(res->local_cpu.sys_us,
-					   res->local_cpu.wall_us));
-	add_num(cpu, "remote_total", cpu_pct(res->remote_cpu.user_us +
-					    res->remote_cpu.sys_us,
-					    res->remote_cpu.wall_us));
-	add_num(cpu, "remote_user", cpu_pct(res->remote_cpu.user_us,
-					   res->remote_cpu.wall_us));
-	add_num(cpu, "remote_system", cpu_pct(res->remote_cpu.sys_us,
-					     res->remote_cpu.wall_us));
+	add_num(cpu, "host_total",
+		cpu_pct(res->local_cpu.user_us + res->local_cpu.sys_us,
+			res->local_cpu.wall_us));
+	add_num(cpu, "host_user",
+		cpu_pct(res->local_cpu.user_us, res->local_cpu.wall_us));
+	add_num(cpu, "host_system",
+		cpu_pct(res->local_cpu.sys_us, res->local_cpu.wall_us));
+	add_num(cpu, "remote_total",
+		cpu_pct(res->remote_cpu.user_us + res->remote_cpu.sys_us,
+			res->remote_cpu.wall_us));
+	add_num(cpu, "remote_user",
+		cpu_pct(res->remote_cpu.user_us, res->remote_cpu.wall_us));
+	add_num(cpu, "remote_system",
+		cpu_pct(res->remote_cpu.sys_us, res->remote_cpu.wall_us));
 	if (res->req.mode == PROTO_MODE_REVERSE) {
 		cJSON_AddStringToObject(end, "sender_tcp_congestion",
 					res->remote_cc);
@@ -506,10 +512,11 @@ static cJSON *end_json(const struct bench_result *res)
 	cJSON_AddStringToObject(lr, "server_version", res->server_software);
 	cJSON_AddNumberToObject(lr, "overlapping_tests", res->overlap);
 	cJSON_AddBoolToObject(lr, "truncated", res->truncated);
-	add_num(lr, "local_cpu_seconds", (double)(res->local_cpu.user_us +
-				res->local_cpu.sys_us) / 1e6);
-	add_num(lr, "remote_cpu_seconds", (double)(res->remote_cpu.user_us +
-				res->remote_cpu.sys_us) / 1e6);
+	add_num(lr, "local_cpu_seconds",
+		(double)(res->local_cpu.user_us + res->local_cpu.sys_us) / 1e6);
+	add_num(lr, "remote_cpu_seconds",
+		(double)(res->remote_cpu.user_us + res->remote_cpu.sys_us) /
+			1e6);
 	link = cJSON_AddObjectToObject(lr, "link");
 	if (res->link_known)
 		cJSON_AddStringToObject(link, "interface", res->link_if);
@@ -520,9 +527,9 @@ static cJSON *end_json(const struct bench_result *res)
 	cJSON_AddBoolToObject(link, "virtual", res->link_virtual);
 	add_num(link, "tcp_ceiling_bits_per_second", res->link_ceiling_bps);
 	if (res->link_ceiling_bps > 0)
-		add_num(link, "percent_of_ceiling", 100.0 *
-			rate(rcv[0].bytes, rcv[0].seconds) /
-			res->link_ceiling_bps);
+		add_num(link, "percent_of_ceiling",
+			100.0 * rate(rcv[0].bytes, rcv[0].seconds) /
+				res->link_ceiling_bps);
 	return end;
 }
 
@@ -551,8 +558,10 @@ static void human_end(struct report *rp, const struct bench_result *res)
 
 	if (!rp->sep_done)
 		fputs(SEP, rp->out);
-	fprintf(rp->out, "[ ID]%s Interval           Transfer     Bitrate"
-		"         Retr\n", rp->bidir ? "[Role]" : "");
+	fprintf(rp->out,
+		"[ ID]%s Interval           Transfer     Bitrate"
+		"         Retr\n",
+		rp->bidir ? "[Role]" : "");
 	for (i = 0; i < res->nstreams; i++) {
 		const struct bench_stream_result *s = &res->streams[i];
 
@@ -568,18 +577,20 @@ static void human_end(struct report *rp, const struct bench_result *res)
 	if (per_dir > 1) {
 		for (k = 0; k < (rp->bidir ? 2 : 1); k++) {
 			struct bench_side ds = { .bytes = snd[k].bytes,
-				.seconds = snd[k].seconds,
-				.retrans = snd[k].retrans };
+						 .seconds = snd[k].seconds,
+						 .retrans = snd[k].retrans };
 			struct bench_side dr = { .bytes = rcv[k].bytes,
-				.seconds = rcv[k].seconds };
-			const char *tag = rp->bidir ? (k ? "[RX-C]" : "[TX-C]") :
-						      "";
+						 .seconds = rcv[k].seconds };
+			const char *tag = rp->bidir ? (k ? "[RX-C]" : "[TX-C]")
+						    : "";
 
 			human_total_line(rp, "SUM", tag, &ds, true, "sender");
-			human_total_line(rp, "SUM", tag, &dr, false, "receiver");
+			human_total_line(rp, "SUM", tag, &dr, false,
+					 "receiver");
 		}
 	}
-	fprintf(rp->out, "CPU Utilization: local %.1f%% (%.1f%%u/%.1f%%s), "
+	fprintf(rp->out,
+		"CPU Utilization: local %.1f%% (%.1f%%u/%.1f%%s), "
 		"remote %.1f%% (%.1f%%u/%.1f%%s); %.2f + %.2f CPU seconds\n",
 		cpu_pct(res->local_cpu.user_us + res->local_cpu.sys_us,
 			res->local_cpu.wall_us),
@@ -597,7 +608,8 @@ static void human_end(struct report *rp, const struct bench_result *res)
 		res->remote_cc[0] ? res->remote_cc : "?");
 	if (res->link_ceiling_bps > 0) {
 		for (k = 0; k < (rp->bidir ? 2 : 1); k++) {
-			fprintf(rp->out, "Link %s%s: %s, MTU %u, TCP ceiling "
+			fprintf(rp->out,
+				"Link %s%s: %s, MTU %u, TCP ceiling "
 				"%s; %sreceived %.1f%% of it\n",
 				res->link_if[0] ? res->link_if : "?",
 				res->link_wireless ? " (Wi-Fi)" : "",
@@ -611,19 +623,23 @@ static void human_end(struct report *rp, const struct bench_result *res)
 					res->link_ceiling_bps);
 		}
 	} else if (res->link_known) {
-		fprintf(rp->out, "Link %s: %s, speed not known (--link-speed "
-			"RATE gives the TCP ceiling)\n", res->link_if,
-			res->link_virtual ? (strcmp(res->link_if, "lo") ?
-					     "virtual interface" : "loopback") :
-					    "physical interface");
+		fprintf(rp->out,
+			"Link %s: %s, speed not known (--link-speed "
+			"RATE gives the TCP ceiling)\n",
+			res->link_if,
+			res->link_virtual ? (strcmp(res->link_if, "lo")
+						     ? "virtual interface"
+						     : "loopback")
+					  : "physical interface");
 	}
 	if (res->truncated)
 		fprintf(rp->out, "Note: stopped at the server's time limit "
-			"before all bytes were sent\n");
+				 "before all bytes were sent\n");
 	if (res->overlap)
-		fprintf(rp->out, "Note: %u other test%s ran on the server during "
-			"this one and shared its CPU and link\n", res->overlap,
-			res->overlap == 1 ? "" : "s");
+		fprintf(rp->out,
+			"Note: %u other test%s ran on the server during "
+			"this one and shared its CPU and link\n",
+			res->overlap, res->overlap == 1 ? "" : "s");
 	fprintf(rp->out, "\nlinerate Done.\n");
 	fflush(rp->out);
 }
@@ -721,16 +737,19 @@ void report_server_event(FILE *out, FILE *log, const struct server_event *ev)
 			ev->req.streams, ev->req.streams == 1 ? "" : "s");
 		if (ev->ok) {
 			fprintf(log, ", %.2f s", ev->seconds);
-			if (ev->bytes_sent || ev->req.mode != PROTO_MODE_FORWARD)
+			if (ev->bytes_sent ||
+			    ev->req.mode != PROTO_MODE_FORWARD)
 				fprintf(log, ", sent %s",
 					units_fmt_bytes(tb, sizeof(tb),
-						(double)ev->bytes_sent));
+							(double)ev->bytes_sent));
 			if (ev->bytes_received ||
 			    ev->req.mode != PROTO_MODE_REVERSE)
 				fprintf(log, ", received %s",
-					units_fmt_bytes(rb, sizeof(rb),
+					units_fmt_bytes(
+						rb, sizeof(rb),
 						(double)ev->bytes_received));
-			fprintf(log, " (%s)", units_fmt_rate(tb, sizeof(tb),
+			fprintf(log, " (%s)",
+				units_fmt_rate(tb, sizeof(tb),
 					       rate(b, ev->seconds)));
 			if (ev->overlap)
 				fprintf(log, ", overlapped %u other test%s",

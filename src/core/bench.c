@@ -28,10 +28,10 @@
 #endif
 
 /* Data sockets time out blocking calls this often to notice an abort. */
-#define STREAM_POLL_MS 250
-#define CTRL_TIMEOUT_MS 10000
+#define STREAM_POLL_MS	   250
+#define CTRL_TIMEOUT_MS	   10000
 #define RESULTS_TIMEOUT_MS 10000
-#define STOP_GRACE_MS 5000
+#define STOP_GRACE_MS	   5000
 
 unsigned bench_conn_count(const struct proto_test_request *req)
 {
@@ -60,8 +60,8 @@ int bench_run_init(struct bench_run *run, const struct proto_test_request *req,
 	if ((uint64_t)n * req->blksize > BENCH_MAX_TEST_MEM)
 		return lr_err_set(err, -E2BIG,
 				  "%u streams of %u-byte buffers exceed the "
-				  "%llu MiB bound per test", n, req->blksize,
-				  BENCH_MAX_TEST_MEM >> 20);
+				  "%llu MiB bound per test",
+				  n, req->blksize, BENCH_MAX_TEST_MEM >> 20);
 	run->streams = calloc(n, sizeof(*run->streams));
 	if (!run->streams)
 		return lr_err_setc(err, -ENOMEM, "stream table");
@@ -164,8 +164,9 @@ static int send_loop(struct bench_stream *s, uint8_t *buf)
 				k = sendfile(s->fd, run->memfd, &fo, n - off);
 			} else {
 				k = send(s->fd, buf + off, n - off,
-					 MSG_NOSIGNAL |
-					 (zc == PROTO_ZC_MSG ? MSG_ZEROCOPY : 0));
+					 MSG_NOSIGNAL | (zc == PROTO_ZC_MSG
+								 ? MSG_ZEROCOPY
+								 : 0));
 			}
 			if (k < 0) {
 				if (errno == EINTR)
@@ -371,8 +372,9 @@ void bench_run_sample(struct bench_run *run, struct bench_interval *iv,
 	unsigned i;
 
 	if (iv) {
-		base = (double)((run->omit_done ? run->omit_end_us :
-				 run->t0_us)) / 1e6;
+		base = (double)((run->omit_done ? run->omit_end_us
+						: run->t0_us)) /
+		       1e6;
 		iv->start = iv_start;
 		iv->end = (double)now / 1e6 - base;
 		iv->omitted = !run->omit_done;
@@ -483,8 +485,9 @@ static void side_from_stream(const struct bench_run *run,
 		o->max_cwnd = s->tcp.max_cwnd;
 		o->min_rtt = s->tcp.rtt_n ? s->tcp.min_rtt : 0;
 		o->max_rtt = s->tcp.max_rtt;
-		o->mean_rtt = s->tcp.rtt_n ?
-			(uint32_t)(s->tcp.rtt_sum / s->tcp.rtt_n) : 0;
+		o->mean_rtt =
+			s->tcp.rtt_n ? (uint32_t)(s->tcp.rtt_sum / s->tcp.rtt_n)
+				     : 0;
 	}
 }
 
@@ -552,8 +555,10 @@ static int expect_msg(int fd, uint8_t type, uint8_t *buf, size_t cap,
 
 	r = net_recv_msg(fd, buf, cap, h, net_now_ms() + timeout_ms, err);
 	if (r == LR_ECLOSED)
-		return lr_err_set(err, r, "server closed the connection while "
-				  "waiting for %s", what);
+		return lr_err_set(err, r,
+				  "server closed the connection while "
+				  "waiting for %s",
+				  what);
 	if (r == LR_ETIMEOUT)
 		return lr_err_set(err, r, "timed out waiting for %s", what);
 	if (r)
@@ -576,9 +581,11 @@ static int read_server_preamble(int fd, const char *where, struct lr_err *err)
 
 	r = net_read_full(fd, b, sizeof(b), net_now_ms() + CTRL_TIMEOUT_MS);
 	if (r == LR_ECLOSED)
-		return lr_err_set(err, LR_ENOTLINERATE, "%s closed the "
+		return lr_err_set(err, LR_ENOTLINERATE,
+				  "%s closed the "
 				  "connection without answering: not a "
-				  "linerate server?", where);
+				  "linerate server?",
+				  where);
 	if (r == LR_ETIMEOUT)
 		return lr_err_set(err, r, "%s did not answer within %d s",
 				  where, CTRL_TIMEOUT_MS / 1000);
@@ -586,14 +593,17 @@ static int read_server_preamble(int fd, const char *where, struct lr_err *err)
 		return lr_err_setc(err, r, "%s", where);
 	r = proto_decode_preamble(b, sizeof(b), &pre);
 	if (r < 0)
-		return lr_err_set(err, LR_ENOTLINERATE, "%s does not speak the "
+		return lr_err_set(err, LR_ENOTLINERATE,
+				  "%s does not speak the "
 				  "linerate protocol (an iperf3 server?)",
 				  where);
 	if (!pre.chosen)
-		return lr_err_set(err, LR_EVERSION, "incompatible version: "
+		return lr_err_set(err, LR_EVERSION,
+				  "incompatible version: "
 				  "server speaks protocol %u..%u, this client "
-				  "%u..%u", pre.vmin, pre.vmax,
-				  PROTO_VERSION_MIN, PROTO_VERSION_MAX);
+				  "%u..%u",
+				  pre.vmin, pre.vmax, PROTO_VERSION_MIN,
+				  PROTO_VERSION_MAX);
 	return 0;
 }
 
@@ -612,7 +622,7 @@ static void fill_link(const struct bench_opts *o, struct bench_run *run,
 
 	res->ipv6 = s->local.ss.ss_family == AF_INET6 &&
 		    !IN6_IS_ADDR_V4MAPPED(
-			&((struct sockaddr_in6 *)&s->local.ss)->sin6_addr);
+			    &((struct sockaddr_in6 *)&s->local.ss)->sin6_addr);
 	if (!net_tcp_stats(s->fd, &st)) {
 		res->timestamps = st.timestamps;
 		res->mss = st.snd_mss;
@@ -629,9 +639,8 @@ static void fill_link(const struct bench_opts *o, struct bench_run *run,
 		res->link_speed_bps = o->link_speed_bps;
 	if (!res->link_mtu)
 		res->link_mtu = 1500;
-	res->link_ceiling_bps = link_goodput_bps(res->link_speed_bps,
-						 res->link_mtu, res->ipv6,
-						 res->timestamps);
+	res->link_ceiling_bps = link_goodput_bps(
+		res->link_speed_bps, res->link_mtu, res->ipv6, res->timestamps);
 }
 
 static int open_streams(const struct bench_opts *o, const struct net_addr *addr,
@@ -640,7 +649,9 @@ static int open_streams(const struct bench_opts *o, const struct net_addr *addr,
 			struct lr_err *err)
 {
 	struct net_sockopts so = {
-		.window = o->req.window, .mss = o->req.mss, .cc = o->req.cc,
+		.window = o->req.window,
+		.mss = o->req.mss,
+		.cc = o->req.cc,
 	};
 	uint8_t msg[PROTO_PREAMBLE_LEN + 64];
 	struct proto_data_open dop;
@@ -678,8 +689,9 @@ static int open_streams(const struct bench_opts *o, const struct net_addr *addr,
 	return 0;
 }
 
-int bench_client_run(const struct bench_opts *o, const struct bench_callbacks *cb,
-		     struct bench_result *res, struct lr_err *err)
+int bench_client_run(const struct bench_opts *o,
+		     const struct bench_callbacks *cb, struct bench_result *res,
+		     struct lr_err *err)
 {
 	struct net_sockopts ctrl_so = { .nodelay = true };
 	struct net_addr addr, bindaddr, *bindp = NULL;
@@ -805,8 +817,8 @@ int bench_client_run(const struct bench_opts *o, const struct bench_callbacks *c
 	tick = o->interval_ms ? (int64_t)o->interval_ms : 1000;
 	end_ms = run.omit_end_us / 1000 + (int64_t)o->req.duration_ms;
 	hard_end = run.t0_us / 1000 + (int64_t)o->req.omit_ms +
-		   (int64_t)(acc.max_duration_ms ? acc.max_duration_ms :
-			     PROTO_MAX_DURATION_MS);
+		   (int64_t)(acc.max_duration_ms ? acc.max_duration_ms
+						 : PROTO_MAX_DURATION_MS);
 	next_iv = run.t0_us / 1000 + tick;
 	for (;;) {
 		struct pollfd pf[2] = {
@@ -834,10 +846,12 @@ int bench_client_run(const struct bench_opts *o, const struct bench_callbacks *c
 			if (!r && h.type == PROTO_ERROR)
 				r = peer_error(buf, h.len, err);
 			else if (r == LR_ECLOSED)
-				r = lr_err_set(err, r, "server closed the "
+				r = lr_err_set(err, r,
+					       "server closed the "
 					       "connection during the test");
 			else if (!r)
-				r = lr_err_set(err, LR_EBADMSG, "unexpected %s "
+				r = lr_err_set(err, LR_EBADMSG,
+					       "unexpected %s "
 					       "from server during the test",
 					       proto_type_name(h.type));
 			goto out_run;
@@ -934,8 +948,9 @@ int bench_client_run(const struct bench_opts *o, const struct bench_callbacks *c
 	res->remote_cpu = pres.cpu;
 	snprintf(res->remote_cc, sizeof(res->remote_cc), "%s", pres.cc);
 	res->overlap = pres.overlap > acc.overlap ? pres.overlap : acc.overlap;
-	res->duration = (double)(net_now_us() - (run.omit_done ?
-				 run.omit_end_us : run.t0_us)) / 1e6;
+	res->duration = (double)(net_now_us() - (run.omit_done ? run.omit_end_us
+							       : run.t0_us)) /
+			1e6;
 	if (o->req.duration_ms)
 		res->duration = (double)o->req.duration_ms / 1000.0;
 	for (i = 0; i < run.nstreams; i++) {

@@ -19,10 +19,10 @@
  * The client protocol (bench_client_run) and the server (server.c) wrap it.
  */
 
-#define BENCH_DEFAULT_PORT 7350
+#define BENCH_DEFAULT_PORT    7350
 #define BENCH_DEFAULT_BLKSIZE (128u << 10)
-#define BENCH_RECV_BUF (256u << 10)
-#define BENCH_MAX_CONNS (2 * PROTO_MAX_STREAMS)
+#define BENCH_RECV_BUF	      (256u << 10)
+#define BENCH_MAX_CONNS	      (2 * PROTO_MAX_STREAMS)
 /* Bound on the sum of per-stream buffers of one test, either side. */
 #define BENCH_MAX_TEST_MEM (256ull << 20)
 
@@ -30,17 +30,17 @@
 struct bench_opts {
 	const char *host;
 	uint16_t port;
-	int family;		/* AF_UNSPEC, AF_INET, AF_INET6 */
-	const char *bind_addr;	/* -B, may be NULL */
+	int family;	       /* AF_UNSPEC, AF_INET, AF_INET6 */
+	const char *bind_addr; /* -B, may be NULL */
 	struct proto_test_request req;
-	uint64_t interval_ms;	/* 0 = no interval reports */
+	uint64_t interval_ms; /* 0 = no interval reports */
 	int connect_timeout_ms;
 	uint64_t link_speed_bps; /* --link-speed; 0 = read from /sys */
 };
 
 /* Rolling TCP figures of one stream. */
 struct bench_tcp_acc {
-	uint32_t retrans_base;	/* total_retrans at start of totals */
+	uint32_t retrans_base; /* total_retrans at start of totals */
 	uint32_t retrans_last;
 	uint32_t max_cwnd;
 	uint32_t min_rtt, max_rtt;
@@ -52,18 +52,18 @@ struct bench_run;
 
 struct bench_stream {
 	struct bench_run *run;
-	unsigned idx;		/* unique in the test */
-	uint8_t dir;		/* enum proto_dir */
-	bool sender;		/* this side sends on it */
+	unsigned idx; /* unique in the test */
+	uint8_t dir;  /* enum proto_dir */
+	bool sender;  /* this side sends on it */
 	int fd;
 	pthread_t thread;
 	bool started;
-	_Atomic uint64_t bytes;	/* moved so far */
+	_Atomic uint64_t bytes;	 /* moved so far */
 	_Atomic int64_t last_us; /* time of the last byte moved */
 	_Atomic bool done;
-	int error;		/* 0 or -errno, written by the thread */
-	uint64_t bytes_omit;	/* bytes when the omitted period ended */
-	uint64_t iv_bytes;	/* bytes at the start of the interval */
+	int error;	     /* 0 or -errno, written by the thread */
+	uint64_t bytes_omit; /* bytes when the omitted period ended */
+	uint64_t iv_bytes;   /* bytes at the start of the interval */
 	uint32_t iv_retrans;
 	struct bench_tcp_acc tcp;
 	uint64_t cpu_user_us, cpu_sys_us; /* the thread's, at exit */
@@ -75,14 +75,14 @@ struct bench_run {
 	bool is_client;
 	unsigned nstreams;
 	struct bench_stream *streams;
-	_Atomic bool stop;	/* senders: finish and shut down writing */
-	_Atomic bool abort;	/* everyone: give up now */
+	_Atomic bool stop;	    /* senders: finish and shut down writing */
+	_Atomic bool abort;	    /* everyone: give up now */
 	_Atomic uint64_t budget[2]; /* bytes left per direction (-n) */
-	int evfd;		/* written when a stream thread ends */
-	int64_t t0_us;		/* TEST_START */
+	int evfd;		    /* written when a stream thread ends */
+	int64_t t0_us;		    /* TEST_START */
 	int64_t omit_end_us;
 	bool omit_done;
-	int memfd;		/* payload for sendfile (-Z) */
+	int memfd; /* payload for sendfile (-Z) */
 };
 
 /* One stream's figures for one interval. */
@@ -94,11 +94,11 @@ struct bench_iv_stream {
 	uint32_t retrans;
 	uint32_t cwnd;
 	uint32_t rtt_us, rttvar_us, pmtu;
-	bool has_tcp;		/* retrans/cwnd meaningful (sending side) */
+	bool has_tcp; /* retrans/cwnd meaningful (sending side) */
 };
 
 struct bench_interval {
-	double start, end;	/* seconds since TEST_START */
+	double start, end; /* seconds since TEST_START */
 	bool omitted;
 	unsigned n;
 	struct bench_iv_stream *s;
@@ -131,10 +131,10 @@ struct bench_result {
 	struct bench_stream_result *streams;
 	struct proto_cpu local_cpu, remote_cpu;
 	char local_cc[PROTO_CC_LEN], remote_cc[PROTO_CC_LEN];
-	uint16_t overlap;	/* other tests on the server during ours */
-	double duration;	/* seconds of the test after the omitted part */
-	bool truncated;		/* stopped at the server's duration limit */
-	int64_t start_time;	/* wall clock, seconds since the epoch */
+	uint16_t overlap;   /* other tests on the server during ours */
+	double duration;    /* seconds of the test after the omitted part */
+	bool truncated;	    /* stopped at the server's duration limit */
+	int64_t start_time; /* wall clock, seconds since the epoch */
 	uint32_t sndbuf, rcvbuf, mss;
 	bool ipv6, timestamps;
 	/* link of the first stream's local address */
@@ -192,8 +192,9 @@ void bench_run_cpu(const struct bench_run *run, uint64_t *user_us,
  * test's duration; reports through cb. On success *res is filled (its
  * streams array allocated; free with bench_result_free).
  */
-int bench_client_run(const struct bench_opts *o, const struct bench_callbacks *cb,
-		     struct bench_result *res, struct lr_err *err);
+int bench_client_run(const struct bench_opts *o,
+		     const struct bench_callbacks *cb, struct bench_result *res,
+		     struct lr_err *err);
 void bench_result_free(struct bench_result *res);
 
 #endif

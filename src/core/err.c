@@ -24,16 +24,17 @@ const char *lr_strerror(int code)
 	case LR_ENEEDMORE: return "incomplete message";
 	case LR_ETIMEOUT: return "timed out";
 	case LR_ECLOSED: return "connection closed by peer";
-	case LR_ENOTLINERATE: return "peer does not speak the linerate protocol";
+	case LR_ENOTLINERATE:
+		return "peer does not speak the linerate protocol";
 	default: break;
 	}
 	s = strerrordesc_np(code);
 	return s ? s : "unknown error";
 }
 
-__attribute__((format(printf, 4, 0)))
-static int err_vset(struct lr_err *err, int code, int with_desc,
-		    const char *fmt, va_list ap)
+__attribute__((format(printf, 4, 0))) static int
+err_vset(struct lr_err *err, int code, int with_desc, const char *fmt,
+	 va_list ap)
 {
 	int n;
 

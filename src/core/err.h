@@ -11,14 +11,14 @@
  */
 enum {
 	LR_EPROTO_BASE = -10000,
-	LR_EBUSY = -10001,	/* server has no free test slot */
-	LR_EVERSION = -10002,	/* no protocol version in common */
-	LR_EPEER = -10003,	/* the peer reported an error */
-	LR_EBADMSG = -10004,	/* malformed message from the peer */
-	LR_ETOOBIG = -10005,	/* peer-announced length over its bound */
-	LR_ENEEDMORE = -10006,	/* parser needs more bytes */
-	LR_ETIMEOUT = -10007,	/* a deadline passed */
-	LR_ECLOSED = -10008,	/* peer closed the connection */
+	LR_EBUSY = -10001,	  /* server has no free test slot */
+	LR_EVERSION = -10002,	  /* no protocol version in common */
+	LR_EPEER = -10003,	  /* the peer reported an error */
+	LR_EBADMSG = -10004,	  /* malformed message from the peer */
+	LR_ETOOBIG = -10005,	  /* peer-announced length over its bound */
+	LR_ENEEDMORE = -10006,	  /* parser needs more bytes */
+	LR_ETIMEOUT = -10007,	  /* a deadline passed */
+	LR_ECLOSED = -10008,	  /* peer closed the connection */
 	LR_ENOTLINERATE = -10009, /* the peer does not speak linerate */
 };
 

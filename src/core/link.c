@@ -68,7 +68,7 @@ int link_read_sysfs(const char *sysroot, const char *ifname,
 	li->virtual_if = !path_exists(path);
 	li->loopback = !strcmp(ifname, "lo");
 	if (li->virtual_if)
-		li->speed_bps = 0;	/* veth reports a made-up 10000 */
+		li->speed_bps = 0; /* veth reports a made-up 10000 */
 	*out = tmp;
 	return 0;
 }

@@ -9,10 +9,10 @@
 /* What is known of the interface a connection leaves through. */
 struct link_info {
 	char ifname[32];
-	uint64_t speed_bps;	/* 0 = not known */
+	uint64_t speed_bps; /* 0 = not known */
 	unsigned mtu;
 	bool wireless;
-	bool virtual_if;	/* veth, loopback, tunnel: no physical speed */
+	bool virtual_if; /* veth, loopback, tunnel: no physical speed */
 	bool loopback;
 };
 

@@ -39,7 +39,7 @@ int net_resolve(const char *host, uint16_t port, int family, bool passive,
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0);
 	if (!host && passive && family == AF_UNSPEC)
-		hints.ai_family = AF_INET6;	/* dual-stack wildcard */
+		hints.ai_family = AF_INET6; /* dual-stack wildcard */
 	snprintf(portstr, sizeof(portstr), "%u", port);
 	r = getaddrinfo(host, portstr, &hints, &res);
 	if (r == EAI_FAMILY && !host && passive) {
@@ -56,8 +56,7 @@ int net_resolve(const char *host, uint16_t port, int family, bool passive,
 	return 0;
 }
 
-int net_apply_sockopts(int fd, const struct net_sockopts *o,
-		       struct lr_err *err)
+int net_apply_sockopts(int fd, const struct net_sockopts *o, struct lr_err *err)
 {
 	int one = 1, v;
 
@@ -95,12 +94,12 @@ int net_connect(const struct net_addr *addr, const struct net_addr *bind_to,
 	int fd, r, soerr = 0;
 
 	net_addr_str((const struct sockaddr *)&addr->ss, where, sizeof(where));
-	fd = socket(addr->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC |
-		    SOCK_NONBLOCK, 0);
+	fd = socket(addr->ss.ss_family,
+		    SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return lr_err_setc(err, -errno, "socket");
-	if (bind_to && bind(fd, (const struct sockaddr *)&bind_to->ss,
-			    bind_to->len)) {
+	if (bind_to &&
+	    bind(fd, (const struct sockaddr *)&bind_to->ss, bind_to->len)) {
 		char b[NET_ADDRSTR];
 
 		r = -errno;
@@ -123,7 +122,8 @@ int net_connect(const struct net_addr *addr, const struct net_addr *bind_to,
 		r = poll(&pfd, 1, timeout_ms);
 	} while (r < 0 && errno == EINTR);
 	if (r == 0) {
-		r = lr_err_set(err, LR_ETIMEOUT, "connect %s: timed out", where);
+		r = lr_err_set(err, LR_ETIMEOUT, "connect %s: timed out",
+			       where);
 		goto out_close;
 	}
 	sl = sizeof(soerr);
@@ -302,10 +302,11 @@ int net_recv_msg(int fd, uint8_t *buf, size_t cap, struct proto_hdr *h,
 		return lr_err_setc(err, r, "reading message header");
 	r = proto_decode_hdr(hdr, sizeof(hdr), max, h);
 	if (r == LR_ETOOBIG)
-		return lr_err_set(err, r,
-				  "peer announced a %u-byte message (limit %zu)",
-				  (unsigned)((hdr[4] << 24) | (hdr[5] << 16) |
-					     (hdr[6] << 8) | hdr[7]), max);
+		return lr_err_set(
+			err, r, "peer announced a %u-byte message (limit %zu)",
+			(unsigned)((hdr[4] << 24) | (hdr[5] << 16) |
+				   (hdr[6] << 8) | hdr[7]),
+			max);
 	if (r < 0)
 		return lr_err_setc(err, r, "message header");
 	r = net_read_full(fd, buf, h->len, deadline_ms);

@@ -10,7 +10,7 @@
 #include "err.h"
 #include "proto.h"
 
-#define NET_ADDRSTR 64	/* enough for "[v6addr%scope]:port" */
+#define NET_ADDRSTR 64 /* enough for "[v6addr%scope]:port" */
 
 /* A socket address with its length. */
 struct net_addr {
@@ -21,7 +21,7 @@ struct net_addr {
 /* TCP_INFO figures of one socket. */
 struct net_tcp_stats {
 	uint32_t total_retrans;
-	uint32_t cwnd_bytes;	/* snd_cwnd * snd_mss */
+	uint32_t cwnd_bytes; /* snd_cwnd * snd_mss */
 	uint32_t rtt_us;
 	uint32_t rttvar_us;
 	uint32_t pmtu;
@@ -40,9 +40,9 @@ int net_resolve(const char *host, uint16_t port, int family, bool passive,
 
 /* Options applied to a socket before connect (client) or after accept. */
 struct net_sockopts {
-	uint32_t window;	/* SO_SNDBUF and SO_RCVBUF; 0 = default */
-	uint32_t mss;		/* TCP_MAXSEG; 0 = default */
-	const char *cc;		/* TCP_CONGESTION; NULL or "" = default */
+	uint32_t window; /* SO_SNDBUF and SO_RCVBUF; 0 = default */
+	uint32_t mss;	 /* TCP_MAXSEG; 0 = default */
+	const char *cc;	 /* TCP_CONGESTION; NULL or "" = default */
 	bool nodelay;
 };
 

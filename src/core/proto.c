@@ -179,8 +179,7 @@ void proto_put_u64(struct proto_buf *b, uint16_t tag, uint64_t v)
 		be64(q, v);
 }
 
-void proto_put_bytes(struct proto_buf *b, uint16_t tag, const void *v,
-		     size_t n)
+void proto_put_bytes(struct proto_buf *b, uint16_t tag, const void *v, size_t n)
 {
 	uint8_t *q = put_tlv(b, tag, n);
 
@@ -217,8 +216,7 @@ struct tlv {
 };
 
 /* Returns 1 with *t filled, 0 at the end, LR_EBADMSG when truncated. */
-static int tlv_next(const uint8_t *body, size_t len, size_t *off,
-		    struct tlv *t)
+static int tlv_next(const uint8_t *body, size_t len, size_t *off, struct tlv *t)
 {
 	size_t o = *off;
 
@@ -316,14 +314,14 @@ int proto_decode_ctrl_open(const uint8_t *body, size_t len,
 	while ((r = tlv_next(body, len, &off, &t)) == 1) {
 		switch (t.tag) {
 		case PROTO_T_SOFTWARE:
-			r = once(&seen, 0) ?: get_str(&t, m->software,
-						      sizeof(m->software));
+			r = once(&seen, 0)
+				    ?: get_str(&t, m->software,
+					       sizeof(m->software));
 			break;
 		case PROTO_T_FEATURES:
 			r = once(&seen, 1) ?: get_u64(&t, &m->features);
 			break;
-		default:
-			r = unknown_tag(&t);
+		default: r = unknown_tag(&t);
 		}
 		if (r)
 			return r;
@@ -366,8 +364,7 @@ int proto_decode_data_open(const uint8_t *body, size_t len,
 			if (!r && m->dir > PROTO_DIR_S2C)
 				r = LR_EBADMSG;
 			break;
-		default:
-			r = unknown_tag(&t);
+		default: r = unknown_tag(&t);
 		}
 		if (r)
 			return r;
@@ -403,11 +400,10 @@ int proto_decode_error(const uint8_t *body, size_t len, struct proto_error *m)
 			r = once(&seen, 0) ?: get_u32(&t, &m->code);
 			break;
 		case PROTO_T_TEXT:
-			r = once(&seen, 1) ?: get_str(&t, m->text,
-						      sizeof(m->text));
+			r = once(&seen, 1)
+				    ?: get_str(&t, m->text, sizeof(m->text));
 			break;
-		default:
-			r = unknown_tag(&t);
+		default: r = unknown_tag(&t);
 		}
 		if (r)
 			return r;
@@ -476,8 +472,7 @@ int proto_decode_test_request(const uint8_t *body, size_t len,
 		case PROTO_T_OMIT_MS:
 			r = once(&seen, 9) ?: get_u64(&t, &m->omit_ms);
 			break;
-		default:
-			r = unknown_tag(&t);
+		default: r = unknown_tag(&t);
 		}
 		if (r)
 			return r;
@@ -533,8 +528,9 @@ int proto_decode_test_accept(const uint8_t *body, size_t len,
 				memcpy(m->test_id, t.v, PROTO_TEST_ID_LEN);
 			break;
 		case PROTO_T_SOFTWARE:
-			r = once(&seen, 1) ?: get_str(&t, m->software,
-						      sizeof(m->software));
+			r = once(&seen, 1)
+				    ?: get_str(&t, m->software,
+					       sizeof(m->software));
 			break;
 		case PROTO_T_OVERLAP:
 			r = once(&seen, 2) ?: get_u16(&t, &m->overlap);
@@ -542,8 +538,7 @@ int proto_decode_test_accept(const uint8_t *body, size_t len,
 		case PROTO_T_MAX_DURATION_MS:
 			r = once(&seen, 3) ?: get_u64(&t, &m->max_duration_ms);
 			break;
-		default:
-			r = unknown_tag(&t);
+		default: r = unknown_tag(&t);
 		}
 		if (r)
 			return r;
@@ -656,8 +651,7 @@ int proto_decode_results(const uint8_t *body, size_t len,
 			r = 0;
 			break;
 		}
-		default:
-			r = unknown_tag(&t);
+		default: r = unknown_tag(&t);
 		}
 		if (r)
 			return r;

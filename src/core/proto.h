@@ -18,21 +18,21 @@
  *   tag:u16 length:u16 value...                     (repeated)
  */
 
-#define PROTO_MAGIC "LNRT"
-#define PROTO_PREAMBLE_LEN 8
-#define PROTO_VERSION_MIN 1
-#define PROTO_VERSION_MAX 1
-#define PROTO_HDR_LEN 8
-#define PROTO_MAX_BODY 65536u	/* any message, any state */
-#define PROTO_MAX_OPEN_BODY 512u /* first message of a connection */
-#define PROTO_TEST_ID_LEN 16
-#define PROTO_MAX_STREAMS 128u	/* per direction */
-#define PROTO_MAX_BLKSIZE (16u << 20)
-#define PROTO_MAX_WINDOW (256u << 20)
+#define PROTO_MAGIC	      "LNRT"
+#define PROTO_PREAMBLE_LEN    8
+#define PROTO_VERSION_MIN     1
+#define PROTO_VERSION_MAX     1
+#define PROTO_HDR_LEN	      8
+#define PROTO_MAX_BODY	      65536u /* any message, any state */
+#define PROTO_MAX_OPEN_BODY   512u   /* first message of a connection */
+#define PROTO_TEST_ID_LEN     16
+#define PROTO_MAX_STREAMS     128u /* per direction */
+#define PROTO_MAX_BLKSIZE     (16u << 20)
+#define PROTO_MAX_WINDOW      (256u << 20)
 #define PROTO_MAX_DURATION_MS (24ull * 3600 * 1000)
-#define PROTO_MAX_TEXT 200u
-#define PROTO_MAX_NAME 64u
-#define PROTO_CC_LEN 16u	/* TCP_CA_NAME_MAX */
+#define PROTO_MAX_TEXT	      200u
+#define PROTO_MAX_NAME	      64u
+#define PROTO_CC_LEN	      16u /* TCP_CA_NAME_MAX */
 
 enum proto_type {
 	PROTO_CTRL_OPEN = 0x01,
@@ -73,8 +73,11 @@ enum proto_tag {
 /* A tag with this bit set must be understood; unknown ones are skipped. */
 #define PROTO_TAG_CRITICAL 0x8000u
 
-enum proto_mode { PROTO_MODE_FORWARD = 0, PROTO_MODE_REVERSE = 1,
-		  PROTO_MODE_BIDIR = 2 };
+enum proto_mode {
+	PROTO_MODE_FORWARD = 0,
+	PROTO_MODE_REVERSE = 1,
+	PROTO_MODE_BIDIR = 2
+};
 /* Direction of one data stream: who sends. */
 enum proto_dir { PROTO_DIR_C2S = 0, PROTO_DIR_S2C = 1 };
 enum proto_zc { PROTO_ZC_NONE = 0, PROTO_ZC_SENDFILE = 1, PROTO_ZC_MSG = 2 };
@@ -118,13 +121,13 @@ struct proto_error {
 
 struct proto_test_request {
 	uint8_t mode;
-	uint16_t streams;	/* per direction, 1..PROTO_MAX_STREAMS */
-	uint64_t duration_ms;	/* 0 when bytes is set */
-	uint64_t bytes;		/* per direction; 0 = time-limited */
+	uint16_t streams;     /* per direction, 1..PROTO_MAX_STREAMS */
+	uint64_t duration_ms; /* 0 when bytes is set */
+	uint64_t bytes;	      /* per direction; 0 = time-limited */
 	uint32_t blksize;
-	uint32_t window;	/* 0 = kernel default */
-	char cc[PROTO_CC_LEN];	/* "" = peer's default */
-	uint32_t mss;		/* 0 = default */
+	uint32_t window;       /* 0 = kernel default */
+	char cc[PROTO_CC_LEN]; /* "" = peer's default */
+	uint32_t mss;	       /* 0 = default */
 	uint8_t zerocopy;
 	uint64_t omit_ms;
 };
@@ -132,7 +135,7 @@ struct proto_test_request {
 struct proto_test_accept {
 	uint8_t test_id[PROTO_TEST_ID_LEN];
 	char software[PROTO_MAX_NAME + 1];
-	uint16_t overlap;	/* other tests running when this one began */
+	uint16_t overlap; /* other tests running when this one began */
 	uint64_t max_duration_ms;
 };
 
@@ -144,10 +147,10 @@ struct proto_stream_result {
 	uint16_t stream;
 	uint8_t dir;
 	uint8_t flags;
-	uint64_t bytes;		/* counted after the omitted period */
-	uint64_t duration_us;	/* from end of omit to last byte */
+	uint64_t bytes;	      /* counted after the omitted period */
+	uint64_t duration_us; /* from end of omit to last byte */
 	uint32_t retrans;
-	uint32_t max_cwnd;	/* bytes */
+	uint32_t max_cwnd;		     /* bytes */
 	uint32_t min_rtt, mean_rtt, max_rtt; /* microseconds */
 };
 #define PROTO_STREAM_RESULT_LEN 40u
@@ -155,10 +158,10 @@ struct proto_stream_result {
 struct proto_results {
 	struct proto_cpu cpu;
 	char cc[PROTO_CC_LEN];
-	uint16_t overlap;	/* most other tests seen at once */
+	uint16_t overlap; /* most other tests seen at once */
 	uint16_t nstreams;
 	struct proto_stream_result *streams; /* caller-owned array */
-	uint16_t cap;			      /* its capacity */
+	uint16_t cap;			     /* its capacity */
 };
 
 /* Preamble: encode into out[PROTO_PREAMBLE_LEN]. */
@@ -184,7 +187,7 @@ struct proto_buf {
 	uint8_t *p;
 	size_t cap;
 	size_t len;
-	size_t start;	/* offset of the current message's header */
+	size_t start; /* offset of the current message's header */
 	int err;
 };
 
@@ -201,8 +204,10 @@ void proto_put_str(struct proto_buf *b, uint16_t tag, const char *s);
 int proto_msg_end(struct proto_buf *b);
 
 /* Whole-message encoders: append one message to b; 0 or -ENOBUFS. */
-int proto_encode_ctrl_open(struct proto_buf *b, const struct proto_ctrl_open *m);
-int proto_encode_data_open(struct proto_buf *b, const struct proto_data_open *m);
+int proto_encode_ctrl_open(struct proto_buf *b,
+			   const struct proto_ctrl_open *m);
+int proto_encode_data_open(struct proto_buf *b,
+			   const struct proto_data_open *m);
 int proto_encode_error(struct proto_buf *b, const struct proto_error *m);
 int proto_encode_test_request(struct proto_buf *b,
 			      const struct proto_test_request *m);

@@ -17,11 +17,11 @@
 #include "server.h"
 #include "banned.h"
 
-#define CTRL_TIMEOUT_MS 10000
+#define CTRL_TIMEOUT_MS	  10000
 #define ATTACH_TIMEOUT_MS 10000
-#define STOP_GRACE_MS 5000
-#define SAMPLE_MS 1000
-#define OPEN_BUF (PROTO_PREAMBLE_LEN + PROTO_HDR_LEN + PROTO_MAX_OPEN_BODY)
+#define STOP_GRACE_MS	  5000
+#define SAMPLE_MS	  1000
+#define OPEN_BUF	  (PROTO_PREAMBLE_LEN + PROTO_HDR_LEN + PROTO_MAX_OPEN_BODY)
 
 struct server_test {
 	struct server *srv;
@@ -30,13 +30,13 @@ struct server_test {
 	int ctrl;
 	char peer[NET_ADDRSTR];
 	uint8_t id[PROTO_TEST_ID_LEN];
-	bool waiting;		/* accepting data connections */
+	bool waiting; /* accepting data connections */
 	unsigned attached;
 	pthread_cond_t attach_cv;
 	struct bench_run run;
 	pthread_t thread;
 	_Atomic bool finished;
-	unsigned overlap;	/* most other tests at once; under srv->lock */
+	unsigned overlap; /* most other tests at once; under srv->lock */
 	int result;
 };
 
@@ -47,7 +47,7 @@ struct pending {
 	uint8_t buf[OPEN_BUF];
 	size_t have;
 	int64_t deadline;
-	bool answered;		/* our preamble was sent */
+	bool answered; /* our preamble was sent */
 };
 
 struct server {
@@ -204,7 +204,8 @@ static int test_request(struct server_test *t, uint8_t *buf,
 		return r;
 	}
 	if (req->duration_ms + req->omit_ms > srv->o.max_duration_ms) {
-		snprintf(why, cap, "requested %.1f s exceeds this server's "
+		snprintf(why, cap,
+			 "requested %.1f s exceeds this server's "
 			 "limit of %.1f s (--max-duration)",
 			 (double)(req->duration_ms + req->omit_ms) / 1000.0,
 			 (double)srv->o.max_duration_ms / 1000.0);
@@ -271,7 +272,8 @@ static int test_data_phase(struct server_test *t, uint8_t *buf, char *why,
 			r = net_recv_msg(t->ctrl, buf, PROTO_MAX_BODY, &h,
 					 net_now_ms() + CTRL_TIMEOUT_MS, &e);
 			if (r == LR_ECLOSED) {
-				snprintf(why, cap, "client disconnected "
+				snprintf(why, cap,
+					 "client disconnected "
 					 "during the test");
 				return r;
 			}
@@ -314,7 +316,8 @@ static int test_data_phase(struct server_test *t, uint8_t *buf, char *why,
 				next_sample += SAMPLE_MS;
 		}
 		if (now >= hard_end) {
-			snprintf(why, cap, "test ran past the server's limit "
+			snprintf(why, cap,
+				 "test ran past the server's limit "
 				 "of %.1f s (--max-duration)",
 				 (double)srv->o.max_duration_ms / 1000.0);
 			send_error(t->ctrl, PROTO_ERR_LIMIT, "%s", why);
@@ -385,9 +388,11 @@ static void *test_main(void *arg)
 	}
 	r = wait_streams(t);
 	if (r) {
-		snprintf(why, sizeof(why), "only %u of %u data streams "
-			 "connected within %d s", t->attached,
-			 t->run.nstreams, ATTACH_TIMEOUT_MS / 1000);
+		snprintf(why, sizeof(why),
+			 "only %u of %u data streams "
+			 "connected within %d s",
+			 t->attached, t->run.nstreams,
+			 ATTACH_TIMEOUT_MS / 1000);
 		send_error(t->ctrl, PROTO_ERR_TIMEOUT, "%s", why);
 		goto out;
 	}
@@ -429,9 +434,10 @@ static void *test_main(void *arg)
 		else
 			ev.bytes_received += arr[i].bytes;
 	}
-	ev.seconds = (double)(t->run.omit_done ?
-			      net_now_us() - t->run.omit_end_us :
-			      net_now_us() - t->run.t0_us) / 1e6;
+	ev.seconds = (double)(t->run.omit_done
+				      ? net_now_us() - t->run.omit_end_us
+				      : net_now_us() - t->run.t0_us) /
+		     1e6;
 	if (req.duration_ms)
 		ev.seconds = (double)req.duration_ms / 1000.0;
 	proto_buf_init(&b, buf, PROTO_MAX_BODY);
@@ -448,8 +454,9 @@ static void *test_main(void *arg)
 	r = net_recv_msg(t->ctrl, buf, PROTO_MAX_BODY, &h,
 			 net_now_ms() + CTRL_TIMEOUT_MS, &e);
 	if (!r && h.type == PROTO_TEST_RESULTS) {
-		struct proto_results cres = { .streams = arr,
-					      .cap = (uint16_t)t->run.nstreams };
+		struct proto_results cres = {
+			.streams = arr, .cap = (uint16_t)t->run.nstreams
+		};
 
 		r = proto_decode_results(buf, h.len, &cres);
 		if (r)
@@ -617,7 +624,8 @@ static void pending_dispatch(struct server *srv, unsigned i,
 		       atomic_load(&srv->stopping);
 		pthread_mutex_unlock(&srv->lock);
 		if (busy) {
-			snprintf(msg, sizeof(msg), "server busy: %u of %u "
+			snprintf(msg, sizeof(msg),
+				 "server busy: %u of %u "
 				 "test slots in use, try again later",
 				 active, srv->o.max_tests);
 			reject(srv, i, PROTO_ERR_BUSY, msg);
@@ -628,7 +636,7 @@ static void pending_dispatch(struct server *srv, unsigned i,
 			       "cannot start a test thread");
 			return;
 		}
-		p->fd = -1;	/* owned by the test now */
+		p->fd = -1; /* owned by the test now */
 		pending_close(srv, i);
 		return;
 	}
@@ -679,10 +687,11 @@ static bool pending_read(struct server *srv, unsigned i)
 			if (r == LR_ETOOBIG) {
 				const uint8_t *q = p->buf + PROTO_PREAMBLE_LEN;
 
-				snprintf(msg, sizeof(msg), "announced a %u-byte "
+				snprintf(msg, sizeof(msg),
+					 "announced a %u-byte "
 					 "first message (limit %u)",
 					 ((unsigned)q[4] << 24) | (q[5] << 16) |
-					 (q[6] << 8) | q[7],
+						 (q[6] << 8) | q[7],
 					 PROTO_MAX_OPEN_BODY);
 				reject(srv, i, PROTO_ERR_BAD_REQUEST, msg);
 				return true;
@@ -700,8 +709,10 @@ static bool pending_read(struct server *srv, unsigned i)
 		}
 		n = recv(p->fd, p->buf + p->have, need - p->have, MSG_DONTWAIT);
 		if (n == 0) {
-			snprintf(msg, sizeof(msg), "closed after %zu bytes, "
-				 "before identifying itself", p->have);
+			snprintf(msg, sizeof(msg),
+				 "closed after %zu bytes, "
+				 "before identifying itself",
+				 p->have);
 			reject(srv, i, 0, msg);
 			return true;
 		}
@@ -716,8 +727,9 @@ static bool pending_read(struct server *srv, unsigned i)
 		p->have += (size_t)n;
 		if (!p->answered && p->have >= 4 &&
 		    proto_decode_preamble(p->buf, p->have, &pre) ==
-		    LR_ENOTLINERATE) {
-			reject(srv, i, 0, "not a linerate client (garbage "
+			    LR_ENOTLINERATE) {
+			reject(srv, i, 0,
+			       "not a linerate client (garbage "
 			       "or another protocol)");
 			return true;
 		}
@@ -738,7 +750,8 @@ static bool pending_read(struct server *srv, unsigned i)
 				return true;
 			}
 			if (!v) {
-				snprintf(msg, sizeof(msg), "incompatible "
+				snprintf(msg, sizeof(msg),
+					 "incompatible "
 					 "version: client speaks %u..%u",
 					 pre.vmin, pre.vmax);
 				reject(srv, i, 0, msg);
@@ -774,17 +787,17 @@ evict:
 				if (srv->pend[i].deadline <
 				    srv->pend[oldest].deadline)
 					oldest = i;
-			reject(srv, oldest, 0, "too many connections waiting "
+			reject(srv, oldest, 0,
+			       "too many connections waiting "
 			       "to identify themselves: dropped the oldest");
 			if (fd < 0)
 				continue;
 		}
 		memset(&srv->pend[srv->npend], 0, sizeof(srv->pend[0]));
 		srv->pend[srv->npend].fd = fd;
-		srv->pend[srv->npend].deadline = net_now_ms() +
-						 srv->o.handshake_ms;
-		net_addr_str((struct sockaddr *)&ss,
-			     srv->pend[srv->npend].peer,
+		srv->pend[srv->npend].deadline =
+			net_now_ms() + srv->o.handshake_ms;
+		net_addr_str((struct sockaddr *)&ss, srv->pend[srv->npend].peer,
 			     sizeof(srv->pend[0].peer));
 		srv->npend++;
 	}
@@ -838,8 +851,9 @@ int server_run(struct server *srv, struct lr_err *err)
 		timeout = 1000;
 		n = 0;
 		pf[n++] = (struct pollfd){ .fd = srv->evfd, .events = POLLIN };
-		pf[n++] = (struct pollfd){ .fd = now >= paused_until ?
-					   srv->lfd : -1, .events = POLLIN };
+		pf[n++] = (struct pollfd){ .fd = now >= paused_until ? srv->lfd
+								     : -1,
+					   .events = POLLIN };
 		for (i = 0; i < srv->npend; i++) {
 			pf[n++] = (struct pollfd){ .fd = srv->pend[i].fd,
 						   .events = POLLIN };
@@ -865,7 +879,8 @@ int server_run(struct server *srv, struct lr_err *err)
 			if (i < srv->npend && srv->pend[i].deadline <= now) {
 				char msg[96];
 
-				snprintf(msg, sizeof(msg), "sent %zu bytes in "
+				snprintf(msg, sizeof(msg),
+					 "sent %zu bytes in "
 					 "%.1f s without identifying itself",
 					 srv->pend[i].have,
 					 srv->o.handshake_ms / 1000.0);

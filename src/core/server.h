@@ -10,39 +10,39 @@
 #include "net.h"
 #include "proto.h"
 
-#define SERVER_DEFAULT_MAX_TESTS 4
+#define SERVER_DEFAULT_MAX_TESTS       4
 #define SERVER_DEFAULT_MAX_DURATION_MS (60 * 1000)
-#define SERVER_DEFAULT_HANDSHAKE_MS 5000
-#define SERVER_MAX_PENDING 256
+#define SERVER_DEFAULT_HANDSHAKE_MS    5000
+#define SERVER_MAX_PENDING	       256
 
 struct server_opts {
-	const char *bind_addr;	/* NULL = all addresses, IPv4 and IPv6 */
+	const char *bind_addr; /* NULL = all addresses, IPv4 and IPv6 */
 	uint16_t port;
 	int family;
-	bool once;		/* serve one test, then return */
+	bool once; /* serve one test, then return */
 	unsigned max_tests;
 	uint64_t max_duration_ms;
-	int handshake_ms;	/* a new connection must identify itself */
+	int handshake_ms; /* a new connection must identify itself */
 };
 
 enum server_event_kind {
-	SERVER_EV_LISTENING,	/* addr, port */
-	SERVER_EV_CONN_REJECTED,/* peer, reason */
-	SERVER_EV_TEST_DONE,	/* peer, test, figures, reason if failed */
+	SERVER_EV_LISTENING,	 /* addr, port */
+	SERVER_EV_CONN_REJECTED, /* peer, reason */
+	SERVER_EV_TEST_DONE,	 /* peer, test, figures, reason if failed */
 };
 
 /* What the server tells its caller; the CLI formats it. */
 struct server_event {
 	enum server_event_kind kind;
 	char peer[NET_ADDRSTR];
-	uint16_t port;		/* LISTENING */
+	uint16_t port; /* LISTENING */
 	unsigned test_no;
 	struct proto_test_request req;
 	bool ok;
 	unsigned overlap;
 	uint64_t bytes_sent, bytes_received; /* by the server */
 	double seconds;
-	const char *reason;	/* failures and rejections */
+	const char *reason; /* failures and rejections */
 };
 
 struct server_callbacks {

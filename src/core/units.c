@@ -14,8 +14,8 @@
 /* A number as typed: the whole part exactly, the fraction as a double. */
 struct decimal {
 	uint64_t whole;
-	double frac;	/* in [0, 1] */
-	bool over;	/* the whole part does not fit in 64 bits */
+	double frac; /* in [0, 1] */
+	bool over;   /* the whole part does not fit in 64 bits */
 };
 
 /* Parse the leading unsigned decimal (digits, optional '.' and digits).
@@ -187,18 +187,17 @@ static char *fmt_scaled(char *buf, size_t cap, double n, double base,
 
 char *units_fmt_bytes(char *buf, size_t cap, double bytes)
 {
-	static const char *const labels[] = {
-		"Bytes", "KBytes", "MBytes", "GBytes", "TBytes"
-	};
+	static const char *const labels[] = { "Bytes", "KBytes", "MBytes",
+					      "GBytes", "TBytes" };
 
 	return fmt_scaled(buf, cap, bytes, 1024.0, labels, 5);
 }
 
 char *units_fmt_rate(char *buf, size_t cap, double bits_per_sec)
 {
-	static const char *const labels[] = {
-		"bits/sec", "Kbits/sec", "Mbits/sec", "Gbits/sec", "Tbits/sec"
-	};
+	static const char *const labels[] = { "bits/sec", "Kbits/sec",
+					      "Mbits/sec", "Gbits/sec",
+					      "Tbits/sec" };
 
 	return fmt_scaled(buf, cap, bits_per_sec, 1000.0, labels, 5);
 }
