@@ -130,7 +130,7 @@ static int bench_parse(int argc, char **argv, struct bench_cli_opts *o,
 	q->duration_ms = 10000;
 	q->blksize = BENCH_DEFAULT_BLKSIZE;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+p:t:n:i:P:RO:l:w:C:M:Z::46B:Jh",
+	while ((c = getopt_long(argc, argv, ":p:t:n:i:P:RO:l:w:C:M:Z::46B:Jh",
 				long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
@@ -229,7 +229,7 @@ static int bench_parse(int argc, char **argv, struct bench_cli_opts *o,
 			o->b.connect_timeout_ms = (int)v;
 			break;
 		case 'h': return 1;
-		default: return lr_err_set(err, -EINVAL, "unknown option");
+		default: return opts_getopt_error(c, argv, err);
 		}
 	}
 	if (optind != argc - 1)

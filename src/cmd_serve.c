@@ -80,7 +80,7 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o,
 	o->s.max_duration_ms = SERVER_DEFAULT_MAX_DURATION_MS;
 	o->s.handshake_ms = SERVER_DEFAULT_HANDSHAKE_MS;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+p:B:461h", long_opts, NULL)) !=
+	while ((c = getopt_long(argc, argv, ":p:B:461h", long_opts, NULL)) !=
 	       -1) {
 		switch (c) {
 		case 'p':
@@ -110,7 +110,7 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o,
 			o->s.handshake_ms = (int)v;
 			break;
 		case 'h': return 1;
-		default: return lr_err_set(err, -EINVAL, "unknown option");
+		default: return opts_getopt_error(c, argv, err);
 		}
 	}
 	if (optind != argc)

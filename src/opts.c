@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -102,4 +103,17 @@ int opts_host_port(const char *arg, char *buf, size_t cap, const char **host,
 	if (!**host)
 		return lr_err_set(err, -EINVAL, "host '%s' is not valid", arg);
 	return 0;
+}
+
+int opts_getopt_error(int c, char **argv, struct lr_err *err)
+{
+	const char *arg = argv[optind - 1];
+	char name[3] = { '-', (char)optopt, '\0' };
+
+	if (optopt && (arg[0] != '-' || arg[1] != '-'))
+		arg = name;
+	if (c == ':')
+		return lr_err_set(err, -EINVAL, "option '%s' needs a value",
+				  arg);
+	return lr_err_set(err, -EINVAL, "unknown option '%s'", arg);
 }

@@ -25,6 +25,10 @@ int opts_uint(const char *opt, const char *val, uint64_t min, uint64_t max,
 int opts_host_port(const char *arg, char *buf, size_t cap, const char **host,
 		   uint16_t *port, struct lr_err *err);
 
+/* The message for getopt_long's ':' (missing value) or '?' (unknown
+ * option) result c; call right after getopt_long returned it. */
+int opts_getopt_error(int c, char **argv, struct lr_err *err);
+
 /* Exit codes, documented in the man page. */
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 

@@ -732,9 +732,11 @@ void report_server_event(FILE *out, FILE *log, const struct server_event *ev)
 	} else {
 		uint64_t b = ev->bytes_sent + ev->bytes_received;
 
-		fprintf(log, "%s test %u from %s: %s, %u stream%s", ts,
-			ev->test_no, ev->peer, mode_name(ev->req.mode),
-			ev->req.streams, ev->req.streams == 1 ? "" : "s");
+		fprintf(log, "%s test %u from %s", ts, ev->test_no, ev->peer);
+		if (ev->req.streams)
+			fprintf(log, ": %s, %u stream%s",
+				mode_name(ev->req.mode), ev->req.streams,
+				ev->req.streams == 1 ? "" : "s");
 		if (ev->ok) {
 			fprintf(log, ", %.2f s", ev->seconds);
 			if (ev->bytes_sent ||

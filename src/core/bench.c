@@ -76,12 +76,36 @@ int bench_run_init(struct bench_run *run, const struct proto_test_request *req,
 		s->fd = -1;
 		s->tcp.min_rtt = UINT32_MAX;
 	}
+	pthread_mutex_init(&run->gate_lock, NULL);
+	pthread_cond_init(&run->gate_cv, NULL);
+	run->gate_init = true;
 	run->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (run->evfd < 0)
 		return lr_err_setc(err, -errno, "eventfd");
 	atomic_store(&run->budget[0], req->bytes);
 	atomic_store(&run->budget[1], req->bytes);
 	return 0;
+}
+
+static void gate_open(struct bench_run *run)
+{
+	if (!run->gate_init)
+		return;
+	pthread_mutex_lock(&run->gate_lock);
+	run->go = true;
+	pthread_cond_broadcast(&run->gate_cv);
+	pthread_mutex_unlock(&run->gate_lock);
+}
+
+/* A stream thread is ready; wait until the clock starts. */
+static void gate_wait(struct bench_run *run)
+{
+	pthread_mutex_lock(&run->gate_lock);
+	run->ready++;
+	pthread_cond_broadcast(&run->gate_cv);
+	while (!run->go)
+		pthread_cond_wait(&run->gate_cv, &run->gate_lock);
+	pthread_mutex_unlock(&run->gate_lock);
 }
 
 void bench_run_fini(struct bench_run *run)
@@ -91,6 +115,7 @@ void bench_run_fini(struct bench_run *run)
 	if (!run->streams)
 		goto out_evfd;
 	atomic_store(&run->abort, true);
+	gate_open(run);
 	for (i = 0; i < run->nstreams; i++) {
 		struct bench_stream *s = &run->streams[i];
 
@@ -107,6 +132,11 @@ void bench_run_fini(struct bench_run *run)
 	free(run->streams);
 	run->streams = NULL;
 out_evfd:
+	if (run->gate_init) {
+		pthread_cond_destroy(&run->gate_cv);
+		pthread_mutex_destroy(&run->gate_lock);
+		run->gate_init = false;
+	}
 	if (run->evfd >= 0)
 		close(run->evfd);
 	run->evfd = -1;
@@ -151,6 +181,7 @@ static int send_loop(struct bench_stream *s, uint8_t *buf)
 	size_t n, off;
 	ssize_t k;
 	unsigned sends = 0;
+	int64_t now = 0;
 
 	while (!atomic_load_explicit(&run->stop, memory_order_relaxed) &&
 	       !atomic_load_explicit(&run->abort, memory_order_relaxed)) {
@@ -183,13 +214,16 @@ static int send_loop(struct bench_stream *s, uint8_t *buf)
 				return -errno;
 			}
 			off += (size_t)k;
+			now = net_now_us();
 			atomic_fetch_add_explicit(&s->bytes, (uint64_t)k,
 						  memory_order_relaxed);
-			atomic_store_explicit(&s->last_us, net_now_us(),
+			atomic_store_explicit(&s->last_us, now,
 					      memory_order_relaxed);
 		}
 		if (zc == PROTO_ZC_MSG && (++sends & 15) == 0)
 			drain_zerocopy(s->fd);
+		if (run->send_end_us && now >= run->send_end_us)
+			break;
 	}
 	if (zc == PROTO_ZC_MSG)
 		drain_zerocopy(s->fd);
@@ -239,12 +273,17 @@ static void *stream_main(void *arg)
 	buf = malloc(cap);
 	if (!buf) {
 		s->error = -ENOMEM;
+		gate_wait(run);
 		goto out;
 	}
 	if (s->sender && crypto_random(buf, cap)) {
 		s->error = -EIO;
+		gate_wait(run);
 		goto out_free;
 	}
+	gate_wait(run);
+	if (atomic_load(&run->abort))
+		goto out_free;
 	s->error = s->sender ? send_loop(s, buf) : recv_loop(s, buf, cap);
 out_free:
 	free(buf);
@@ -320,34 +359,43 @@ int bench_run_start(struct bench_run *run, struct lr_err *err)
 		getpeername(s->fd, (struct sockaddr *)&s->peer.ss,
 			    &s->peer.len);
 	}
-	run->t0_us = net_now_us();
-	run->omit_end_us = run->t0_us + (int64_t)run->req.omit_ms * 1000;
-	if (!run->req.omit_ms) {
-		/* no omitted period: totals start from zero, before any
-		 * thread has moved a byte */
-		for (i = 0; i < run->nstreams; i++) {
-			struct bench_stream *s = &run->streams[i];
-			struct net_tcp_stats st;
-
-			if (s->sender && !net_tcp_stats(s->fd, &st)) {
-				s->tcp.retrans_base = st.total_retrans;
-				s->tcp.retrans_last = st.total_retrans;
-				s->iv_retrans = st.total_retrans;
-			}
-		}
-		run->omit_done = true;
-	}
 	for (i = 0; i < run->nstreams; i++) {
 		struct bench_stream *s = &run->streams[i];
 
-		atomic_store(&s->last_us, run->t0_us);
 		r = pthread_create(&s->thread, NULL, stream_main, s);
 		if (r) {
 			atomic_store(&run->abort, true);
+			gate_open(run);
 			return lr_err_setc(err, -r, "starting stream thread");
 		}
 		s->started = true;
 	}
+	pthread_mutex_lock(&run->gate_lock);
+	while (run->ready < run->nstreams)
+		pthread_cond_wait(&run->gate_cv, &run->gate_lock);
+	pthread_mutex_unlock(&run->gate_lock);
+
+	run->t0_us = net_now_us();
+	run->omit_end_us = run->t0_us + (int64_t)run->req.omit_ms * 1000;
+	if (run->req.duration_ms)
+		run->send_end_us =
+			run->omit_end_us + (int64_t)run->req.duration_ms * 1000;
+	for (i = 0; i < run->nstreams; i++) {
+		struct bench_stream *s = &run->streams[i];
+		struct net_tcp_stats st;
+
+		atomic_store(&s->last_us, run->t0_us);
+		/* no omitted period: totals start from zero */
+		if (!run->req.omit_ms && s->sender &&
+		    !net_tcp_stats(s->fd, &st)) {
+			s->tcp.retrans_base = st.total_retrans;
+			s->tcp.retrans_last = st.total_retrans;
+			s->iv_retrans = st.total_retrans;
+		}
+	}
+	if (!run->req.omit_ms)
+		run->omit_done = true;
+	gate_open(run);
 	return 0;
 }
 

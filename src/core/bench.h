@@ -83,6 +83,14 @@ struct bench_run {
 	int64_t omit_end_us;
 	bool omit_done;
 	int memfd; /* payload for sendfile (-Z) */
+	/* threads get ready (buffers filled), then wait for go: the clock
+	 * starts when every thread exists, not while they are created */
+	pthread_mutex_t gate_lock;
+	pthread_cond_t gate_cv;
+	unsigned ready;
+	bool go;
+	bool gate_init;
+	int64_t send_end_us; /* senders stop by themselves then; 0 = never */
 };
 
 /* One stream's figures for one interval. */

@@ -199,6 +199,7 @@ static int test_request(struct server_test *t, uint8_t *buf,
 	}
 	r = proto_decode_test_request(buf, h.len, req);
 	if (r) {
+		memset(req, 0, sizeof(*req));
 		snprintf(why, cap, "malformed TEST_REQUEST");
 		send_error(t->ctrl, PROTO_ERR_BAD_REQUEST, "%s", why);
 		return r;
@@ -351,10 +352,11 @@ static void *test_main(void *arg)
 		snprintf(why, sizeof(why), "out of memory");
 		goto out;
 	}
+	memset(&req, 0, sizeof(req));
 	r = test_request(t, buf, &req, why, sizeof(why));
+	ev.req = req;
 	if (r)
 		goto out;
-	ev.req = req;
 	r = bench_run_init(&t->run, &req, false, &e);
 	if (r) {
 		snprintf(why, sizeof(why), "%s", e.msg);
@@ -429,17 +431,15 @@ static void *test_main(void *arg)
 	pthread_mutex_unlock(&srv->lock);
 	ev.overlap = res.overlap;
 	for (i = 0; i < res.nstreams; i++) {
+		double secs = (double)arr[i].duration_us / 1e6;
+
 		if (t->run.streams[i].sender)
 			ev.bytes_sent += arr[i].bytes;
 		else
 			ev.bytes_received += arr[i].bytes;
+		if (secs > ev.seconds)
+			ev.seconds = secs;
 	}
-	ev.seconds = (double)(t->run.omit_done
-				      ? net_now_us() - t->run.omit_end_us
-				      : net_now_us() - t->run.t0_us) /
-		     1e6;
-	if (req.duration_ms)
-		ev.seconds = (double)req.duration_ms / 1000.0;
 	proto_buf_init(&b, buf, PROTO_MAX_BODY);
 	r = proto_encode_results(&b, &res);
 	if (!r)
@@ -904,8 +904,9 @@ void server_free(struct server *srv)
 	pthread_mutex_lock(&srv->lock);
 	for (t = srv->tests; t; t = t->next) {
 		pthread_cond_signal(&t->attach_cv);
+		/* wake a reader; writing stays open for the ERROR */
 		if (t->ctrl >= 0)
-			shutdown(t->ctrl, SHUT_RDWR);
+			shutdown(t->ctrl, SHUT_RD);
 	}
 	pthread_mutex_unlock(&srv->lock);
 	reap(srv, true);

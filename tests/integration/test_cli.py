@@ -1,0 +1,259 @@
+# SPDX-License-Identifier: MIT
+"""The command line: client-side failures (exit 1 with one clear line),
+usage errors (exit 2 naming the option and value), help and version."""
+
+import contextlib
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+from lrproc import describe, run_bench
+
+LOOP = "127.0.0.1"
+ERROR_PREFIX = "linerate: error - "
+
+
+def run_linerate(binary, *args, timeout=30):
+    return subprocess.run([binary, *args], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def one_error_line(res):
+    """The single stderr line of a failed run, without its prefix."""
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1, describe(res)
+    assert lines[0].startswith(ERROR_PREFIX), describe(res)
+    return lines[0][len(ERROR_PREFIX):]
+
+
+@contextlib.contextmanager
+def fake_server(handler):
+    """A TCP listener on 127.0.0.1:0 whose connections go to
+    HANDLER(conn) in a thread; yields the port.  Closes everything."""
+    lsock = socket.socket()
+    lsock.bind((LOOP, 0))
+    lsock.listen(8)
+    lsock.settimeout(0.2)
+    stop = threading.Event()
+    conns = []
+
+    def loop():
+        while not stop.is_set():
+            try:
+                conn, _ = lsock.accept()
+            except (socket.timeout, OSError):
+                continue
+            conn.settimeout(15)
+            conns.append(conn)
+            threading.Thread(target=handler, args=(conn,),
+                             daemon=True).start()
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield lsock.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join(5)
+        lsock.close()
+        for c in conns:
+            c.close()
+
+
+# ---------------- runtime failures: exit 1 ----------------
+
+def test_connection_refused(linerate_bin):
+    with socket.socket() as holder:  # bound, not listening: refused
+        holder.bind((LOOP, 0))
+        port = holder.getsockname()[1]
+        res = run_bench(linerate_bin, "-t", "1", f"{LOOP}:{port}",
+                        timeout=30)
+    assert res.returncode == 1, describe(res)
+    assert one_error_line(res) == \
+        f"connect {LOOP}:{port}: Connection refused"
+
+
+def test_server_that_never_answers(linerate_bin):
+    # accepts, reads the request, says nothing
+    def silent(conn):
+        with contextlib.suppress(OSError):
+            while conn.recv(4096):
+                pass
+
+    with fake_server(silent) as port:
+        t0 = time.monotonic()
+        res = run_bench(linerate_bin, "-t", "1", f"{LOOP}:{port}",
+                        timeout=30)
+        elapsed = time.monotonic() - t0
+    assert res.returncode == 1, describe(res)
+    msg = one_error_line(res)
+    assert f"{LOOP}:{port}" in msg and "did not answer" in msg, msg
+    assert elapsed < 13, f"gave up only after {elapsed:.1f} s"
+
+
+def test_connect_timeout(linerate_bin):
+    # a listener with a full accept queue drops new SYNs: connect hangs
+    with socket.socket() as lsock, socket.socket() as filler:
+        lsock.bind((LOOP, 0))
+        lsock.listen(0)
+        port = lsock.getsockname()[1]
+        filler.settimeout(5)
+        filler.connect((LOOP, port))  # now queued: the queue is full
+        t0 = time.monotonic()
+        res = run_bench(linerate_bin, "--connect-timeout", "1", "-t", "1",
+                        f"{LOOP}:{port}", timeout=30)
+        elapsed = time.monotonic() - t0
+    assert res.returncode == 1, describe(res)
+    assert one_error_line(res) == f"connect {LOOP}:{port}: timed out"
+    assert elapsed < 5, f"--connect-timeout 1 took {elapsed:.1f} s"
+
+
+def test_not_a_linerate_server(linerate_bin):
+    def http(conn):
+        with contextlib.suppress(OSError):
+            conn.recv(4096)
+            conn.sendall(b"HTTP/1.0 400 Bad Request\r\n\r\n")
+            conn.shutdown(socket.SHUT_WR)
+            while conn.recv(4096):
+                pass
+
+    with fake_server(http) as port:
+        res = run_bench(linerate_bin, "-t", "1", f"{LOOP}:{port}",
+                        timeout=30)
+    assert res.returncode == 1, describe(res)
+    msg = one_error_line(res)
+    assert "does not speak the linerate protocol" in msg, msg
+
+
+def test_server_closing_without_a_word(linerate_bin):
+    def hang_up(conn):
+        conn.close()
+
+    with fake_server(hang_up) as port:
+        res = run_bench(linerate_bin, "-t", "1", f"{LOOP}:{port}",
+                        timeout=30)
+    assert res.returncode == 1, describe(res)
+    msg = one_error_line(res)
+    assert "not a linerate server" in msg or "reset" in msg.lower(), msg
+
+
+def test_server_duration_limit(serve, linerate_bin):
+    srv = serve("--max-duration", "5")
+    res = run_bench(linerate_bin, "-t", "10", f"{LOOP}:{srv.port}",
+                    timeout=30)
+    assert res.returncode == 1, describe(res)
+    msg = one_error_line(res)
+    assert "10.0 s" in msg and "limit of 5.0 s" in msg, msg
+    assert "--max-duration" in msg
+    srv.wait_log(r"test 1 from .*: failed: .*--max-duration")
+    # within the limit it works
+    res = run_bench(linerate_bin, "-t", "0.5", "-i", "0",
+                    f"{LOOP}:{srv.port}")
+    assert res.returncode == 0, describe(res)
+
+
+# ---------------- usage errors: exit 2 ----------------
+
+# The host is a closed port: an option wrongly accepted would make the run
+# fail at connect (exit 1) instead of passing unnoticed.
+CLOSED = f"{LOOP}:1"
+
+USAGE = [
+    (["-t", "abc", CLOSED], ["-t", "abc"]),
+    (["-t", "0", CLOSED], ["-t", "'0'"]),
+    (["-P", "0", CLOSED], ["-P", "'0'"]),
+    (["-P", "129", CLOSED], ["-P", "129"]),
+    (["-l", "0", CLOSED], ["-l", "'0'"]),
+    (["-l", "lots", CLOSED], ["-l", "lots"]),
+    (["-n", "-5", CLOSED], ["-n", "-5"]),
+    (["-i", "0.01", CLOSED], ["-i", "0.01"]),
+    (["-w", "1", CLOSED], ["-w", "'1'"]),
+    (["-M", "10", CLOSED], ["-M", "10"]),
+    (["-Z=foo", CLOSED], ["-Z", "foo"]),
+    (["-p", "0", CLOSED], ["-p", "'0'"]),
+    (["--link-speed", "fast", CLOSED], ["--link-speed", "fast"]),
+    (["--connect-timeout", "x", CLOSED], ["--connect-timeout", "x"]),
+    (["-t", "1", "-n", "1M", CLOSED], ["-t", "-n"]),
+    (["-R", "--bidir", CLOSED], ["-R", "--bidir"]),
+    (["-t", "1"], ["missing HOST"]),
+    ([], ["missing HOST"]),
+    (["--frobnicate", CLOSED], ["--frobnicate"]),
+    (["-q", CLOSED], ["-- 'q'"]),
+    ([f"{LOOP}:99999"], ["99999"]),
+    ([CLOSED, "extra"], ["HOST"]),
+]
+
+
+@pytest.mark.parametrize("args,words", USAGE,
+                         ids=[" ".join(a) or "no-args" for a, _ in USAGE])
+def test_bench_usage_error(linerate_bin, args, words):
+    res = run_linerate(linerate_bin, "bench", *args)
+    assert res.returncode == 2, describe(res)
+    assert res.stdout == ""
+    for w in words:
+        assert w in res.stderr, f"{w!r} not named in: {res.stderr!r}"
+    assert "linerate bench --help" in res.stderr
+
+
+@pytest.mark.parametrize("args", [["--max-tests", "0"], ["-p", "70000"],
+                                  ["--max-duration", "0.5"],
+                                  ["--handshake-timeout", "x"],
+                                  ["extra"], ["--frobnicate"]],
+                         ids=lambda a: " ".join(a))
+def test_serve_usage_error(linerate_bin, args):
+    res = run_linerate(linerate_bin, "serve", *args, timeout=10)
+    assert res.returncode == 2, describe(res)
+    assert res.stdout == ""
+    assert args[-1] in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("args", [[], ["frobnicate"], ["help", "frobnicate"]],
+                         ids=["no-command", "unknown", "help-unknown"])
+def test_command_usage_error(linerate_bin, args):
+    res = run_linerate(linerate_bin, *args, timeout=10)
+    assert res.returncode == 2, describe(res)
+    if args:
+        assert "'frobnicate'" in res.stderr
+
+
+# ---------------- help and version: exit 0 ----------------
+
+@pytest.mark.parametrize("args,first", [
+    (["--version"], "linerate "),
+    (["version"], "linerate "),
+    (["help"], "usage: linerate <command>"),
+    (["--help"], "usage: linerate <command>"),
+    (["help", "bench"], "usage: linerate bench"),
+    (["bench", "--help"], "usage: linerate bench"),
+    (["bench", "-h"], "usage: linerate bench"),
+    (["serve", "--help"], "usage: linerate serve"),
+], ids=lambda v: " ".join(v) if isinstance(v, list) else None)
+def test_help_and_version(linerate_bin, args, first):
+    res = run_linerate(linerate_bin, *args, timeout=10)
+    assert res.returncode == 0, describe(res)
+    assert res.stdout.startswith(first), res.stdout
+    assert res.stderr == ""
+
+
+def test_version_format(linerate_bin):
+    res = run_linerate(linerate_bin, "--version", timeout=10)
+    assert res.returncode == 0
+    assert len(res.stdout.splitlines()) == 1
+    assert res.stdout.split()[1][0].isdigit(), res.stdout
+
+
+def test_help_lists_every_bench_option(linerate_bin):
+    out = run_linerate(linerate_bin, "bench", "--help", timeout=10).stdout
+    for opt in ("--time", "--bytes", "--interval", "--parallel", "--reverse",
+                "--bidir", "--omit", "--length", "--window", "--congestion",
+                "--set-mss", "--zerocopy", "--ipv4", "--ipv6", "--bind",
+                "--json", "--json-stream", "--link-speed",
+                "--connect-timeout"):
+        assert opt in out, opt
+    out = run_linerate(linerate_bin, "serve", "--help", timeout=10).stdout
+    for opt in ("--port", "--bind", "--once", "--max-tests",
+                "--max-duration", "--handshake-timeout"):
+        assert opt in out, opt
