@@ -181,7 +181,7 @@ USAGE = [
     (["-t", "1"], ["missing HOST"]),
     ([], ["missing HOST"]),
     (["--frobnicate", CLOSED], ["--frobnicate"]),
-    (["-q", CLOSED], ["-- 'q'"]),
+    (["-q", CLOSED], ["unknown option '-q'"]),
     ([f"{LOOP}:99999"], ["99999"]),
     ([CLOSED, "extra"], ["HOST"]),
 ]
