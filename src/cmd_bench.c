@@ -25,7 +25,7 @@ const char cmd_bench_usage[] =
 	"  -R, --reverse          the server sends, this side receives\n"
 	"      --bidir            both sides send at once (N streams each way)\n"
 	"  -O, --omit SEC         leave the first SEC seconds out of the totals\n"
-	"  -l, --length SIZE      buffer length per write (default 128K)\n"
+	"  -l, --length SIZE      buffer length per write (default 512K)\n"
 	"  -w, --window SIZE      socket buffer size (SO_SNDBUF/SO_RCVBUF)\n"
 	"  -C, --congestion ALGO  TCP congestion control on both ends (cubic, bbr)\n"
 	"  -M, --set-mss MSS      TCP maximum segment size\n"
@@ -105,7 +105,8 @@ static int bench_opts_check(struct bench_cli_opts *o, struct lr_err *err)
 	q->mode = o->bidir     ? PROTO_MODE_BIDIR
 		  : o->reverse ? PROTO_MODE_REVERSE
 			       : PROTO_MODE_FORWARD;
-	if ((uint64_t)bench_conn_count(q) * q->blksize > BENCH_MAX_TEST_MEM)
+	if ((uint64_t)bench_conn_count(q) * bench_recv_buf(q) >
+	    BENCH_MAX_TEST_MEM)
 		return lr_err_set(err, -EINVAL,
 				  "-P %u with -l %u needs more "
 				  "than %llu MiB of buffers",

@@ -19,9 +19,13 @@
  * The client protocol (bench_client_run) and the server (server.c) wrap it.
  */
 
-#define BENCH_DEFAULT_PORT    7350
-#define BENCH_DEFAULT_BLKSIZE (128u << 10)
-#define BENCH_RECV_BUF	      (256u << 10)
+#define BENCH_DEFAULT_PORT 7350
+/* 512 KiB writes: 1.5x iperf3's 128 KiB rate between namespaces at
+ * 0.7x the CPU per GB (docs/BENCHMARKS.md) */
+#define BENCH_DEFAULT_BLKSIZE (512u << 10)
+#define BENCH_RECV_BUF	      (1u << 20)
+#define BENCH_RECV_BUF_MANY   (256u << 10) /* above 16 connections */
+#define BENCH_RCVLOWAT	      (512u << 10)
 #define BENCH_MAX_CONNS	      (2 * PROTO_MAX_STREAMS)
 /* Bound on the sum of per-stream buffers of one test, either side. */
 #define BENCH_MAX_TEST_MEM (256ull << 20)
@@ -173,6 +177,8 @@ int bench_run_init(struct bench_run *run, const struct proto_test_request *req,
 		   bool is_client, struct lr_err *err);
 /* Release threads' resources, close stream fds; safe on a partial init. */
 void bench_run_fini(struct bench_run *run);
+/* Bytes per read on receiving streams under req. */
+size_t bench_recv_buf(const struct proto_test_request *req);
 /* Number of data connections req needs. */
 unsigned bench_conn_count(const struct proto_test_request *req);
 /* Direction of stream idx under req. */

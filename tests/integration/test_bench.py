@@ -266,7 +266,7 @@ def test_json_document(serve, linerate_bin, mode):
     per_dir = 3 if "-P" in mode else 1
     nconn = per_dir * (2 if "--bidir" in mode else 1)
     assert ts["num_streams"] == per_dir
-    assert ts["protocol"] == "TCP" and ts["blksize"] == 128 * 1024
+    assert ts["protocol"] == "TCP" and ts["blksize"] == 512 * 1024  # the default -l
     assert ts["duration"] == 1
     assert ts["reverse"] == int("-R" in mode)
     assert ts["bidir"] == int("--bidir" in mode)
