@@ -5,8 +5,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "bench.h"
+#include "crypto.h"
+#include "session.h"
 #include "cmds.h"
 #include "opts.h"
 #include "report.h"
@@ -38,6 +41,10 @@ const char cmd_bench_usage[] =
 	"      --link-speed RATE  speed of the link (e.g. 1gbit) when /sys does not\n"
 	"                         know it; prints the TCP ceiling and the %% reached\n"
 	"      --connect-timeout SEC  give up connecting after SEC (default 5)\n"
+	"      --token-file FILE  the server's token (else LINERATE_TOKEN, else a\n"
+	"                         prompt when the server asks for one)\n"
+	"      --cipher NAME      auto (default), aes-256-gcm, chacha20-poly1305\n"
+	"                         or none (data in clear; the server must allow it)\n"
 	"  -h, --help             this text\n"
 	"\n"
 	"SIZE takes K, M, G (1024-based); RATE takes k, m, g bits (1000-based).\n"
@@ -45,7 +52,9 @@ const char cmd_bench_usage[] =
 
 struct bench_cli_opts {
 	struct bench_opts b;
-	bool have_time, have_bytes, reverse, bidir;
+	bool have_time, have_bytes, reverse, bidir, have_token;
+	const char *token_file, *cipher;
+	uint8_t psk[CRYPTO_KEY_LEN];
 	enum report_format fmt;
 	char hostbuf[256];
 };
@@ -55,6 +64,8 @@ enum {
 	OPT_JSON_STREAM,
 	OPT_LINK_SPEED,
 	OPT_CONNECT_TIMEOUT,
+	OPT_TOKEN_FILE,
+	OPT_CIPHER,
 };
 
 static const struct option long_opts[] = {
@@ -78,6 +89,8 @@ static const struct option long_opts[] = {
 	{ "json-stream", no_argument, NULL, OPT_JSON_STREAM },
 	{ "link-speed", required_argument, NULL, OPT_LINK_SPEED },
 	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
+	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
+	{ "cipher", required_argument, NULL, OPT_CIPHER },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -231,6 +244,8 @@ static int bench_parse(int argc, char **argv, struct bench_cli_opts *o,
 				return -EINVAL;
 			o->b.connect_timeout_ms = (int)v;
 			break;
+		case OPT_TOKEN_FILE: o->token_file = optarg; break;
+		case OPT_CIPHER: o->cipher = optarg; break;
 		case 'h': return 1;
 		default: return opts_getopt_error(c, argv, err);
 		}
@@ -243,6 +258,32 @@ static int bench_parse(int argc, char **argv, struct bench_cli_opts *o,
 			   &o->b.host, &o->b.port, err))
 		return -EINVAL;
 	return bench_opts_check(o, err);
+}
+
+/* The token (file or environment) and the cipher asked for. */
+static int bench_security(struct bench_cli_opts *o, struct lr_err *err)
+{
+	enum crypto_cipher c;
+	int r;
+
+	r = opts_token_psk(o->token_file, true, o->psk, &o->have_token, err);
+	if (r)
+		return r;
+	o->b.psk = o->have_token ? o->psk : NULL;
+	o->b.cipher_wish = SESSION_CIPHER_AUTO;
+	if (!o->cipher || !strcmp(o->cipher, "auto"))
+		return 0;
+	if (crypto_cipher_parse(o->cipher, &c))
+		return lr_err_set(err, -EINVAL,
+				  "--cipher '%s': use auto, "
+				  "aes-256-gcm, chacha20-poly1305 or none",
+				  o->cipher);
+	if (!o->have_token)
+		return lr_err_set(err, -EINVAL,
+				  "--cipher needs a token "
+				  "(LINERATE_TOKEN or --token-file)");
+	o->b.cipher_wish = (uint8_t)c;
+	return 0;
 }
 
 int cmd_bench(int argc, char **argv)
@@ -259,8 +300,15 @@ int cmd_bench(int argc, char **argv)
 		fputs(cmd_bench_usage, stdout);
 		return EXIT_OK;
 	}
+	if (!r)
+		r = bench_security(&o, &err);
 	if (r)
 		return usage_error(err.msg);
+	if (o.b.cipher_wish == CRYPTO_NONE)
+		fprintf(stderr,
+			"linerate: warning: --cipher none: the data "
+			"travels in clear; only the handshake and the control "
+			"messages are protected\n");
 	signal(SIGPIPE, SIG_IGN);
 	rp = report_new(stdout, o.fmt);
 	if (!rp) {
@@ -269,6 +317,18 @@ int cmd_bench(int argc, char **argv)
 	}
 	report_bench_callbacks(rp, &cb);
 	r = bench_client_run(&o.b, &cb, &res, &err);
+	if (r == LR_EAUTH && !o.have_token && isatty(STDIN_FILENO) &&
+	    o.fmt == REPORT_HUMAN) {
+		/* the server wants a token we were not given: ask */
+		struct lr_err e2 = { 0 };
+
+		if (!opts_prompt_token("Token: ", o.psk, &e2)) {
+			o.have_token = true;
+			o.b.psk = o.psk;
+			r = bench_client_run(&o.b, &cb, &res, &err);
+		}
+	}
+	crypto_wipe(o.psk, sizeof(o.psk));
 	if (r) {
 		report_bench_error(rp, stderr, err.msg);
 		report_free(rp);

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 
 #include "bench.h"
+#include "crypto.h"
 #include "cmds.h"
 #include "opts.h"
 #include "report.h"
@@ -27,6 +28,9 @@ const char cmd_serve_usage[] =
 	"      --max-duration SEC     longest test accepted (default 60)\n"
 	"      --handshake-timeout SEC  time a new connection has to identify\n"
 	"                             itself (default 5)\n"
+	"      --token-file FILE      require this token (from `linerate token`)\n"
+	"                             of every client, bench tests included\n"
+	"      --allow-plaintext      accept clients asking for --cipher none\n"
 	"  -h, --help                 this text\n"
 	"\n"
 	"One log line per test and per rejected connection goes to standard error.\n"
@@ -34,9 +38,17 @@ const char cmd_serve_usage[] =
 
 struct serve_opts {
 	struct server_opts s;
+	const char *token_file;
+	uint8_t psk[CRYPTO_KEY_LEN];
 };
 
-enum { OPT_MAX_TESTS = 256, OPT_MAX_DURATION, OPT_HANDSHAKE };
+enum {
+	OPT_MAX_TESTS = 256,
+	OPT_MAX_DURATION,
+	OPT_HANDSHAKE,
+	OPT_TOKEN_FILE,
+	OPT_ALLOW_PLAINTEXT,
+};
 
 static const struct option long_opts[] = {
 	{ "port", required_argument, NULL, 'p' },
@@ -47,6 +59,8 @@ static const struct option long_opts[] = {
 	{ "max-tests", required_argument, NULL, OPT_MAX_TESTS },
 	{ "max-duration", required_argument, NULL, OPT_MAX_DURATION },
 	{ "handshake-timeout", required_argument, NULL, OPT_HANDSHAKE },
+	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
+	{ "allow-plaintext", no_argument, NULL, OPT_ALLOW_PLAINTEXT },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -109,6 +123,8 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o,
 				return -EINVAL;
 			o->s.handshake_ms = (int)v;
 			break;
+		case OPT_TOKEN_FILE: o->token_file = optarg; break;
+		case OPT_ALLOW_PLAINTEXT: o->s.allow_plaintext = true; break;
 		case 'h': return 1;
 		default: return opts_getopt_error(c, argv, err);
 		}
@@ -145,6 +161,17 @@ int cmd_serve(int argc, char **argv)
 		fputs(cmd_serve_usage, stdout);
 		return EXIT_OK;
 	}
+	if (!r && o.token_file) {
+		bool have;
+
+		r = opts_token_psk(o.token_file, false, o.psk, &have, &err);
+		o.s.psk = o.psk;
+	}
+	if (!r && o.s.allow_plaintext && !o.s.psk)
+		r = lr_err_set(&err, -EINVAL,
+			       "--allow-plaintext needs "
+			       "--token-file: without a token every test is "
+			       "in clear anyway");
 	if (r) {
 		fprintf(stderr,
 			"linerate serve: %s\nTry 'linerate serve "

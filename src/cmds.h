@@ -5,9 +5,11 @@
 /* One entry point per subcommand; each returns the process exit code. */
 int cmd_bench(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_token(int argc, char **argv);
 
 /* Usage text of each subcommand. */
 extern const char cmd_bench_usage[];
 extern const char cmd_serve_usage[];
+extern const char cmd_token_usage[];
 
 #endif

@@ -20,6 +20,8 @@ static const struct cmd cmds[] = {
 	  "measure TCP throughput against a linerate server (iperf3-style)" },
 	{ "serve", cmd_serve, cmd_serve_usage,
 	  "answer bench clients, several tests at once" },
+	{ "token", cmd_token, cmd_token_usage,
+	  "print a new token for serve --token-file and clients" },
 };
 
 static void usage(FILE *out)

@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <getopt.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <termios.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "opts.h"
+#include "session.h"
 #include "units.h"
 #include "banned.h"
 
@@ -116,4 +121,82 @@ int opts_getopt_error(int c, char **argv, struct lr_err *err)
 		return lr_err_set(err, -EINVAL, "option '%s' needs a value",
 				  arg);
 	return lr_err_set(err, -EINVAL, "unknown option '%s'", arg);
+}
+
+int opts_token_psk(const char *path, bool use_env, uint8_t psk[32], bool *have,
+		   struct lr_err *err)
+{
+	char line[256];
+	const char *env;
+	FILE *f;
+	int r;
+
+	*have = false;
+	if (path) {
+		f = fopen(path, "re");
+		if (!f)
+			return lr_err_setc(err, -errno, "--token-file %s",
+					   path);
+		if (!fgets(line, sizeof(line), f))
+			line[0] = '\0';
+		fclose(f);
+		r = session_token_psk(line, psk);
+		crypto_wipe(line, sizeof(line));
+		if (r)
+			return lr_err_set(err, r,
+					  "--token-file %s does not "
+					  "hold a token (make one with "
+					  "`linerate token`)",
+					  path);
+		*have = true;
+		return 0;
+	}
+	env = use_env ? getenv("LINERATE_TOKEN") : NULL;
+	if (!env || !*env)
+		return 0;
+	r = session_token_psk(env, psk);
+	if (r)
+		return lr_err_set(err, r,
+				  "LINERATE_TOKEN does not hold a "
+				  "token (make one with `linerate token`)");
+	*have = true;
+	return 0;
+}
+
+int opts_prompt_token(const char *prompt, uint8_t psk[32], struct lr_err *err)
+{
+	struct termios old, quiet;
+	char line[256];
+	ssize_t n;
+	int fd, r;
+
+	fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return lr_err_set(err, -ENOTTY,
+				  "no terminal to ask for the "
+				  "token on");
+	if (tcgetattr(fd, &old)) {
+		close(fd);
+		return lr_err_set(err, -ENOTTY,
+				  "no terminal to ask for the "
+				  "token on");
+	}
+	quiet = old;
+	quiet.c_lflag &= ~(tcflag_t)ECHO;
+	tcsetattr(fd, TCSAFLUSH, &quiet);
+	if (write(fd, prompt, strlen(prompt)) < 0) {
+		/* the prompt is a courtesy */
+	}
+	n = read(fd, line, sizeof(line) - 1);
+	tcsetattr(fd, TCSAFLUSH, &old);
+	if (write(fd, "\n", 1) < 0) {
+		/* as above */
+	}
+	close(fd);
+	line[n > 0 ? n : 0] = '\0';
+	r = session_token_psk(line, psk);
+	crypto_wipe(line, sizeof(line));
+	if (r)
+		return lr_err_set(err, r, "that is not a token");
+	return 0;
 }

@@ -2,6 +2,7 @@
 #ifndef LINERATE_OPTS_H
 #define LINERATE_OPTS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "err.h"
@@ -28,6 +29,17 @@ int opts_host_port(const char *arg, char *buf, size_t cap, const char **host,
 /* The message for getopt_long's ':' (missing value) or '?' (unknown
  * option) result c; call right after getopt_long returned it. */
 int opts_getopt_error(int c, char **argv, struct lr_err *err);
+
+/*
+ * The token's key for a client or server: from the file (first line) when
+ * path is set, else from LINERATE_TOKEN when use_env. *have is false when
+ * neither gives one. Never from argv.
+ */
+int opts_token_psk(const char *path, bool use_env, uint8_t psk[32], bool *have,
+		   struct lr_err *err);
+
+/* Ask for the token on the terminal, without echo; -ENOTTY without one. */
+int opts_prompt_token(const char *prompt, uint8_t psk[32], struct lr_err *err);
 
 /* Exit codes, documented in the man page. */
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };

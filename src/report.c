@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "config.h"
+#include "crypto.h"
 #include "report.h"
 #include "units.h"
 #include "banned.h"
@@ -512,6 +513,11 @@ static cJSON *end_json(const struct bench_result *res)
 	cJSON_AddStringToObject(lr, "server_version", res->server_software);
 	cJSON_AddNumberToObject(lr, "overlapping_tests", res->overlap);
 	cJSON_AddBoolToObject(lr, "truncated", res->truncated);
+	cJSON_AddBoolToObject(lr, "authenticated", res->authenticated);
+	cJSON_AddStringToObject(lr, "cipher",
+				crypto_cipher_name(res->authenticated
+							   ? res->cipher
+							   : CRYPTO_NONE));
 	add_num(lr, "local_cpu_seconds",
 		(double)(res->local_cpu.user_us + res->local_cpu.sys_us) / 1e6);
 	add_num(lr, "remote_cpu_seconds",
@@ -632,6 +638,17 @@ static void human_end(struct report *rp, const struct bench_result *res)
 						     : "loopback")
 					  : "physical interface");
 	}
+	if (!res->authenticated)
+		fprintf(rp->out, "Security: none (no token: not authenticated, "
+				 "not encrypted)\n");
+	else if (res->cipher == CRYPTO_NONE)
+		fprintf(rp->out, "Security: authenticated with the token; "
+				 "data in clear (--cipher none)\n");
+	else
+		fprintf(rp->out,
+			"Security: authenticated with the token; "
+			"data encrypted with %s\n",
+			crypto_cipher_name(res->cipher));
 	if (res->truncated)
 		fprintf(rp->out, "Note: stopped at the server's time limit "
 				 "before all bytes were sent\n");

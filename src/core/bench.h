@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "conn.h"
 #include "err.h"
 #include "net.h"
 #include "proto.h"
@@ -40,6 +41,8 @@ struct bench_opts {
 	uint64_t interval_ms; /* 0 = no interval reports */
 	int connect_timeout_ms;
 	uint64_t link_speed_bps; /* --link-speed; 0 = read from /sys */
+	const uint8_t *psk;	 /* the token's key; NULL = no token */
+	uint8_t cipher_wish;	 /* enum crypto_cipher or SESSION_CIPHER_AUTO */
 };
 
 /* Rolling TCP figures of one stream. */
@@ -60,6 +63,7 @@ struct bench_stream {
 	uint8_t dir;  /* enum proto_dir */
 	bool sender;  /* this side sends on it */
 	int fd;
+	struct conn conn; /* records on fd, once the handshake is done */
 	pthread_t thread;
 	bool started;
 	_Atomic uint64_t bytes;	 /* moved so far */
@@ -146,7 +150,9 @@ struct bench_result {
 	uint16_t overlap;   /* other tests on the server during ours */
 	double duration;    /* seconds of the test after the omitted part */
 	bool truncated;	    /* stopped at the server's duration limit */
-	int64_t start_time; /* wall clock, seconds since the epoch */
+	bool authenticated; /* token handshake done */
+	enum crypto_cipher cipher; /* of the data streams */
+	int64_t start_time;	   /* wall clock, seconds since the epoch */
 	uint32_t sndbuf, rcvbuf, mss;
 	bool ipv6, timestamps;
 	/* link of the first stream's local address */

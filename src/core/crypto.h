@@ -2,9 +2,29 @@
 #ifndef LINERATE_CRYPTO_H
 #define LINERATE_CRYPTO_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
-/* The only module that includes OpenSSL. */
+/*
+ * The only module that includes OpenSSL: random bytes, constant-time
+ * comparison, SHA-256, HKDF-SHA256 (RFC 5869), X25519 (RFC 7748) and the
+ * two AEADs (AES-256-GCM, ChaCha20-Poly1305) through the EVP interface.
+ * Functions return 0 or a negative errno; -EBADMSG means an AEAD tag did not
+ * verify.
+ */
+
+#define CRYPTO_KEY_LEN	  32
+#define CRYPTO_TAG_LEN	  16
+#define CRYPTO_NONCE_LEN  12
+#define CRYPTO_X25519_LEN 32
+#define CRYPTO_HASH_LEN	  32
+
+enum crypto_cipher {
+	CRYPTO_NONE = 0,
+	CRYPTO_AES256GCM = 1,
+	CRYPTO_CHACHA20POLY1305 = 2,
+};
 
 /* Fill buf with len bytes from the OS-seeded CSPRNG. 0 or -EIO. */
 int crypto_random(void *buf, size_t len);
@@ -12,7 +32,65 @@ int crypto_random(void *buf, size_t len);
 /* Constant-time comparison: 0 when equal. */
 int crypto_memcmp(const void *a, const void *b, size_t len);
 
+/* Overwrite len bytes at p in a way the compiler keeps. */
+void crypto_wipe(void *p, size_t len);
+
 /* OpenSSL's version text, e.g. "OpenSSL 3.0.15 3 Sep 2024". */
 const char *crypto_library_version(void);
+
+/* "aes-256-gcm", "chacha20-poly1305", "none". */
+const char *crypto_cipher_name(enum crypto_cipher c);
+
+/* Parse a cipher name (as printed by crypto_cipher_name); -EINVAL. */
+int crypto_cipher_parse(const char *s, enum crypto_cipher *out);
+
+/* True when this CPU has AES instructions (x86 AES-NI, ARMv8 AES). */
+bool crypto_cpu_has_aes(void);
+
+/* SHA-256 of the concatenation a || b (b may be NULL with blen 0). */
+int crypto_sha256(const void *a, size_t alen, const void *b, size_t blen,
+		  uint8_t out[CRYPTO_HASH_LEN]);
+
+/* HKDF-SHA256 extract (RFC 5869 section 2.2). */
+int crypto_hkdf_extract(const uint8_t *salt, size_t saltlen, const uint8_t *ikm,
+			size_t ikmlen, uint8_t prk[CRYPTO_HASH_LEN]);
+/* HKDF-SHA256 expand into out (outlen <= 255 * 32). */
+int crypto_hkdf_expand(const uint8_t prk[CRYPTO_HASH_LEN], const uint8_t *info,
+		       size_t infolen, uint8_t *out, size_t outlen);
+
+/* A fresh X25519 key pair. */
+int crypto_x25519_keypair(uint8_t priv[CRYPTO_X25519_LEN],
+			  uint8_t pub[CRYPTO_X25519_LEN]);
+/* The public key of priv. */
+int crypto_x25519_public(const uint8_t priv[CRYPTO_X25519_LEN],
+			 uint8_t pub[CRYPTO_X25519_LEN]);
+/* The shared secret of priv and peer; -EINVAL when it is all zero (a
+ * low-order peer key). */
+int crypto_x25519(const uint8_t priv[CRYPTO_X25519_LEN],
+		  const uint8_t peer[CRYPTO_X25519_LEN],
+		  uint8_t shared[CRYPTO_X25519_LEN]);
+
+/*
+ * An AEAD context bound to one cipher and key, for one direction of one
+ * connection. Not thread-safe: one user at a time.
+ */
+struct crypto_aead;
+
+int crypto_aead_new(enum crypto_cipher c, const uint8_t key[CRYPTO_KEY_LEN],
+		    struct crypto_aead **out);
+void crypto_aead_free(struct crypto_aead *a);
+/* Replace the key (same cipher). */
+int crypto_aead_rekey(struct crypto_aead *a, const uint8_t key[CRYPTO_KEY_LEN]);
+/* Encrypt len bytes at buf in place and write the tag. */
+int crypto_aead_seal(struct crypto_aead *a,
+		     const uint8_t nonce[CRYPTO_NONCE_LEN], const uint8_t *aad,
+		     size_t aadlen, uint8_t *buf, size_t len,
+		     uint8_t tag[CRYPTO_TAG_LEN]);
+/* Decrypt len bytes at buf in place; -EBADMSG when the tag is wrong (buf
+ * then holds garbage and must not be used). */
+int crypto_aead_open(struct crypto_aead *a,
+		     const uint8_t nonce[CRYPTO_NONCE_LEN], const uint8_t *aad,
+		     size_t aadlen, uint8_t *buf, size_t len,
+		     const uint8_t tag[CRYPTO_TAG_LEN]);
 
 #endif

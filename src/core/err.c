@@ -24,6 +24,11 @@ const char *lr_strerror(int code)
 	case LR_ENEEDMORE: return "incomplete message";
 	case LR_ETIMEOUT: return "timed out";
 	case LR_ECLOSED: return "connection closed by peer";
+	case LR_EAUTH: return "authentication failed";
+	case LR_ERECORD:
+		return "record failed authentication (tampered, dropped, "
+		       "reordered or replayed data)";
+	case LR_ETRUNC: return "stream cut short (no end record)";
 	case LR_ENOTLINERATE:
 		return "peer does not speak the linerate protocol";
 	default: break;

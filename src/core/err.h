@@ -20,6 +20,9 @@ enum {
 	LR_ETIMEOUT = -10007,	  /* a deadline passed */
 	LR_ECLOSED = -10008,	  /* peer closed the connection */
 	LR_ENOTLINERATE = -10009, /* the peer does not speak linerate */
+	LR_EAUTH = -10010,	  /* authentication failed (token) */
+	LR_ERECORD = -10011,	  /* a record failed to open: tampering */
+	LR_ETRUNC = -10012,	  /* a stream ended without its END record */
 };
 
 #define LR_ERR_MSG 256

@@ -672,6 +672,8 @@ const char *proto_type_name(uint8_t type)
 	case PROTO_TEST_START: return "TEST_START";
 	case PROTO_TEST_STOP: return "TEST_STOP";
 	case PROTO_TEST_RESULTS: return "TEST_RESULTS";
+	case PROTO_HS_INIT: return "HS_INIT";
+	case PROTO_HS_RESP: return "HS_RESP";
 	default: return "unknown";
 	}
 }

@@ -43,7 +43,10 @@ enum proto_type {
 	PROTO_TEST_START = 0x12,
 	PROTO_TEST_STOP = 0x13,
 	PROTO_TEST_RESULTS = 0x14,
-	/* 0x20-0x2f: authentication handshake; 0x30-0x5f: file transfer */
+	PROTO_HS_INIT =
+		0x20, /* raw body: the Noise handshake's first message */
+	PROTO_HS_RESP = 0x21, /* raw body: its answer */
+	/* 0x22-0x2f: more authentication; 0x30-0x5f: file transfer */
 };
 
 enum proto_tag {
@@ -91,6 +94,7 @@ enum proto_errcode {
 	PROTO_ERR_UNEXPECTED = 5,
 	PROTO_ERR_TIMEOUT = 6,
 	PROTO_ERR_UNKNOWN_TEST = 7,
+	PROTO_ERR_AUTH = 8, /* wrong, missing or unexpected token */
 };
 
 struct proto_preamble {

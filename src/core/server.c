@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -13,7 +14,9 @@
 
 #include "config.h"
 #include "bench.h"
+#include "conn.h"
 #include "crypto.h"
+#include "session.h"
 #include "server.h"
 #include "banned.h"
 
@@ -21,13 +24,23 @@
 #define ATTACH_TIMEOUT_MS 10000
 #define STOP_GRACE_MS	  5000
 #define SAMPLE_MS	  1000
-#define OPEN_BUF	  (PROTO_PREAMBLE_LEN + PROTO_HDR_LEN + PROTO_MAX_OPEN_BODY)
+/* the first message, in clear or in its record */
+#define OPEN_BUF                                                    \
+	(PROTO_PREAMBLE_LEN + PROTO_HDR_LEN + PROTO_MAX_OPEN_BODY + \
+	 CONN_REC_HDR + CRYPTO_TAG_LEN)
+#define BUF_LEN (PROTO_MAX_BODY + PROTO_HDR_LEN + CONN_REC_HDR + CRYPTO_TAG_LEN)
+/* an address that failed to authenticate waits this long, doubling */
+#define PENALTY_FIRST_MS  1000
+#define PENALTY_MAX_MS	  30000
+#define PENALTY_FORGET_MS (10 * 60 * 1000)
+#define PENALTY_SLOTS	  64
 
 struct server_test {
 	struct server *srv;
 	struct server_test *next;
 	unsigned no;
 	int ctrl;
+	struct conn cc; /* control messages on ctrl */
 	char peer[NET_ADDRSTR];
 	uint8_t id[PROTO_TEST_ID_LEN];
 	bool waiting; /* accepting data connections */
@@ -43,11 +56,22 @@ struct server_test {
 /* A connection that has not yet said what it is. */
 struct pending {
 	int fd;
+	struct conn conn; /* plain until the handshake is done */
 	char peer[NET_ADDRSTR];
+	uint8_t host[16]; /* address without port, for penalties */
 	uint8_t buf[OPEN_BUF];
 	size_t have;
 	int64_t deadline;
-	bool answered; /* our preamble was sent */
+	int64_t hold_until; /* penalty: not read before */
+	bool answered;	    /* our preamble was sent */
+	bool secured;	    /* handshake done; a record comes next */
+};
+
+/* Failed authentications per address. */
+struct penalty {
+	uint8_t host[16];
+	unsigned fails;
+	int64_t until, last;
 };
 
 struct server {
@@ -64,6 +88,7 @@ struct server {
 	int once_result;
 	struct pending pend[SERVER_MAX_PENDING];
 	unsigned npend;
+	struct penalty pen[PENALTY_SLOTS];
 };
 
 static void emit(struct server *srv, struct server_event *ev)
@@ -145,10 +170,10 @@ void server_stop(struct server *srv)
 
 /* ---------------- one test ---------------- */
 
-static int send_error(int fd, uint32_t code, const char *fmt, ...)
+static int send_error(struct conn *c, uint32_t code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-static int send_error(int fd, uint32_t code, const char *fmt, ...)
+static int send_error(struct conn *c, uint32_t code, const char *fmt, ...)
 {
 	struct proto_error pe = { .code = code };
 	uint8_t buf[PROTO_HDR_LEN + PROTO_MAX_TEXT + 32];
@@ -161,17 +186,17 @@ static int send_error(int fd, uint32_t code, const char *fmt, ...)
 	proto_buf_init(&b, buf, sizeof(buf));
 	if (proto_encode_error(&b, &pe))
 		return -ENOBUFS;
-	return net_write_full(fd, buf, b.len, net_now_ms() + 2000);
+	return conn_send_msg(c, buf, b.len, net_now_ms() + 2000);
 }
 
-static int send_simple(int fd, uint8_t type)
+static int send_simple(struct conn *c, uint8_t type)
 {
 	uint8_t buf[PROTO_HDR_LEN];
 	struct proto_buf b;
 
 	proto_buf_init(&b, buf, sizeof(buf));
 	proto_encode_empty(&b, type);
-	return net_write_full(fd, buf, b.len, net_now_ms() + CTRL_TIMEOUT_MS);
+	return conn_send_msg(c, buf, b.len, net_now_ms() + CTRL_TIMEOUT_MS);
 }
 
 /* Read the request and check it against this server's limits. */
@@ -183,25 +208,25 @@ static int test_request(struct server_test *t, uint8_t *buf,
 	struct proto_hdr h;
 	int r;
 
-	r = net_recv_msg(t->ctrl, buf, PROTO_MAX_BODY, &h,
-			 net_now_ms() + CTRL_TIMEOUT_MS, &e);
+	r = conn_recv_msg(&t->cc, buf, BUF_LEN, &h,
+			  net_now_ms() + CTRL_TIMEOUT_MS, &e);
 	if (r) {
 		snprintf(why, cap, "no test request: %s", e.msg);
 		if (r == LR_ETOOBIG || r == LR_EBADMSG)
-			send_error(t->ctrl, PROTO_ERR_BAD_REQUEST, "%s", e.msg);
+			send_error(&t->cc, PROTO_ERR_BAD_REQUEST, "%s", e.msg);
 		return r;
 	}
 	if (h.type != PROTO_TEST_REQUEST) {
 		snprintf(why, cap, "expected TEST_REQUEST, got %s (0x%02x)",
 			 proto_type_name(h.type), h.type);
-		send_error(t->ctrl, PROTO_ERR_UNEXPECTED, "%s", why);
+		send_error(&t->cc, PROTO_ERR_UNEXPECTED, "%s", why);
 		return LR_EBADMSG;
 	}
 	r = proto_decode_test_request(buf, h.len, req);
 	if (r) {
 		memset(req, 0, sizeof(*req));
 		snprintf(why, cap, "malformed TEST_REQUEST");
-		send_error(t->ctrl, PROTO_ERR_BAD_REQUEST, "%s", why);
+		send_error(&t->cc, PROTO_ERR_BAD_REQUEST, "%s", why);
 		return r;
 	}
 	if (req->duration_ms + req->omit_ms > srv->o.max_duration_ms) {
@@ -210,7 +235,7 @@ static int test_request(struct server_test *t, uint8_t *buf,
 			 "limit of %.1f s (--max-duration)",
 			 (double)(req->duration_ms + req->omit_ms) / 1000.0,
 			 (double)srv->o.max_duration_ms / 1000.0);
-		send_error(t->ctrl, PROTO_ERR_LIMIT, "%s", why);
+		send_error(&t->cc, PROTO_ERR_LIMIT, "%s", why);
 		return -E2BIG;
 	}
 	return 0;
@@ -266,12 +291,12 @@ static int test_data_phase(struct server_test *t, uint8_t *buf, char *why,
 		if (atomic_load(&srv->stopping)) {
 			atomic_store(&run->abort, true);
 			snprintf(why, cap, "server shutting down");
-			send_error(t->ctrl, PROTO_ERR_INTERNAL, "%s", why);
+			send_error(&t->cc, PROTO_ERR_INTERNAL, "%s", why);
 			return -ECANCELED;
 		}
 		if (pf[0].revents) {
-			r = net_recv_msg(t->ctrl, buf, PROTO_MAX_BODY, &h,
-					 net_now_ms() + CTRL_TIMEOUT_MS, &e);
+			r = conn_recv_msg(&t->cc, buf, BUF_LEN, &h,
+					  net_now_ms() + CTRL_TIMEOUT_MS, &e);
 			if (r == LR_ECLOSED) {
 				snprintf(why, cap,
 					 "client disconnected "
@@ -280,7 +305,7 @@ static int test_data_phase(struct server_test *t, uint8_t *buf, char *why,
 			}
 			if (r) {
 				snprintf(why, cap, "%s", e.msg);
-				send_error(t->ctrl, PROTO_ERR_BAD_REQUEST, "%s",
+				send_error(&t->cc, PROTO_ERR_BAD_REQUEST, "%s",
 					   e.msg);
 				return r;
 			}
@@ -288,7 +313,7 @@ static int test_data_phase(struct server_test *t, uint8_t *buf, char *why,
 				return 0;
 			snprintf(why, cap, "unexpected %s during the test",
 				 proto_type_name(h.type));
-			send_error(t->ctrl, PROTO_ERR_UNEXPECTED, "%s", why);
+			send_error(&t->cc, PROTO_ERR_UNEXPECTED, "%s", why);
 			return LR_EBADMSG;
 		}
 		if (pf[1].revents) {
@@ -304,7 +329,7 @@ static int test_data_phase(struct server_test *t, uint8_t *buf, char *why,
 			if (atomic_load(&s->done) && s->error) {
 				snprintf(why, cap, "stream %u: %s", i + 1,
 					 lr_strerror(s->error));
-				send_error(t->ctrl, PROTO_ERR_INTERNAL, "%s",
+				send_error(&t->cc, PROTO_ERR_INTERNAL, "%s",
 					   why);
 				return s->error;
 			}
@@ -321,7 +346,7 @@ static int test_data_phase(struct server_test *t, uint8_t *buf, char *why,
 				 "test ran past the server's limit "
 				 "of %.1f s (--max-duration)",
 				 (double)srv->o.max_duration_ms / 1000.0);
-			send_error(t->ctrl, PROTO_ERR_LIMIT, "%s", why);
+			send_error(&t->cc, PROTO_ERR_LIMIT, "%s", why);
 			return LR_ETIMEOUT;
 		}
 	}
@@ -346,7 +371,7 @@ static void *test_main(void *arg)
 	unsigned i;
 	int r;
 
-	buf = malloc(PROTO_MAX_BODY);
+	buf = malloc(BUF_LEN);
 	if (!buf) {
 		r = -ENOMEM;
 		snprintf(why, sizeof(why), "out of memory");
@@ -360,14 +385,14 @@ static void *test_main(void *arg)
 	r = bench_run_init(&t->run, &req, false, &e);
 	if (r) {
 		snprintf(why, sizeof(why), "%s", e.msg);
-		send_error(t->ctrl, PROTO_ERR_LIMIT, "%s", why);
+		send_error(&t->cc, PROTO_ERR_LIMIT, "%s", why);
 		goto out;
 	}
 	arr = calloc(t->run.nstreams, sizeof(*arr));
 	if (!arr || crypto_random(t->id, sizeof(t->id))) {
 		r = -ENOMEM;
 		snprintf(why, sizeof(why), "out of memory");
-		send_error(t->ctrl, PROTO_ERR_INTERNAL, "%s", why);
+		send_error(&t->cc, PROTO_ERR_INTERNAL, "%s", why);
 		goto out;
 	}
 	pthread_mutex_lock(&srv->lock);
@@ -381,8 +406,8 @@ static void *test_main(void *arg)
 	proto_buf_init(&b, buf, PROTO_MAX_BODY);
 	r = proto_encode_test_accept(&b, &acc);
 	if (!r)
-		r = net_write_full(t->ctrl, buf, b.len,
-				   net_now_ms() + CTRL_TIMEOUT_MS);
+		r = conn_send_msg(&t->cc, buf, b.len,
+				  net_now_ms() + CTRL_TIMEOUT_MS);
 	if (r) {
 		snprintf(why, sizeof(why), "sending TEST_ACCEPT: %s",
 			 lr_strerror(r));
@@ -395,7 +420,7 @@ static void *test_main(void *arg)
 			 "connected within %d s",
 			 t->attached, t->run.nstreams,
 			 ATTACH_TIMEOUT_MS / 1000);
-		send_error(t->ctrl, PROTO_ERR_TIMEOUT, "%s", why);
+		send_error(&t->cc, PROTO_ERR_TIMEOUT, "%s", why);
 		goto out;
 	}
 	so = (struct net_sockopts){ .window = req.window, .cc = req.cc };
@@ -405,10 +430,10 @@ static void *test_main(void *arg)
 		r = bench_run_start(&t->run, &e);
 	if (r) {
 		snprintf(why, sizeof(why), "%s", e.msg);
-		send_error(t->ctrl, PROTO_ERR_BAD_REQUEST, "server: %s", why);
+		send_error(&t->cc, PROTO_ERR_BAD_REQUEST, "server: %s", why);
 		goto out;
 	}
-	r = send_simple(t->ctrl, PROTO_TEST_START);
+	r = send_simple(&t->cc, PROTO_TEST_START);
 	if (r) {
 		snprintf(why, sizeof(why), "sending TEST_START: %s",
 			 lr_strerror(r));
@@ -443,16 +468,16 @@ static void *test_main(void *arg)
 	proto_buf_init(&b, buf, PROTO_MAX_BODY);
 	r = proto_encode_results(&b, &res);
 	if (!r)
-		r = net_write_full(t->ctrl, buf, b.len,
-				   net_now_ms() + CTRL_TIMEOUT_MS);
+		r = conn_send_msg(&t->cc, buf, b.len,
+				  net_now_ms() + CTRL_TIMEOUT_MS);
 	if (r) {
 		snprintf(why, sizeof(why), "sending results: %s",
 			 lr_strerror(r));
 		goto out;
 	}
 	/* the client's results complete the exchange */
-	r = net_recv_msg(t->ctrl, buf, PROTO_MAX_BODY, &h,
-			 net_now_ms() + CTRL_TIMEOUT_MS, &e);
+	r = conn_recv_msg(&t->cc, buf, BUF_LEN, &h,
+			  net_now_ms() + CTRL_TIMEOUT_MS, &e);
 	if (!r && h.type == PROTO_TEST_RESULTS) {
 		struct proto_results cres = {
 			.streams = arr, .cap = (uint16_t)t->run.nstreams
@@ -479,6 +504,7 @@ out:
 	free(arr);
 	free(buf);
 	pthread_mutex_lock(&srv->lock);
+	conn_fini(&t->cc);
 	close(t->ctrl);
 	t->ctrl = -1;
 	t->waiting = false;
@@ -503,6 +529,7 @@ static int fcntl_blocking(int fd)
 
 static void pending_close(struct server *srv, unsigned i)
 {
+	conn_fini(&srv->pend[i].conn);
 	if (srv->pend[i].fd >= 0)
 		close(srv->pend[i].fd);
 	srv->pend[i] = srv->pend[--srv->npend];
@@ -514,7 +541,7 @@ static void reject(struct server *srv, unsigned i, uint32_t code,
 	struct pending *p = &srv->pend[i];
 
 	if (code)
-		send_error(p->fd, code, "%s", reason);
+		send_error(&p->conn, code, "%s", reason);
 	emit_reject(srv, p->peer, reason);
 	pending_close(srv, i);
 }
@@ -529,6 +556,8 @@ static int start_test(struct server *srv, struct pending *p)
 		return -ENOMEM;
 	t->srv = srv;
 	t->ctrl = p->fd;
+	t->cc = p->conn; /* keys move to the test */
+	conn_init_plain(&p->conn, -1);
 	t->run.evfd = t->run.memfd = -1;
 	snprintf(t->peer, sizeof(t->peer), "%s", p->peer);
 	{
@@ -566,7 +595,8 @@ static int start_test(struct server *srv, struct pending *p)
 
 /* Hand a data connection to its test. Returns NULL or a reason. */
 static const char *attach_stream(struct server *srv,
-				 const struct proto_data_open *d, int fd)
+				 const struct proto_data_open *d, int fd,
+				 struct conn *c)
 {
 	const char *why = "unknown test id";
 	struct server_test *t;
@@ -588,7 +618,13 @@ static const char *attach_stream(struct server *srv,
 		why = "stream already connected";
 		if (s->fd >= 0)
 			break;
+		why = "stream not secured like its control connection";
+		if (c->secure != t->cc.secure || c->cipher != t->cc.cipher)
+			break;
 		s->fd = fd;
+		s->conn = *c; /* keys move to the stream */
+		s->conn.abort = &t->run.abort;
+		conn_init_plain(c, -1);
 		t->attached++;
 		pthread_cond_signal(&t->attach_cv);
 		why = NULL;
@@ -600,10 +636,9 @@ static const char *attach_stream(struct server *srv,
 
 /* The first message is complete: decide what the connection is. */
 static void pending_dispatch(struct server *srv, unsigned i,
-			     const struct proto_hdr *h)
+			     const struct proto_hdr *h, const uint8_t *body)
 {
 	struct pending *p = &srv->pend[i];
-	const uint8_t *body = p->buf + PROTO_PREAMBLE_LEN + PROTO_HDR_LEN;
 	struct proto_ctrl_open co;
 	struct proto_data_open d;
 	const char *why;
@@ -611,6 +646,13 @@ static void pending_dispatch(struct server *srv, unsigned i,
 	unsigned active = 0;
 	bool busy;
 
+	if (srv->o.psk && !p->secured &&
+	    (h->type == PROTO_CTRL_OPEN || h->type == PROTO_DATA_OPEN)) {
+		reject(srv, i, PROTO_ERR_AUTH,
+		       "this server requires a token (LINERATE_TOKEN or "
+		       "--token-file)");
+		return;
+	}
 	if (h->type == PROTO_CTRL_OPEN) {
 		if (proto_decode_ctrl_open(body, h->len, &co)) {
 			reject(srv, i, PROTO_ERR_BAD_REQUEST,
@@ -650,7 +692,7 @@ static void pending_dispatch(struct server *srv, unsigned i,
 			reject(srv, i, 0, "fcntl failed");
 			return;
 		}
-		why = attach_stream(srv, &d, p->fd);
+		why = attach_stream(srv, &d, p->fd, &p->conn);
 		if (why) {
 			reject(srv, i, PROTO_ERR_UNKNOWN_TEST, why);
 			return;
@@ -662,6 +704,164 @@ static void pending_dispatch(struct server *srv, unsigned i,
 	snprintf(msg, sizeof(msg), "unexpected first message %s (0x%02x)",
 		 proto_type_name(h->type), h->type);
 	reject(srv, i, PROTO_ERR_UNEXPECTED, msg);
+}
+
+/* The address of a peer without its port, as 16 bytes. */
+static void host_key(const struct sockaddr_storage *ss, uint8_t out[16])
+{
+	memset(out, 0, 16);
+	if (ss->ss_family == AF_INET6) {
+		memcpy(out, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+	} else if (ss->ss_family == AF_INET) {
+		out[10] = out[11] = 0xff; /* as an IPv4-mapped address */
+		memcpy(out + 12, &((const struct sockaddr_in *)ss)->sin_addr,
+		       4);
+	}
+}
+
+static struct penalty *penalty_find(struct server *srv, const uint8_t *host,
+				    bool create)
+{
+	struct penalty *oldest = &srv->pen[0];
+	int64_t now = net_now_ms();
+	unsigned i;
+
+	for (i = 0; i < PENALTY_SLOTS; i++) {
+		struct penalty *q = &srv->pen[i];
+
+		if (q->fails && now - q->last > PENALTY_FORGET_MS)
+			memset(q, 0, sizeof(*q));
+		if (q->fails && !memcmp(q->host, host, 16))
+			return q;
+		if (q->last < oldest->last)
+			oldest = q;
+	}
+	if (!create)
+		return NULL;
+	memset(oldest, 0, sizeof(*oldest));
+	memcpy(oldest->host, host, 16);
+	return oldest;
+}
+
+/* A failed authentication: the next attempt from the address waits
+ * longer, 1 s doubling to 30 s. */
+static void penalize(struct server *srv, const uint8_t *host)
+{
+	struct penalty *q = penalty_find(srv, host, true);
+	int64_t wait = PENALTY_FIRST_MS;
+	unsigned k;
+
+	q->fails++;
+	for (k = 1; k < q->fails && wait < PENALTY_MAX_MS; k++)
+		wait *= 2;
+	if (wait > PENALTY_MAX_MS)
+		wait = PENALTY_MAX_MS;
+	q->last = net_now_ms();
+	q->until = q->last + wait;
+}
+
+/* HS_INIT arrived: check the token, answer, switch to records. Returns
+ * true if i was removed. */
+static bool pending_handshake(struct server *srv, unsigned i,
+			      const struct proto_hdr *h, const uint8_t *body)
+{
+	struct pending *p = &srv->pend[i];
+	uint8_t out[PROTO_HDR_LEN + SESSION_HS_LEN];
+	uint8_t c2s[CRYPTO_KEY_LEN], s2c[CRYPTO_KEY_LEN];
+	struct session_hello peer, me = { .version = 1 };
+	struct session_hs hs;
+	struct proto_buf b;
+	enum crypto_cipher cipher;
+	int r;
+
+	if (!srv->o.psk) {
+		reject(srv, i, PROTO_ERR_AUTH,
+		       "this server has no token (start it with "
+		       "--token-file)");
+		return true;
+	}
+	r = session_hs_init(&hs, srv->o.psk, p->buf, PROTO_PREAMBLE_LEN);
+	if (!r)
+		r = session_hs_read_init(&hs, body, h->len, &peer);
+	if (r == -EACCES) {
+		session_hs_wipe(&hs);
+		penalize(srv, p->host);
+		reject(srv, i, PROTO_ERR_AUTH, "wrong token");
+		return true;
+	}
+	if (r) {
+		session_hs_wipe(&hs);
+		reject(srv, i, PROTO_ERR_BAD_REQUEST, "malformed HS_INIT");
+		return true;
+	}
+	cipher = session_pick_cipher(peer.cipher,
+				     peer.flags & SESSION_F_HAS_AES,
+				     crypto_cpu_has_aes());
+	me.cipher = (uint8_t)cipher;
+	/* a refusal travels inside the authenticated answer */
+	if (cipher == CRYPTO_NONE && !srv->o.allow_plaintext)
+		me.cipher = SESSION_CIPHER_REFUSED;
+	me.flags = crypto_cpu_has_aes() ? SESSION_F_HAS_AES : 0;
+	proto_buf_init(&b, out, sizeof(out));
+	proto_msg_begin(&b, PROTO_HS_RESP);
+	b.len += SESSION_HS_LEN; /* the body is raw */
+	proto_msg_end(&b);
+	r = session_hs_write_resp(&hs, &me, out + PROTO_HDR_LEN);
+	if (!r)
+		r = session_hs_split(&hs, c2s, s2c);
+	else
+		session_hs_wipe(&hs);
+	if (!r)
+		r = conn_init_secure(&p->conn, p->fd, cipher, s2c, c2s);
+	crypto_wipe(c2s, sizeof(c2s));
+	crypto_wipe(s2c, sizeof(s2c));
+	if (!r && send(p->fd, out, sizeof(out), MSG_DONTWAIT | MSG_NOSIGNAL) !=
+			  (ssize_t)sizeof(out))
+		r = -EIO;
+	if (r) {
+		reject(srv, i, 0, "handshake failed");
+		return true;
+	}
+	p->secured = true;
+	p->have = 0;
+	if (me.cipher == SESSION_CIPHER_REFUSED) {
+		reject(srv, i, 0,
+		       "client asked for --cipher none; not allowed without "
+		       "--allow-plaintext");
+		return true;
+	}
+	return false;
+}
+
+/* After the handshake: the first record, holding CTRL_OPEN or DATA_OPEN.
+ * Returns true if i was removed. */
+static bool pending_record(struct server *srv, unsigned i, size_t *need)
+{
+	struct pending *p = &srv->pend[i];
+	struct lr_err e = { 0 };
+	struct proto_hdr h;
+	size_t len;
+	int r;
+
+	*need = CONN_REC_HDR;
+	if (p->have < CONN_REC_HDR)
+		return false;
+	len = ((size_t)p->buf[1] << 16) | ((size_t)p->buf[2] << 8) | p->buf[3];
+	if (p->buf[0] != CONN_REC_CTRL || len < PROTO_HDR_LEN ||
+	    len > PROTO_HDR_LEN + PROTO_MAX_OPEN_BODY) {
+		reject(srv, i, PROTO_ERR_BAD_REQUEST, "bad first record");
+		return true;
+	}
+	*need = CONN_REC_HDR + len + CRYPTO_TAG_LEN;
+	if (p->have < *need)
+		return false;
+	r = conn_open_msg(&p->conn, p->buf, p->buf + CONN_REC_HDR, len, &h, &e);
+	if (r) {
+		reject(srv, i, PROTO_ERR_BAD_REQUEST, e.msg);
+		return true;
+	}
+	pending_dispatch(srv, i, &h, p->buf + CONN_REC_HDR + PROTO_HDR_LEN);
+	return true;
 }
 
 /* Read what a pending connection has sent; returns true if i was removed. */
@@ -677,6 +877,11 @@ static bool pending_read(struct server *srv, unsigned i)
 	int r;
 
 	for (;;) {
+		if (p->secured) {
+			if (pending_record(srv, i, &need))
+				return true;
+			goto more;
+		}
 		need = PROTO_PREAMBLE_LEN;
 		if (p->have >= PROTO_PREAMBLE_LEN)
 			need += PROTO_HDR_LEN;
@@ -703,10 +908,20 @@ static bool pending_read(struct server *srv, unsigned i)
 			}
 			need += h.len;
 			if (p->have == need) {
-				pending_dispatch(srv, i, &h);
-				return true;
+				const uint8_t *body = p->buf +
+						      PROTO_PREAMBLE_LEN +
+						      PROTO_HDR_LEN;
+
+				if (h.type != PROTO_HS_INIT) {
+					pending_dispatch(srv, i, &h, body);
+					return true;
+				}
+				if (pending_handshake(srv, i, &h, body))
+					return true;
+				continue;
 			}
 		}
+more:
 		n = recv(p->fd, p->buf + p->have, need - p->have, MSG_DONTWAIT);
 		if (n == 0) {
 			snprintf(msg, sizeof(msg),
@@ -725,6 +940,8 @@ static bool pending_read(struct server *srv, unsigned i)
 			return true;
 		}
 		p->have += (size_t)n;
+		if (p->secured)
+			continue;
 		if (!p->answered && p->have >= 4 &&
 		    proto_decode_preamble(p->buf, p->have, &pre) ==
 			    LR_ENOTLINERATE) {
@@ -794,9 +1011,20 @@ evict:
 				continue;
 		}
 		memset(&srv->pend[srv->npend], 0, sizeof(srv->pend[0]));
-		srv->pend[srv->npend].fd = fd;
-		srv->pend[srv->npend].deadline =
-			net_now_ms() + srv->o.handshake_ms;
+		{
+			struct pending *p = &srv->pend[srv->npend];
+			struct penalty *q;
+
+			p->fd = fd;
+			conn_init_plain(&p->conn, fd);
+			host_key(&ss, p->host);
+			q = penalty_find(srv, p->host, false);
+			if (q && q->until > net_now_ms())
+				p->hold_until = q->until;
+			p->deadline =
+				(p->hold_until ? p->hold_until : net_now_ms()) +
+				srv->o.handshake_ms;
+		}
 		net_addr_str((struct sockaddr *)&ss, srv->pend[srv->npend].peer,
 			     sizeof(srv->pend[0].peer));
 		srv->npend++;
@@ -855,10 +1083,16 @@ int server_run(struct server *srv, struct lr_err *err)
 								     : -1,
 					   .events = POLLIN };
 		for (i = 0; i < srv->npend; i++) {
-			pf[n++] = (struct pollfd){ .fd = srv->pend[i].fd,
+			struct pending *p = &srv->pend[i];
+			bool held = p->hold_until > now;
+
+			/* an address being penalized is not read yet */
+			pf[n++] = (struct pollfd){ .fd = held ? -1 : p->fd,
 						   .events = POLLIN };
-			if (srv->pend[i].deadline - now < timeout)
-				timeout = srv->pend[i].deadline - now;
+			if (held && p->hold_until - now < timeout)
+				timeout = p->hold_until - now;
+			if (p->deadline - now < timeout)
+				timeout = p->deadline - now;
 		}
 		if (paused_until > now && paused_until - now < timeout)
 			timeout = paused_until - now;

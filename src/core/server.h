@@ -22,7 +22,9 @@ struct server_opts {
 	bool once; /* serve one test, then return */
 	unsigned max_tests;
 	uint64_t max_duration_ms;
-	int handshake_ms; /* a new connection must identify itself */
+	int handshake_ms;     /* a new connection must identify itself */
+	const uint8_t *psk;   /* the token's key; NULL = no token */
+	bool allow_plaintext; /* accept --cipher none */
 };
 
 enum server_event_kind {

@@ -385,7 +385,7 @@ def test_json_error_document(linerate_bin):
 
 # ---------------- options ----------------
 
-@pytest.mark.parametrize("zc,code", [("-Z", 1), ("-Zsendfile", 1),
+@pytest.mark.parametrize("zc,code", [("-Z", 2), ("-Zsendfile", 1),
                                      ("--zerocopy=sendfile", 1),
                                      ("-Z=sendfile", 1), ("-Zmsg", 2),
                                      ("-Z=msg", 2), ("--zerocopy=msg", 2)])

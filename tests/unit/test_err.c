@@ -128,6 +128,8 @@ static void test_strerror_lr_codes(void **state)
 		{ LR_ECLOSED, "connection closed by peer" },
 		{ LR_ENOTLINERATE,
 		  "peer does not speak the linerate protocol" },
+		{ LR_EAUTH, "authentication failed" },
+		{ LR_ETRUNC, "stream cut short (no end record)" },
 	};
 	size_t i;
 
@@ -157,7 +159,7 @@ static void test_strerror_unknown(void **state)
 	(void)state;
 	assert_string_equal(lr_strerror(LR_EPROTO_BASE), "unknown error");
 	assert_string_equal(lr_strerror(-9999), "unknown error");
-	assert_string_equal(lr_strerror(-10010), "unknown error");
+	assert_string_equal(lr_strerror(-10999), "unknown error");
 	assert_string_equal(lr_strerror(INT_MAX), "unknown error");
 }
 

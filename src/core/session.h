@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef LINERATE_SESSION_H
+#define LINERATE_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "crypto.h"
+
+/*
+ * The token and the handshake (docs/PROTOCOL.md section 6): the Noise
+ * pattern NNpsk0 with X25519, ChaCha20-Poly1305 and SHA-256, the token's
+ * key as the pre-shared key.
+ *
+ *   -> psk, e      HS_INIT:  e.pub (32) || AEAD(client hello)
+ *   <- e, ee       HS_RESP:  e.pub (32) || AEAD(server hello)
+ *
+ * A peer without the token cannot produce HS_INIT's tag (the server checks
+ * it before doing anything else) nor read or forge HS_RESP; both ends get
+ * transport keys that depend on both ephemeral keys (forward secrecy), the
+ * token and the whole transcript.
+ */
+
+#define SESSION_TOKEN_BYTES 20 /* 160 bits */
+#define SESSION_TOKEN_CHARS 40 /* 32 base32 digits, 7 dashes, NUL */
+#define SESSION_HELLO_LEN   3  /* both hellos' plaintext size */
+#define SESSION_HS_LEN	    (CRYPTO_X25519_LEN + SESSION_HELLO_LEN + CRYPTO_TAG_LEN)
+
+/* A new token, "abcd-efgh-..." (lower-case base32 in groups of four). */
+int session_token_new(char out[SESSION_TOKEN_CHARS]);
+
+/* The pre-shared key of a token as typed: dashes, spaces and case are
+ * ignored; fewer than 128 bits or a non-base32 digit is -EINVAL. */
+int session_token_psk(const char *token, uint8_t psk[CRYPTO_KEY_LEN]);
+
+/* What each side says in its (encrypted) hello. */
+struct session_hello {
+	uint8_t version; /* 1 */
+	uint8_t cipher;	 /* client: wish (SESSION_CIPHER_*), server: chosen */
+	uint8_t flags;	 /* SESSION_F_* */
+};
+#define SESSION_CIPHER_AUTO    0xff /* client's wish: let the server pick */
+#define SESSION_CIPHER_REFUSED 0xfe /* server: --cipher none not allowed */
+#define SESSION_F_HAS_AES      0x01 /* this CPU has AES instructions */
+
+struct session_hs {
+	uint8_t h[CRYPTO_HASH_LEN];
+	uint8_t ck[CRYPTO_HASH_LEN];
+	uint8_t k[CRYPTO_KEY_LEN];
+	uint64_t n;
+	uint8_t e_priv[CRYPTO_X25519_LEN];
+	uint8_t e_pub[CRYPTO_X25519_LEN];
+	uint8_t re[CRYPTO_X25519_LEN]; /* the peer's ephemeral key */
+	bool fixed_e; /* tests: e set by session_hs_set_ephemeral */
+};
+
+/* Begin: psk and the prologue (bytes both sides saw, here the client's
+ * preamble). */
+int session_hs_init(struct session_hs *hs, const uint8_t psk[CRYPTO_KEY_LEN],
+		    const uint8_t *prologue, size_t plen);
+/* Tests only: use priv as the ephemeral key instead of a random one. */
+int session_hs_set_ephemeral(struct session_hs *hs,
+			     const uint8_t priv[CRYPTO_X25519_LEN]);
+
+/* Client: write HS_INIT's body (SESSION_HS_LEN bytes) into out. */
+int session_hs_write_init(struct session_hs *hs, const struct session_hello *me,
+			  uint8_t out[SESSION_HS_LEN]);
+/* Server: check HS_INIT's body; -EACCES when the tag does not verify (a
+ * wrong token), -EINVAL for a malformed hello. */
+int session_hs_read_init(struct session_hs *hs, const uint8_t *in, size_t len,
+			 struct session_hello *peer);
+/* Server: write HS_RESP's body. */
+int session_hs_write_resp(struct session_hs *hs, const struct session_hello *me,
+			  uint8_t out[SESSION_HS_LEN]);
+/* Client: check HS_RESP's body; -EACCES when it does not verify. */
+int session_hs_read_resp(struct session_hs *hs, const uint8_t *in, size_t len,
+			 struct session_hello *peer);
+/* Both: the transport keys, client-to-server and server-to-client. Wipes
+ * the handshake state. */
+int session_hs_split(struct session_hs *hs, uint8_t c2s[CRYPTO_KEY_LEN],
+		     uint8_t s2c[CRYPTO_KEY_LEN]);
+/* Wipe the state (after a failure). */
+void session_hs_wipe(struct session_hs *hs);
+
+/* The cipher the server picks for a client's wish: the wish when it is a
+ * cipher; for auto, AES-256-GCM when both CPUs have AES instructions and
+ * ChaCha20-Poly1305 otherwise. */
+enum crypto_cipher session_pick_cipher(uint8_t wish, bool client_aes,
+				       bool server_aes);
+
+#endif
