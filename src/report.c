@@ -755,6 +755,9 @@ void report_server_event(FILE *out, FILE *log, const struct server_event *ev)
 				mode_name(ev->req.mode), ev->req.streams,
 				ev->req.streams == 1 ? "" : "s");
 		if (ev->ok) {
+			fprintf(log, ", %s",
+				ev->secure ? crypto_cipher_name(ev->cipher)
+					   : "no token");
 			fprintf(log, ", %.2f s", ev->seconds);
 			if (ev->bytes_sent ||
 			    ev->req.mode != PROTO_MODE_FORWARD)

@@ -497,6 +497,8 @@ static void *test_main(void *arg)
 out:
 	ev.ok = r == 0;
 	ev.test_no = t->no;
+	ev.secure = t->cc.secure;
+	ev.cipher = t->cc.cipher;
 	ev.reason = why;
 	snprintf(ev.peer, sizeof(ev.peer), "%s", t->peer);
 	emit(srv, &ev);
@@ -587,6 +589,7 @@ static int start_test(struct server *srv, struct pending *p)
 		srv->started--;
 		pthread_mutex_unlock(&srv->lock);
 		pthread_cond_destroy(&t->attach_cv);
+		p->conn = t->cc; /* the caller still owns the connection */
 		free(t);
 		return -r;
 	}

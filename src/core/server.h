@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "crypto.h"
 #include "err.h"
 #include "net.h"
 #include "proto.h"
@@ -44,7 +45,9 @@ struct server_event {
 	unsigned overlap;
 	uint64_t bytes_sent, bytes_received; /* by the server */
 	double seconds;
-	const char *reason; /* failures and rejections */
+	bool secure;		   /* authenticated with the token */
+	enum crypto_cipher cipher; /* of the data streams, when secure */
+	const char *reason;	   /* failures and rejections */
 };
 
 struct server_callbacks {
