@@ -446,6 +446,12 @@ int conn_client_open(int fd, const uint8_t *psk, uint8_t wish,
 			       crypto_cipher_name(wish));
 		goto out_wipe;
 	}
+	/* auto means one of the two ciphers, never data in clear */
+	if (wish == SESSION_CIPHER_AUTO && srv.cipher == CRYPTO_NONE) {
+		r = lr_err_set(err, LR_EBADMSG,
+			       "server chose none, not a cipher as asked for");
+		goto out_wipe;
+	}
 	r = session_hs_split(&hs, c2s, s2c);
 	if (!r)
 		r = conn_init_secure(c, fd, srv.cipher, c2s, s2c);

@@ -13,7 +13,7 @@
 
 /*
  * One TCP connection after its handshake: control messages and data in
- * AEAD records (docs/PROTOCOL.md section 7), or in clear when the
+ * AEAD records (docs/PROTOCOL.md section 6), or in clear when the
  * connection is not secure (no token) or carries data with cipher none.
  *
  * A record: type:u8 length:u24 (big-endian), then length bytes of
@@ -70,8 +70,8 @@ int conn_send_msg(struct conn *c, uint8_t *msg, size_t len,
 		  int64_t deadline_ms);
 /*
  * Receive one control message: its body into buf (cap bytes) and its
- * header into *h. buf needs CONN_REC_HDR + PROTO_HDR_LEN + CRYPTO_TAG_LEN
- * bytes of room beyond the body when the connection is secure. Returns 0 or
+ * header into *h. buf needs PROTO_HDR_LEN + CRYPTO_TAG_LEN bytes of room
+ * beyond the body when the connection is secure. Returns 0 or
  * an error with err filled; LR_ERECORD when a record fails to open.
  */
 int conn_recv_msg(struct conn *c, uint8_t *buf, size_t cap, struct proto_hdr *h,
@@ -94,17 +94,17 @@ int conn_send_data(struct conn *c, uint8_t type, uint8_t *buf, size_t len);
 int conn_recv_data(struct conn *c, uint8_t *buf, size_t cap, uint8_t *type,
 		   size_t *len);
 
-#endif
-
 struct session_hello;
 
 /*
  * Client side of a connection's opening: our preamble, the handshake when
  * psk is set (wish: the cipher asked for, or SESSION_CIPHER_AUTO), the
  * server's preamble and answer. On success *c is ready for messages and
- * *cipher holds the cipher the server chose (CRYPTO_NONE without psk).
+ * c->cipher holds the cipher the server chose (CRYPTO_NONE without psk).
  * where names the server in messages. LR_EAUTH: wrong or missing token.
  */
 int conn_client_open(int fd, const uint8_t *psk, uint8_t wish,
 		     const char *where, int64_t deadline_ms, struct conn *c,
 		     struct lr_err *err);
+
+#endif

@@ -304,8 +304,9 @@ int net_recv_msg(int fd, uint8_t *buf, size_t cap, struct proto_hdr *h,
 	if (r == LR_ETOOBIG)
 		return lr_err_set(
 			err, r, "peer announced a %u-byte message (limit %zu)",
-			(unsigned)((hdr[4] << 24) | (hdr[5] << 16) |
-				   (hdr[6] << 8) | hdr[7]),
+			(unsigned)((uint32_t)hdr[4] << 24 |
+				   (uint32_t)hdr[5] << 16 |
+				   (uint32_t)hdr[6] << 8 | hdr[7]),
 			max);
 	if (r < 0)
 		return lr_err_setc(err, r, "message header");

@@ -9,7 +9,7 @@
 #include "crypto.h"
 
 /*
- * The token and the handshake (docs/PROTOCOL.md section 6): the Noise
+ * The token and the handshake (docs/PROTOCOL.md section 5): the Noise
  * pattern NNpsk0 with X25519, ChaCha20-Poly1305 and SHA-256, the token's
  * key as the pre-shared key.
  *
