@@ -696,7 +696,11 @@ static int peer_error(const uint8_t *body, size_t len, struct lr_err *err)
 		return lr_err_set(err, LR_EBADMSG,
 				  "server sent a malformed error message");
 	if (pe.code == PROTO_ERR_BUSY)
-		return lr_err_set(err, LR_EBUSY, "server busy: %s", pe.text);
+		return lr_err_set(err, LR_EBUSY, "%s%s",
+				  strncmp(pe.text, "server busy", 11)
+					  ? "server busy: "
+					  : "",
+				  pe.text);
 	if (pe.code == PROTO_ERR_AUTH)
 		return lr_err_set(err, LR_EAUTH, "authentication failed: %s",
 				  pe.text);
@@ -892,7 +896,17 @@ int bench_client_run(const struct bench_opts *o,
 		r = conn_send_msg(&ctrl, buf, b.len,
 				  net_now_ms() + CTRL_TIMEOUT_MS);
 	if (r) {
-		lr_err_setc(err, r, "sending request to %s", where);
+		/* a server that refused us may have said why */
+		struct lr_err e2 = { 0 };
+
+		if (expect_msg(&ctrl, PROTO_TEST_ACCEPT, buf, BUF_LEN, &h, 2000,
+			       "an answer", &e2) != LR_EPEER &&
+		    e2.code != LR_EBUSY && e2.code != LR_EAUTH) {
+			lr_err_setc(err, r, "sending request to %s", where);
+		} else {
+			*err = e2;
+			r = e2.code;
+		}
 		goto out_close;
 	}
 	r = expect_msg(&ctrl, PROTO_TEST_ACCEPT, buf, BUF_LEN, &h,

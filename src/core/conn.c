@@ -131,13 +131,19 @@ int conn_send_msg(struct conn *c, uint8_t *msg, size_t len, int64_t deadline_ms)
 		return -EMSGSIZE;
 	rec_hdr(hdr, CONN_REC_CTRL, len);
 	r = seal(c, hdr, msg, len, tag);
-	if (!r)
-		r = net_write_full(c->fd, hdr, sizeof(hdr), deadline_ms);
-	if (!r)
-		r = net_write_full(c->fd, msg, len, deadline_ms);
-	if (!r)
-		r = net_write_full(c->fd, tag, sizeof(tag), deadline_ms);
-	return r;
+	if (r)
+		return r;
+	/* one write: a record split over segments could be cut off by a
+	 * close that follows it (an ERROR before the server hangs up) */
+	{
+		struct iovec iov[3] = {
+			{ .iov_base = hdr, .iov_len = sizeof(hdr) },
+			{ .iov_base = msg, .iov_len = len },
+			{ .iov_base = tag, .iov_len = sizeof(tag) },
+		};
+
+		return net_writev_full(c->fd, iov, 3, deadline_ms);
+	}
 }
 
 int conn_recv_msg(struct conn *c, uint8_t *buf, size_t cap, struct proto_hdr *h,
@@ -343,7 +349,7 @@ static int early_error(const uint8_t *body, size_t len, const char *where,
 		return lr_err_set(err, LR_EAUTH, "authentication failed: %s",
 				  pe.text);
 	if (pe.code == PROTO_ERR_BUSY)
-		return lr_err_set(err, LR_EBUSY, "server busy: %s", pe.text);
+		return lr_err_set(err, LR_EBUSY, "%s", pe.text);
 	return lr_err_set(err, LR_EPEER, "server error: %s", pe.text);
 }
 

@@ -290,6 +290,38 @@ int net_write_full(int fd, const void *buf, size_t len, int64_t deadline_ms)
 	return 0;
 }
 
+int net_writev_full(int fd, struct iovec *iov, int n, int64_t deadline_ms)
+{
+	struct msghdr mh;
+	ssize_t k;
+	int r;
+
+	while (n) {
+		r = wait_fd(fd, POLLOUT, deadline_ms);
+		if (r)
+			return r;
+		memset(&mh, 0, sizeof(mh));
+		mh.msg_iov = iov;
+		mh.msg_iovlen = (size_t)n;
+		k = sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (k < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			return -errno;
+		}
+		while (n && (size_t)k >= iov->iov_len) {
+			k -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n) {
+			iov->iov_base = (uint8_t *)iov->iov_base + k;
+			iov->iov_len -= (size_t)k;
+		}
+	}
+	return 0;
+}
+
 int net_recv_msg(int fd, uint8_t *buf, size_t cap, struct proto_hdr *h,
 		 int64_t deadline_ms, struct lr_err *err)
 {

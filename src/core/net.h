@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "err.h"
 #include "proto.h"
@@ -75,6 +76,9 @@ void net_addr_str(const struct sockaddr *sa, char *buf, size_t cap);
  * Return 0, LR_ETIMEOUT, LR_ECLOSED (EOF before len) or -errno. */
 int net_read_full(int fd, void *buf, size_t len, int64_t deadline_ms);
 int net_write_full(int fd, const void *buf, size_t len, int64_t deadline_ms);
+
+/* Write the iov array fully before the deadline (iov is modified). */
+int net_writev_full(int fd, struct iovec *iov, int n, int64_t deadline_ms);
 
 /*
  * Read one message: header, then a body bounded by cap (and by

@@ -212,7 +212,7 @@ static int test_request(struct server_test *t, uint8_t *buf,
 			  net_now_ms() + CTRL_TIMEOUT_MS, &e);
 	if (r) {
 		snprintf(why, cap, "no test request: %s", e.msg);
-		if (r == LR_ETOOBIG || r == LR_EBADMSG)
+		if (r != LR_ECLOSED && r != LR_ETIMEOUT)
 			send_error(&t->cc, PROTO_ERR_BAD_REQUEST, "%s", e.msg);
 		return r;
 	}
@@ -542,8 +542,18 @@ static void reject(struct server *srv, unsigned i, uint32_t code,
 {
 	struct pending *p = &srv->pend[i];
 
-	if (code)
+	if (code) {
+		uint8_t junk[4096];
+		unsigned k;
+
 		send_error(&p->conn, code, "%s", reason);
+		/* read what the peer already sent, so that closing does not
+		 * answer with a reset that destroys the ERROR in flight */
+		for (k = 0; k < 16; k++)
+			if (recv(p->fd, junk, sizeof(junk), MSG_DONTWAIT) <= 0)
+				break;
+		shutdown(p->fd, SHUT_WR);
+	}
 	emit_reject(srv, p->peer, reason);
 	pending_close(srv, i);
 }
