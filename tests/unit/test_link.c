@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Unit tests of link.[ch]: the TCP goodput ceiling against
- * /work/shared/REFERENCE.md section 1, and interface facts read from sample
+ * ../shared/REFERENCE.md section 1, and interface facts read from sample
  * sysfs trees built in a temporary directory.
  */
 #include <arpa/inet.h>
