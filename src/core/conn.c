@@ -217,15 +217,7 @@ static int send_all(struct conn *c, struct iovec *iov, int n)
 			}
 			return -errno;
 		}
-		while (n && (size_t)k >= iov->iov_len) {
-			k -= (ssize_t)iov->iov_len;
-			iov++;
-			n--;
-		}
-		if (n) {
-			iov->iov_base = (uint8_t *)iov->iov_base + k;
-			iov->iov_len -= (size_t)k;
-		}
+		n = net_iov_advance(&iov, n, (size_t)k);
 	}
 	return 0;
 }

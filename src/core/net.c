@@ -290,6 +290,23 @@ int net_write_full(int fd, const void *buf, size_t len, int64_t deadline_ms)
 	return 0;
 }
 
+int net_iov_advance(struct iovec **piov, int n, size_t k)
+{
+	struct iovec *iov = *piov;
+
+	while (n && k >= iov->iov_len) {
+		k -= iov->iov_len;
+		iov++;
+		n--;
+	}
+	if (n) {
+		iov->iov_base = (uint8_t *)iov->iov_base + k;
+		iov->iov_len -= k;
+	}
+	*piov = iov;
+	return n;
+}
+
 int net_writev_full(int fd, struct iovec *iov, int n, int64_t deadline_ms)
 {
 	struct msghdr mh;
@@ -309,15 +326,7 @@ int net_writev_full(int fd, struct iovec *iov, int n, int64_t deadline_ms)
 				continue;
 			return -errno;
 		}
-		while (n && (size_t)k >= iov->iov_len) {
-			k -= (ssize_t)iov->iov_len;
-			iov++;
-			n--;
-		}
-		if (n) {
-			iov->iov_base = (uint8_t *)iov->iov_base + k;
-			iov->iov_len -= (size_t)k;
-		}
+		n = net_iov_advance(&iov, n, (size_t)k);
 	}
 	return 0;
 }

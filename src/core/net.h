@@ -77,6 +77,10 @@ void net_addr_str(const struct sockaddr *sa, char *buf, size_t cap);
 int net_read_full(int fd, void *buf, size_t len, int64_t deadline_ms);
 int net_write_full(int fd, const void *buf, size_t len, int64_t deadline_ms);
 
+/* Skip k bytes written from the n entries at *piov; returns the entries
+ * left, *piov pointing at the first. */
+int net_iov_advance(struct iovec **piov, int n, size_t k);
+
 /* Write the iov array fully before the deadline (iov is modified). */
 int net_writev_full(int fd, struct iovec *iov, int n, int64_t deadline_ms);
 
