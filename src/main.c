@@ -18,6 +18,8 @@ struct cmd {
 static const struct cmd cmds[] = {
 	{ "bench", cmd_bench, cmd_bench_usage,
 	  "measure TCP throughput against a linerate server (iperf3-style)" },
+	{ "crypto", cmd_crypto, cmd_crypto_usage,
+	  "measure this CPU's cipher speed and what auto picks" },
 	{ "serve", cmd_serve, cmd_serve_usage,
 	  "answer bench clients, several tests at once" },
 	{ "token", cmd_token, cmd_token_usage,

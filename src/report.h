@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "bench.h"
+#include "cryptobench.h"
 #include "server.h"
 
 /*
@@ -34,5 +35,21 @@ void report_server_event(FILE *out, FILE *log, const struct server_event *ev);
 
 /* Write s with control and non-ASCII bytes escaped (\xNN). */
 void report_escaped(FILE *out, const char *s);
+
+/*
+ * The formatter of `linerate crypto`, to be folded into report.[ch]:
+ * a human table, or one JSON document. Neither takes ownership.
+ */
+
+/* The CPU, the table of MB/s and 1 GbE core counts, and auto's pick. */
+void report_crypto_human(FILE *out, const struct cryptobench_cpu *cpu,
+			 const struct cryptobench_result *res);
+
+/* The same as one JSON document (no NaN or infinity). 0 or -ENOMEM. */
+int report_crypto_json(FILE *out, const struct cryptobench_cpu *cpu,
+		       const struct cryptobench_result *res);
+
+/* A JSON document {"error": msg}, for a failed --json run. */
+void report_crypto_json_error(FILE *out, const char *msg);
 
 #endif
