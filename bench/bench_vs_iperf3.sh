@@ -60,61 +60,11 @@ opt_repeat=1
 opt_rows=loopback,ns,shaped
 opt_out=
 
-usage() {
-    sed -n '/^# usage:/,/^# 1 some run failed/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
-}
-
-die_usage() {
-    printf 'bench_vs_iperf3: %s\n' "$*" >&2
-    printf "Try '%s --help'.\n" "$0" >&2
-    exit 2
-}
-
-log() {
-    printf 'bench_vs_iperf3: %s\n' "$*" >&2
-}
-
-# ---------------------------------------------------------------- options
-
-while [ $# -gt 0 ]; do
-    case $1 in
-    -t | --time)
-        [ $# -ge 2 ] || die_usage "$1 needs a value"
-        opt_time=$2
-        shift 2
-        ;;
-    -t*) opt_time=${1#-t}; shift ;;
-    --time=*) opt_time=${1#*=}; shift ;;
-    --repeat)
-        [ $# -ge 2 ] || die_usage "$1 needs a value"
-        opt_repeat=$2
-        shift 2
-        ;;
-    --repeat=*) opt_repeat=${1#*=}; shift ;;
-    --rows)
-        [ $# -ge 2 ] || die_usage "$1 needs a value"
-        opt_rows=$2
-        shift 2
-        ;;
-    --rows=*) opt_rows=${1#*=}; shift ;;
-    --out)
-        [ $# -ge 2 ] || die_usage "$1 needs a value"
-        opt_out=$2
-        shift 2
-        ;;
-    --out=*) opt_out=${1#*=}; shift ;;
-    -h | --help) usage; exit 0 ;;
-    *) die_usage "unknown argument '$1'" ;;
-    esac
-done
-
-if ! [[ $opt_time =~ ^[0-9]{1,4}$ ]] || [ "$opt_time" -lt 1 ] || [ "$opt_time" -gt 3600 ]; then
-    die_usage "-t wants whole seconds 1-3600, not '$opt_time'"
-fi
-if ! [[ $opt_repeat =~ ^[0-9]{1,3}$ ]] || [ "$opt_repeat" -lt 1 ] || [ "$opt_repeat" -gt 100 ]; then
-    die_usage "--repeat wants 1-100, not '$opt_repeat'"
-fi
-
+BENCH_NAME=bench_vs_iperf3
+BENCH_SCRIPT=${BASH_SOURCE[0]}
+# shellcheck source=bench/lib.sh
+source "$HERE/lib.sh"
+bench_parse_options "$@"
 want_loopback=0 want_ns=0 want_shaped=0
 IFS=, read -r -a _rows <<<"$opt_rows"
 [ ${#_rows[@]} -gt 0 ] || die_usage "--rows is empty"
