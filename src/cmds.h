@@ -8,6 +8,7 @@ int cmd_serve(int argc, char **argv);
 int cmd_token(int argc, char **argv);
 int cmd_crypto(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
+int cmd_disk(int argc, char **argv);
 
 /* Usage text of each subcommand. */
 extern const char cmd_bench_usage[];
@@ -15,5 +16,6 @@ extern const char cmd_serve_usage[];
 extern const char cmd_token_usage[];
 extern const char cmd_crypto_usage[];
 extern const char cmd_gen_usage[];
+extern const char cmd_disk_usage[];
 
 #endif

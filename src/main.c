@@ -20,6 +20,8 @@ static const struct cmd cmds[] = {
 	  "measure TCP throughput against a linerate server (iperf3-style)" },
 	{ "crypto", cmd_crypto, cmd_crypto_usage,
 	  "measure this CPU's cipher speed and what auto picks" },
+	{ "disk", cmd_disk, cmd_disk_usage,
+	  "measure sequential write and read speed of a file system's disk" },
 	{ "gen", cmd_gen, cmd_gen_usage,
 	  "write test data, incompressible or PCT% compressible" },
 	{ "serve", cmd_serve, cmd_serve_usage,

@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "cmds.h"
+#include "disk.h"
+#include "opts.h"
+#include "units.h"
+#include "banned.h"
+
+#define PROGRESS_EVERY 0.5 /* seconds between progress redraws */
+
+const char cmd_disk_usage[] =
+	"usage: linerate disk [options] [PATH]\n"
+	"\n"
+	"Measure sequential write and read throughput of the file system\n"
+	"holding the directory PATH (default '.'), and name the device behind\n"
+	"it. A test file PATH/.linerate-disk-PID.tmp is written, read back and\n"
+	"removed, also on SIGINT or SIGTERM. Writes and reads bypass the page\n"
+	"cache with O_DIRECT where the file system allows it; elsewhere the\n"
+	"timed write ends with fdatasync and the cache is dropped before the\n"
+	"read.\n"
+	"\n"
+	"  -s, --size SIZE   bytes to write and read (default 256M, up to 1T);\n"
+	"                    a multiple of --bs\n"
+	"  -b, --bs SIZE     bytes per write and read call (4K to 64M,\n"
+	"                    a multiple of 4K; default 1M)\n"
+	"  -J, --json        one JSON document on standard output\n"
+	"      --progress    show the progress line even when standard error\n"
+	"                    is not a terminal\n"
+	"  -h, --help        this text\n"
+	"\n"
+	"Exit status: 0 done, 1 failure, 2 usage error, 130/143 interrupted\n"
+	"by SIGINT/SIGTERM.\n";
+
+enum { OPT_PROGRESS = 0x100 };
+
+static const struct option long_opts[] = {
+	{ "size", required_argument, NULL, 's' },
+	{ "bs", required_argument, NULL, 'b' },
+	{ "json", no_argument, NULL, 'J' },
+	{ "progress", no_argument, NULL, OPT_PROGRESS },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct disk_cli_opts {
+	const char *path;
+	uint64_t size;
+	uint64_t bs;
+	bool json;
+	bool progress;
+};
+
+struct disk_progress {
+	uint64_t size;
+	enum disk_phase phase;
+	double start;
+	double last;
+	bool shown;
+	bool tty;
+};
+
+/* The signal that stopped the run, or 0. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static double now_sec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int usage_error(const char *msg)
+{
+	fprintf(stderr, "linerate disk: %s\n", msg);
+	fprintf(stderr, "Try 'linerate disk --help'.\n");
+	return EXIT_USAGE;
+}
+
+static int disk_opts_check(struct disk_cli_opts *o, struct lr_err *err)
+{
+	if (o->bs % DISK_MIN_BS)
+		return lr_err_set(err, -EINVAL,
+				  "--bs %llu is not a multiple of 4K",
+				  (unsigned long long)o->bs);
+	if (o->size < o->bs || o->size % o->bs)
+		return lr_err_set(err, -EINVAL,
+				  "--size %llu is not a multiple of --bs %llu",
+				  (unsigned long long)o->size,
+				  (unsigned long long)o->bs);
+	if (o->json && o->progress)
+		return lr_err_set(err, -EINVAL,
+				  "--json and --progress exclude each other");
+	return 0;
+}
+
+static int disk_parse(int argc, char **argv, struct disk_cli_opts *o,
+		      struct lr_err *err)
+{
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->path = ".";
+	o->size = 256ull << 20;
+	o->bs = 1u << 20;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":s:b:Jh", long_opts, NULL)) !=
+	       -1) {
+		switch (c) {
+		case 's':
+			if (opts_bytes("--size", optarg, DISK_MIN_BS,
+				       DISK_MAX_SIZE, &o->size, err))
+				return -EINVAL;
+			break;
+		case 'b':
+			if (opts_bytes("--bs", optarg, DISK_MIN_BS, DISK_MAX_BS,
+				       &o->bs, err))
+				return -EINVAL;
+			break;
+		case 'J': o->json = true; break;
+		case OPT_PROGRESS: o->progress = true; break;
+		case 'h': return 1;
+		default: return opts_getopt_error(c, argv, err);
+		}
+	}
+	if (argc - optind > 1)
+		return lr_err_set(err, -EINVAL, "unexpected argument '%s'",
+				  argv[optind + 1]);
+	if (argc - optind == 1)
+		o->path = argv[optind];
+	if (!*o->path)
+		return lr_err_set(err, -EINVAL, "PATH '' is not a directory");
+	return disk_opts_check(o, err);
+}
+
+/* One pv-style line: phase, done, percent, rate. */
+static void progress_draw(struct disk_progress *p, uint64_t done, double t)
+{
+	char bytes[32];
+	double sec = t - p->start;
+	double rate = sec > 0 ? (double)done / sec : 0;
+
+	units_fmt_bytes(bytes, sizeof(bytes), (double)done);
+	fprintf(stderr, "%s%-5s %12s %6.1f s [%8.1f MB/s] %3.0f%%%s",
+		p->tty ? "\r" : "",
+		p->phase == DISK_PHASE_WRITE ? "write" : "read", bytes, sec,
+		rate / 1e6, 100.0 * (double)done / (double)p->size,
+		p->tty ? "\033[K" : "\n");
+	fflush(stderr);
+	p->shown = true;
+}
+
+static void progress_cb(enum disk_phase phase, uint64_t done, void *arg)
+{
+	struct disk_progress *p = arg;
+	double t = now_sec();
+
+	if (phase != p->phase) {
+		p->phase = phase;
+		p->start = p->last = t;
+	}
+	if (t - p->last < PROGRESS_EVERY)
+		return;
+	p->last = t;
+	progress_draw(p, done, t);
+}
+
+static void fmt_rate(char *buf, size_t cap, double bytes_per_sec)
+{
+	if (bytes_per_sec >= 1e9)
+		snprintf(buf, cap, "%.1f GB/s", bytes_per_sec / 1e9);
+	else if (bytes_per_sec >= 1e6)
+		snprintf(buf, cap, "%.0f MB/s", bytes_per_sec / 1e6);
+	else
+		snprintf(buf, cap, "%.0f kB/s", bytes_per_sec / 1e3);
+}
+
+static double rate_of(uint64_t bytes, double sec)
+{
+	return sec > 0 ? (double)bytes / sec : 0;
+}
+
+/* "/dev/nvme0n1 (NVMe SSD)", "tmpfs (memory)", "srv:/x (NFS ...)" */
+static void fmt_device(char *buf, size_t cap, const struct disk_info *d)
+{
+	const char *desc = disk_kind_desc(d->kind);
+
+	if (d->kind == DISK_LOOP && d->backing[0])
+		snprintf(buf, cap, "/dev/%s (loop device backed by %s)",
+			 d->disk, d->backing);
+	else if (d->disk[0])
+		snprintf(buf, cap, "/dev/%s (%s)", d->disk, desc);
+	else if (d->source[0])
+		snprintf(buf, cap, "%s (%s)", d->source, desc);
+	else
+		snprintf(buf, cap, "%u:%u (%s)", d->major, d->minor, desc);
+}
+
+static void print_human(const struct disk_info *d,
+			const struct disk_result *res)
+{
+	char dev[1200], w[32], r[32];
+
+	fmt_device(dev, sizeof(dev), d);
+	fmt_rate(w, sizeof(w), rate_of(res->bytes, res->write_sec));
+	fmt_rate(r, sizeof(r), rate_of(res->bytes, res->read_sec));
+	printf("Device: %s, file system %s on %s\n", dev,
+	       d->fstype[0] ? d->fstype : "?", d->mnt[0] ? d->mnt : "?");
+	printf("write %s (%s)\n", w,
+	       res->write_direct ? "O_DIRECT" : "buffered + fdatasync");
+	printf("read %s (%s)\n", r,
+	       res->read_direct ? "O_DIRECT" : "after dropping the cache");
+}
+
+static cJSON *json_phase(uint64_t bytes, double sec, const char *mode)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(o, "bytes", (double)bytes);
+	cJSON_AddNumberToObject(o, "seconds", sec);
+	cJSON_AddNumberToObject(o, "bytes_per_second", rate_of(bytes, sec));
+	cJSON_AddStringToObject(o, "mode", mode);
+	return o;
+}
+
+static int print_json(const struct disk_cli_opts *o, const struct disk_info *d,
+		      const struct disk_result *res, const char *error)
+{
+	cJSON *root = cJSON_CreateObject(), *dev;
+	char devname[80];
+	char *text;
+
+	if (!root)
+		return -ENOMEM;
+	if (d) {
+		dev = cJSON_AddObjectToObject(root, "device");
+		snprintf(devname, sizeof(devname), "/dev/%s", d->disk);
+		if (d->disk[0])
+			cJSON_AddStringToObject(dev, "name", devname);
+		else
+			cJSON_AddNullToObject(dev, "name");
+		cJSON_AddStringToObject(dev, "kind", disk_kind_name(d->kind));
+		cJSON_AddStringToObject(dev, "description",
+					disk_kind_desc(d->kind));
+		if (d->backing[0])
+			cJSON_AddStringToObject(dev, "backing_file",
+						d->backing);
+		cJSON_AddStringToObject(dev, "fstype", d->fstype);
+		cJSON_AddStringToObject(dev, "mount_point", d->mnt);
+		cJSON_AddStringToObject(dev, "source", d->source);
+	}
+	cJSON_AddStringToObject(root, "path", o->path);
+	cJSON_AddNumberToObject(root, "size", (double)o->size);
+	cJSON_AddNumberToObject(root, "bs", (double)o->bs);
+	if (res) {
+		cJSON_AddItemToObject(
+			root, "write",
+			json_phase(res->bytes, res->write_sec,
+				   res->write_direct ? "O_DIRECT"
+						     : "buffered+fdatasync"));
+		cJSON_AddItemToObject(root, "read",
+				      json_phase(res->bytes, res->read_sec,
+						 res->read_direct
+							 ? "O_DIRECT"
+							 : "fadvise_dontneed"));
+	}
+	if (error)
+		cJSON_AddStringToObject(root, "error", error);
+	text = cJSON_Print(root);
+	cJSON_Delete(root);
+	if (!text)
+		return -ENOMEM;
+	puts(text);
+	cJSON_free(text);
+	return 0;
+}
+
+static void catch_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal; /* no SA_RESTART: the loop checks */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+int cmd_disk(int argc, char **argv)
+{
+	struct disk_cli_opts o;
+	struct disk_progress p = { 0 };
+	struct disk_result res;
+	struct disk_info info;
+	struct lr_err err = { 0 };
+	bool have_info = false;
+	int r;
+
+	r = disk_parse(argc, argv, &o, &err);
+	if (r == 1) {
+		fputs(cmd_disk_usage, stdout);
+		return EXIT_OK;
+	}
+	if (r)
+		return usage_error(err.msg);
+	catch_signals();
+	r = disk_identify(o.path, "/sys", "/proc/self/mountinfo", &info, &err);
+	if (r)
+		goto out_error;
+	have_info = true;
+	p.size = o.size;
+	p.tty = isatty(STDERR_FILENO);
+	p.phase = DISK_PHASE_WRITE;
+	p.start = p.last = now_sec();
+	r = disk_run(o.path, o.size, (uint32_t)o.bs, &stop_signal,
+		     !o.json && (p.tty || o.progress) ? progress_cb : NULL, &p,
+		     &res, &err);
+	if (p.shown && p.tty)
+		fputc('\n', stderr);
+	if (r)
+		goto out_error;
+	if (o.json)
+		print_json(&o, &info, &res, NULL);
+	else
+		print_human(&info, &res);
+	return EXIT_OK;
+
+out_error:
+	if (o.json)
+		print_json(&o, have_info ? &info : NULL, NULL, err.msg);
+	if (r == -EINTR && stop_signal) {
+		fprintf(stderr,
+			"linerate disk: interrupted, test file removed\n");
+		return 128 + stop_signal;
+	}
+	fprintf(stderr, "linerate: error - %s\n", err.msg);
+	return EXIT_RUNTIME;
+}

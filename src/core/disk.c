@@ -1,0 +1,490 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
+#include <sys/vfs.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/magic.h>
+
+#include "disk.h"
+#include "gen.h"
+#include "banned.h"
+
+/* Not all of these are in every linux/magic.h. */
+#ifndef CIFS_SUPER_MAGIC
+#define CIFS_SUPER_MAGIC 0xFF534D42
+#endif
+#ifndef SMB2_SUPER_MAGIC
+#define SMB2_SUPER_MAGIC 0xFE534D42
+#endif
+#ifndef FUSE_SUPER_MAGIC
+#define FUSE_SUPER_MAGIC 0x65735546
+#endif
+
+static const struct {
+	const char *name;
+	const char *desc;
+} kinds[] = {
+	[DISK_UNKNOWN] = { "block", "block device" },
+	[DISK_NVME] = { "nvme", "NVMe SSD" },
+	[DISK_MMC] = { "mmc", "SD/MMC card" },
+	[DISK_USB] = { "usb", "USB storage" },
+	[DISK_HDD] = { "hdd", "rotational disk" },
+	[DISK_SSD] = { "ssd", "SSD" },
+	[DISK_VIRTIO] = { "virtio", "virtual disk" },
+	[DISK_LOOP] = { "loop", "loop device" },
+	[DISK_TMPFS] = { "tmpfs", "memory" },
+	[DISK_NFS] = { "nfs", "NFS network file system" },
+	[DISK_CIFS] = { "cifs", "SMB/CIFS network file system" },
+	[DISK_FUSE] = { "fuse", "FUSE file system" },
+	[DISK_NODEV] = { "nodev", "no block device" },
+};
+
+const char *disk_kind_name(enum disk_kind kind)
+{
+	if ((unsigned int)kind >= sizeof(kinds) / sizeof(kinds[0]))
+		return "unknown";
+	return kinds[kind].name;
+}
+
+const char *disk_kind_desc(enum disk_kind kind)
+{
+	if ((unsigned int)kind >= sizeof(kinds) / sizeof(kinds[0]))
+		return "unknown";
+	return kinds[kind].desc;
+}
+
+static int read_small(const char *path, char *buf, size_t cap)
+{
+	FILE *f = fopen(path, "re");
+	size_t n;
+
+	if (!f)
+		return -errno;
+	n = fread(buf, 1, cap - 1, f);
+	fclose(f);
+	if (n == 0)
+		return -EIO;
+	buf[n] = '\0';
+	while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		buf[--n] = '\0';
+	return 0;
+}
+
+static bool path_exists(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0;
+}
+
+static void copy_str(char *dst, size_t cap, const char *src)
+{
+	snprintf(dst, cap, "%s", src);
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+
+	return s ? s + 1 : p;
+}
+
+int disk_classify_block(const char *sysroot, unsigned int major,
+			unsigned int minor, struct disk_info *out)
+{
+	char link[512], dev[PATH_MAX], path[PATH_MAX + 64], buf[PATH_MAX];
+	enum disk_kind kind;
+	char *slash;
+
+	snprintf(link, sizeof(link), "%s/dev/block/%u:%u", sysroot, major,
+		 minor);
+	if (!realpath(link, dev))
+		return -ENOENT;
+	copy_str(out->part, sizeof(out->part), base_name(dev));
+	/* A partition's directory sits inside its whole disk's. */
+	snprintf(path, sizeof(path), "%s/partition", dev);
+	if (path_exists(path)) {
+		slash = strrchr(dev, '/');
+		if (slash && slash != dev)
+			*slash = '\0';
+	}
+	copy_str(out->disk, sizeof(out->disk), base_name(dev));
+	out->backing[0] = '\0';
+
+	if (!strncmp(out->disk, "loop", 4)) {
+		kind = DISK_LOOP;
+		snprintf(path, sizeof(path), "%s/loop/backing_file", dev);
+		if (!read_small(path, buf, sizeof(buf)))
+			copy_str(out->backing, sizeof(out->backing), buf);
+	} else if (!strncmp(out->disk, "nvme", 4)) {
+		kind = DISK_NVME;
+	} else if (!strncmp(out->disk, "mmcblk", 6)) {
+		kind = DISK_MMC;
+	} else if (strstr(dev, "/usb")) {
+		kind = DISK_USB;
+	} else if (strstr(dev, "/virtio")) {
+		kind = DISK_VIRTIO;
+	} else {
+		kind = DISK_UNKNOWN;
+		snprintf(path, sizeof(path), "%s/queue/rotational", dev);
+		if (!read_small(path, buf, sizeof(buf))) {
+			if (!strcmp(buf, "1"))
+				kind = DISK_HDD;
+			else if (!strcmp(buf, "0"))
+				kind = DISK_SSD;
+		}
+	}
+	out->kind = kind;
+	return 0;
+}
+
+enum disk_kind disk_kind_from_fstype(const char *fstype)
+{
+	if (!strcmp(fstype, "tmpfs") || !strcmp(fstype, "ramfs"))
+		return DISK_TMPFS;
+	if (!strncmp(fstype, "nfs", 3))
+		return DISK_NFS;
+	if (!strcmp(fstype, "cifs") || !strncmp(fstype, "smb", 3))
+		return DISK_CIFS;
+	if (!strncmp(fstype, "fuse", 4))
+		return DISK_FUSE;
+	return DISK_UNKNOWN;
+}
+
+/* Undo mountinfo's octal escapes ("\040" for a space) in place. */
+static void unescape(char *s)
+{
+	char *d = s;
+
+	while (*s) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' &&
+		    s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 +
+				      (s[3] - '0'));
+			s += 4;
+		} else {
+			*d++ = *s++;
+		}
+	}
+	*d = '\0';
+}
+
+/* Is mount point mnt a prefix of path, at a component boundary? */
+static size_t mount_prefix(const char *mnt, const char *path)
+{
+	size_t n = strlen(mnt);
+
+	if (!strcmp(mnt, "/"))
+		return 1;
+	if (strncmp(mnt, path, n) || (path[n] != '/' && path[n] != '\0'))
+		return 0;
+	return n;
+}
+
+int disk_mountinfo_lookup(const char *mountinfo, unsigned int major,
+			  unsigned int minor, const char *abspath,
+			  struct disk_info *out)
+{
+	char line[4096], want[32];
+	size_t best = 0;
+	bool found = false;
+	FILE *f;
+
+	f = fopen(mountinfo, "re");
+	if (!f)
+		return -errno;
+	snprintf(want, sizeof(want), "%u:%u", major, minor);
+	while (fgets(line, sizeof(line), f)) {
+		/* id parent maj:min root mnt opts [optional...] - type src sopts */
+		char *fields[6], *sep, *save = NULL, *tok, *tail;
+		int n = 0;
+		size_t score;
+
+		sep = strstr(line, " - ");
+		if (!sep)
+			continue;
+		*sep = '\0';
+		tail = sep + 3;
+		for (tok = strtok_r(line, " ", &save); tok && n < 6;
+		     tok = strtok_r(NULL, " ", &save))
+			fields[n++] = tok;
+		if (n < 5 || strcmp(fields[2], want))
+			continue;
+		unescape(fields[4]);
+		score = abspath ? mount_prefix(fields[4], abspath) : 1;
+		if (abspath && !score)
+			continue;
+		if (found && score <= best)
+			continue;
+		found = true;
+		best = score;
+		copy_str(out->mnt, sizeof(out->mnt), fields[4]);
+		save = NULL;
+		tok = strtok_r(tail, " \n", &save);
+		copy_str(out->fstype, sizeof(out->fstype), tok ? tok : "");
+		tok = tok ? strtok_r(NULL, " \n", &save) : NULL;
+		if (tok)
+			unescape(tok);
+		copy_str(out->source, sizeof(out->source), tok ? tok : "");
+	}
+	fclose(f);
+	return found ? 0 : -ENOENT;
+}
+
+static enum disk_kind kind_from_magic(long type)
+{
+	switch ((unsigned long)type & 0xffffffffu) {
+	case TMPFS_MAGIC:
+	case RAMFS_MAGIC: return DISK_TMPFS;
+	case NFS_SUPER_MAGIC: return DISK_NFS;
+	case CIFS_SUPER_MAGIC:
+	case SMB2_SUPER_MAGIC: return DISK_CIFS;
+	case FUSE_SUPER_MAGIC: return DISK_FUSE;
+	default: return DISK_UNKNOWN;
+	}
+}
+
+int disk_identify(const char *path, const char *sysroot, const char *mountinfo,
+		  struct disk_info *out, struct lr_err *err)
+{
+	struct disk_info info;
+	char abspath[PATH_MAX];
+	struct statfs sfs;
+	struct stat st, src;
+	enum disk_kind kind;
+
+	memset(&info, 0, sizeof(info));
+	if (stat(path, &st))
+		return lr_err_setc(err, -errno, "stat %s", path);
+	if (!S_ISDIR(st.st_mode))
+		return lr_err_set(err, -ENOTDIR, "%s is not a directory", path);
+	if (statfs(path, &sfs))
+		return lr_err_setc(err, -errno, "statfs %s", path);
+	if (!realpath(path, abspath))
+		return lr_err_setc(err, -errno, "realpath %s", path);
+	info.major = major(st.st_dev);
+	info.minor = minor(st.st_dev);
+	/* The mount is context only: a missing /proc is not an error. */
+	disk_mountinfo_lookup(mountinfo, info.major, info.minor, abspath,
+			      &info);
+
+	kind = kind_from_magic(sfs.f_type);
+	if (kind == DISK_UNKNOWN && info.fstype[0])
+		kind = disk_kind_from_fstype(info.fstype);
+	if (kind != DISK_UNKNOWN) {
+		info.kind = kind;
+		goto out;
+	}
+	if (!disk_classify_block(sysroot, info.major, info.minor, &info))
+		goto out;
+	/*
+	 * An anonymous device (btrfs subvolume, overlayfs, ...): the mount
+	 * source may still name the block device.
+	 */
+	if (!strncmp(info.source, "/dev/", 5) && !stat(info.source, &src) &&
+	    S_ISBLK(src.st_mode) &&
+	    !disk_classify_block(sysroot, major(src.st_rdev),
+				 minor(src.st_rdev), &info))
+		goto out;
+	info.kind = DISK_NODEV;
+out:
+	*out = info;
+	return 0;
+}
+
+static double now_sec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Each block carries its index in its first 8 bytes, so that a block the
+ * device (or a dedup layer) mixed up is caught, and no two are equal. */
+static void stamp(uint8_t *buf, uint64_t i)
+{
+	memcpy(buf, &i, sizeof(i));
+}
+
+static int write_block(int fd, const uint8_t *buf, uint32_t bs, off_t off)
+{
+	ssize_t n;
+	uint32_t done = 0;
+
+	while (done < bs) {
+		n = pwrite(fd, buf + done, bs - done, off + done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		done += (uint32_t)n;
+	}
+	return 0;
+}
+
+static int read_block(int fd, uint8_t *buf, uint32_t bs, off_t off)
+{
+	ssize_t n;
+	uint32_t done = 0;
+
+	while (done < bs) {
+		n = pread(fd, buf + done, bs - done, off + done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO; /* the file is shorter than written */
+		done += (uint32_t)n;
+	}
+	return 0;
+}
+
+static int set_direct(int fd, bool on)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0)
+		return -errno;
+	fl = on ? fl | O_DIRECT : fl & ~O_DIRECT;
+	return fcntl(fd, F_SETFL, fl) ? -errno : 0;
+}
+
+int disk_run(const char *dir, uint64_t size, uint32_t bs,
+	     const volatile sig_atomic_t *stop,
+	     void (*progress)(enum disk_phase phase, uint64_t done, void *arg),
+	     void *arg, struct disk_result *out, struct lr_err *err)
+{
+	struct disk_result res = { 0 };
+	char name[PATH_MAX];
+	uint64_t i, blocks;
+	struct statvfs vfs;
+	struct gen *g;
+	uint8_t *buf;
+	double t0;
+	int fd, r;
+
+	if (bs < DISK_MIN_BS || bs > DISK_MAX_BS || !size || size % bs)
+		return lr_err_set(err, -EINVAL,
+				  "size %llu is not a multiple of block size "
+				  "%u",
+				  (unsigned long long)size, bs);
+	blocks = size / bs;
+	if (statvfs(dir, &vfs))
+		return lr_err_setc(err, -errno, "statvfs %s", dir);
+	if ((uint64_t)vfs.f_bavail * vfs.f_frsize < size)
+		return lr_err_set(
+			err, -ENOSPC,
+			"%s has %llu bytes free, the test needs %llu", dir,
+			(unsigned long long)vfs.f_bavail * vfs.f_frsize,
+			(unsigned long long)size);
+	r = posix_memalign((void **)&buf, 4096, bs);
+	if (r)
+		return lr_err_setc(err, -r, "block buffer");
+	r = gen_new(NULL, 0, &g);
+	if (r) {
+		lr_err_setc(err, r, "test data");
+		goto out_free_buf;
+	}
+	gen_fill(g, buf, bs);
+	gen_free(g);
+
+	snprintf(name, sizeof(name), "%s/.linerate-disk-%ld.tmp", dir,
+		 (long)getpid());
+	fd = open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+		  0600);
+	if (fd < 0) {
+		r = lr_err_setc(err, -errno, "create %s", name);
+		goto out_free_buf;
+	}
+	/* fcntl refuses O_DIRECT where the file system has no direct I/O. */
+	res.write_direct = !set_direct(fd, true);
+
+	t0 = now_sec();
+	for (i = 0; i < blocks; i++) {
+		if (*stop) {
+			r = lr_err_set(err, -EINTR, "interrupted");
+			goto out_unlink;
+		}
+		stamp(buf, i);
+		r = write_block(fd, buf, bs, (off_t)(i * bs));
+		if (r == -EINVAL && res.write_direct && i == 0) {
+			/* direct I/O accepted at open, refused at write */
+			res.write_direct = false;
+			r = set_direct(fd, false);
+			if (!r)
+				r = write_block(fd, buf, bs, 0);
+		}
+		if (r) {
+			lr_err_setc(err, r, "write %s", name);
+			goto out_unlink;
+		}
+		if (progress)
+			progress(DISK_PHASE_WRITE, (i + 1) * bs, arg);
+	}
+	/* Direct I/O too: block allocation is only durable after this. */
+	if (fdatasync(fd)) {
+		r = lr_err_setc(err, -errno, "fdatasync %s", name);
+		goto out_unlink;
+	}
+	res.write_sec = now_sec() - t0;
+
+	res.read_direct = res.write_direct;
+	if (!res.read_direct) {
+		/* Clean now (fdatasync above), so the pages can be dropped. */
+		r = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+		if (r) {
+			r = lr_err_setc(err, -r, "posix_fadvise %s", name);
+			goto out_unlink;
+		}
+	}
+	t0 = now_sec();
+	for (i = 0; i < blocks; i++) {
+		uint64_t got;
+
+		if (*stop) {
+			r = lr_err_set(err, -EINTR, "interrupted");
+			goto out_unlink;
+		}
+		r = read_block(fd, buf, bs, (off_t)(i * bs));
+		if (r) {
+			lr_err_setc(err, r, "read %s", name);
+			goto out_unlink;
+		}
+		memcpy(&got, buf, sizeof(got));
+		if (got != i) {
+			r = lr_err_set(err, -EIO,
+				       "read %s: block %llu came back as "
+				       "block %llu",
+				       name, (unsigned long long)i,
+				       (unsigned long long)got);
+			goto out_unlink;
+		}
+		if (progress)
+			progress(DISK_PHASE_READ, (i + 1) * bs, arg);
+	}
+	res.read_sec = now_sec() - t0;
+	res.bytes = size;
+	r = 0;
+
+out_unlink:
+	close(fd);
+	if (unlink(name) && !r)
+		r = lr_err_setc(err, -errno, "remove %s", name);
+out_free_buf:
+	free(buf);
+	if (!r)
+		*out = res;
+	return r;
+}
