@@ -9,12 +9,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cjson/cJSON.h>
-
 #include "cmds.h"
 #include "disk.h"
 #include "opts.h"
 #include "units.h"
+#include "report.h"
 #include "banned.h"
 
 #define PROGRESS_EVERY 0.5 /* seconds between progress redraws */
@@ -181,116 +180,6 @@ static void progress_cb(enum disk_phase phase, uint64_t done, void *arg)
 	progress_draw(p, done, t);
 }
 
-static void fmt_rate(char *buf, size_t cap, double bytes_per_sec)
-{
-	if (bytes_per_sec >= 1e9)
-		snprintf(buf, cap, "%.1f GB/s", bytes_per_sec / 1e9);
-	else if (bytes_per_sec >= 1e6)
-		snprintf(buf, cap, "%.0f MB/s", bytes_per_sec / 1e6);
-	else
-		snprintf(buf, cap, "%.0f kB/s", bytes_per_sec / 1e3);
-}
-
-static double rate_of(uint64_t bytes, double sec)
-{
-	return sec > 0 ? (double)bytes / sec : 0;
-}
-
-/* "/dev/nvme0n1 (NVMe SSD)", "tmpfs (memory)", "srv:/x (NFS ...)" */
-static void fmt_device(char *buf, size_t cap, const struct disk_info *d)
-{
-	const char *desc = disk_kind_desc(d->kind);
-
-	if (d->kind == DISK_LOOP && d->backing[0])
-		snprintf(buf, cap, "/dev/%s (loop device backed by %s)",
-			 d->disk, d->backing);
-	else if (d->disk[0])
-		snprintf(buf, cap, "/dev/%s (%s)", d->disk, desc);
-	else if (d->source[0])
-		snprintf(buf, cap, "%s (%s)", d->source, desc);
-	else
-		snprintf(buf, cap, "%u:%u (%s)", d->major, d->minor, desc);
-}
-
-static void print_human(const struct disk_info *d,
-			const struct disk_result *res)
-{
-	char dev[1200], w[32], r[32];
-
-	fmt_device(dev, sizeof(dev), d);
-	fmt_rate(w, sizeof(w), rate_of(res->bytes, res->write_sec));
-	fmt_rate(r, sizeof(r), rate_of(res->bytes, res->read_sec));
-	printf("Device: %s, file system %s on %s\n", dev,
-	       d->fstype[0] ? d->fstype : "?", d->mnt[0] ? d->mnt : "?");
-	printf("write %s (%s)\n", w,
-	       res->write_direct ? "O_DIRECT" : "buffered + fdatasync");
-	printf("read %s (%s)\n", r,
-	       res->read_direct ? "O_DIRECT" : "after dropping the cache");
-}
-
-static cJSON *json_phase(uint64_t bytes, double sec, const char *mode)
-{
-	cJSON *o = cJSON_CreateObject();
-
-	cJSON_AddNumberToObject(o, "bytes", (double)bytes);
-	cJSON_AddNumberToObject(o, "seconds", sec);
-	cJSON_AddNumberToObject(o, "bytes_per_second", rate_of(bytes, sec));
-	cJSON_AddStringToObject(o, "mode", mode);
-	return o;
-}
-
-static int print_json(const struct disk_cli_opts *o, const struct disk_info *d,
-		      const struct disk_result *res, const char *error)
-{
-	cJSON *root = cJSON_CreateObject(), *dev;
-	char devname[80];
-	char *text;
-
-	if (!root)
-		return -ENOMEM;
-	if (d) {
-		dev = cJSON_AddObjectToObject(root, "device");
-		snprintf(devname, sizeof(devname), "/dev/%s", d->disk);
-		if (d->disk[0])
-			cJSON_AddStringToObject(dev, "name", devname);
-		else
-			cJSON_AddNullToObject(dev, "name");
-		cJSON_AddStringToObject(dev, "kind", disk_kind_name(d->kind));
-		cJSON_AddStringToObject(dev, "description",
-					disk_kind_desc(d->kind));
-		if (d->backing[0])
-			cJSON_AddStringToObject(dev, "backing_file",
-						d->backing);
-		cJSON_AddStringToObject(dev, "fstype", d->fstype);
-		cJSON_AddStringToObject(dev, "mount_point", d->mnt);
-		cJSON_AddStringToObject(dev, "source", d->source);
-	}
-	cJSON_AddStringToObject(root, "path", o->path);
-	cJSON_AddNumberToObject(root, "size", (double)o->size);
-	cJSON_AddNumberToObject(root, "bs", (double)o->bs);
-	if (res) {
-		cJSON_AddItemToObject(
-			root, "write",
-			json_phase(res->bytes, res->write_sec,
-				   res->write_direct ? "O_DIRECT"
-						     : "buffered+fdatasync"));
-		cJSON_AddItemToObject(root, "read",
-				      json_phase(res->bytes, res->read_sec,
-						 res->read_direct
-							 ? "O_DIRECT"
-							 : "fadvise_dontneed"));
-	}
-	if (error)
-		cJSON_AddStringToObject(root, "error", error);
-	text = cJSON_Print(root);
-	cJSON_Delete(root);
-	if (!text)
-		return -ENOMEM;
-	puts(text);
-	cJSON_free(text);
-	return 0;
-}
-
 static void catch_signals(void)
 {
 	struct sigaction sa;
@@ -336,14 +225,16 @@ int cmd_disk(int argc, char **argv)
 	if (r)
 		goto out_error;
 	if (o.json)
-		print_json(&o, &info, &res, NULL);
+		report_disk_json(stdout, o.path, o.size, o.bs, &info, &res,
+				 NULL);
 	else
-		print_human(&info, &res);
+		report_disk_human(stdout, &info, &res);
 	return EXIT_OK;
 
 out_error:
 	if (o.json)
-		print_json(&o, have_info ? &info : NULL, NULL, err.msg);
+		report_disk_json(stdout, o.path, o.size, o.bs,
+				 have_info ? &info : NULL, NULL, err.msg);
 	if (r == -EINTR && stop_signal) {
 		fprintf(stderr,
 			"linerate disk: interrupted, test file removed\n");

@@ -7,6 +7,7 @@
 
 #include "bench.h"
 #include "cryptobench.h"
+#include "disk.h"
 #include "server.h"
 
 /*
@@ -51,5 +52,13 @@ int report_crypto_json(FILE *out, const struct cryptobench_cpu *cpu,
 
 /* A JSON document {"error": msg}, for a failed --json run. */
 void report_crypto_json_error(FILE *out, const char *msg);
+
+/* linerate disk: the human lines, or one JSON document (error may be
+ * NULL; d and res may be NULL when the test did not get that far). */
+void report_disk_human(FILE *out, const struct disk_info *d,
+		       const struct disk_result *res);
+int report_disk_json(FILE *out, const char *path, uint64_t size, uint64_t bs,
+		     const struct disk_info *d, const struct disk_result *res,
+		     const char *error);
 
 #endif
