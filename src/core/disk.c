@@ -15,6 +15,7 @@
 
 #include "disk.h"
 #include "gen.h"
+#include "sysfs.h"
 #include "banned.h"
 
 /* Not all of these are in every linux/magic.h. */
@@ -61,30 +62,6 @@ const char *disk_kind_desc(enum disk_kind kind)
 	return kinds[kind].desc;
 }
 
-static int read_small(const char *path, char *buf, size_t cap)
-{
-	FILE *f = fopen(path, "re");
-	size_t n;
-
-	if (!f)
-		return -errno;
-	n = fread(buf, 1, cap - 1, f);
-	fclose(f);
-	if (n == 0)
-		return -EIO;
-	buf[n] = '\0';
-	while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
-		buf[--n] = '\0';
-	return 0;
-}
-
-static bool path_exists(const char *path)
-{
-	struct stat st;
-
-	return stat(path, &st) == 0;
-}
-
 static void copy_str(char *dst, size_t cap, const char *src)
 {
 	snprintf(dst, cap, "%s", src);
@@ -111,7 +88,7 @@ int disk_classify_block(const char *sysroot, unsigned int major,
 	copy_str(out->part, sizeof(out->part), base_name(dev));
 	/* A partition's directory sits inside its whole disk's. */
 	snprintf(path, sizeof(path), "%s/partition", dev);
-	if (path_exists(path)) {
+	if (sysfs_exists(path)) {
 		slash = strrchr(dev, '/');
 		if (slash && slash != dev)
 			*slash = '\0';
@@ -122,7 +99,7 @@ int disk_classify_block(const char *sysroot, unsigned int major,
 	if (!strncmp(out->disk, "loop", 4)) {
 		kind = DISK_LOOP;
 		snprintf(path, sizeof(path), "%s/loop/backing_file", dev);
-		if (!read_small(path, buf, sizeof(buf)))
+		if (!sysfs_read_small(path, buf, sizeof(buf)))
 			copy_str(out->backing, sizeof(out->backing), buf);
 	} else if (!strncmp(out->disk, "nvme", 4)) {
 		kind = DISK_NVME;
@@ -135,7 +112,7 @@ int disk_classify_block(const char *sysroot, unsigned int major,
 	} else {
 		kind = DISK_UNKNOWN;
 		snprintf(path, sizeof(path), "%s/queue/rotational", dev);
-		if (!read_small(path, buf, sizeof(buf))) {
+		if (!sysfs_read_small(path, buf, sizeof(buf))) {
 			if (!strcmp(buf, "1"))
 				kind = DISK_HDD;
 			else if (!strcmp(buf, "0"))

@@ -11,31 +11,8 @@
 
 #include "link.h"
 #include "units.h"
+#include "sysfs.h"
 #include "banned.h"
-
-static int read_small(const char *path, char *buf, size_t cap)
-{
-	FILE *f = fopen(path, "re");
-	size_t n;
-
-	if (!f)
-		return -errno;
-	n = fread(buf, 1, cap - 1, f);
-	fclose(f);
-	if (n == 0)
-		return -EIO;
-	buf[n] = '\0';
-	while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
-		buf[--n] = '\0';
-	return 0;
-}
-
-static bool path_exists(const char *path)
-{
-	struct stat st;
-
-	return stat(path, &st) == 0;
-}
 
 int link_read_sysfs(const char *sysroot, const char *ifname,
 		    struct link_info *out)
@@ -47,25 +24,25 @@ int link_read_sysfs(const char *sysroot, const char *ifname,
 	memset(li, 0, sizeof(*li));
 	snprintf(li->ifname, sizeof(li->ifname), "%s", ifname);
 	snprintf(path, sizeof(path), "%s/class/net/%s", sysroot, ifname);
-	if (!path_exists(path))
+	if (!sysfs_exists(path))
 		return -ENOENT;
 	snprintf(path, sizeof(path), "%s/class/net/%s/mtu", sysroot, ifname);
-	if (!read_small(path, buf, sizeof(buf)) &&
+	if (!sysfs_read_small(path, buf, sizeof(buf)) &&
 	    !units_parse_uint(buf, 68, 1u << 20, &v))
 		li->mtu = (unsigned)v;
 	/* speed is in Mbit/s; -1 or a read error means unknown */
 	snprintf(path, sizeof(path), "%s/class/net/%s/speed", sysroot, ifname);
-	if (!read_small(path, buf, sizeof(buf)) &&
+	if (!sysfs_read_small(path, buf, sizeof(buf)) &&
 	    !units_parse_uint(buf, 1, 10000000, &v))
 		li->speed_bps = v * 1000000ull;
 	snprintf(path, sizeof(path), "%s/class/net/%s/wireless", sysroot,
 		 ifname);
-	li->wireless = path_exists(path);
+	li->wireless = sysfs_exists(path);
 	snprintf(path, sizeof(path), "%s/class/net/%s/phy80211", sysroot,
 		 ifname);
-	li->wireless = li->wireless || path_exists(path);
+	li->wireless = li->wireless || sysfs_exists(path);
 	snprintf(path, sizeof(path), "%s/class/net/%s/device", sysroot, ifname);
-	li->virtual_if = !path_exists(path);
+	li->virtual_if = !sysfs_exists(path);
 	li->loopback = !strcmp(ifname, "lo");
 	if (li->virtual_if)
 		li->speed_bps = 0; /* veth reports a made-up 10000 */
