@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "bench.h"
 #include "crypto.h"
@@ -18,7 +20,8 @@
 const char cmd_serve_usage[] =
 	"usage: linerate serve [options]\n"
 	"\n"
-	"Answer `linerate bench` clients; several tests run at once.\n"
+	"Answer `linerate bench` clients (several tests at once) and, with\n"
+	"--root, `linerate send` and `linerate get`.\n"
 	"\n"
 	"  -p, --port PORT            port to listen on (default 7350; 0 = any)\n"
 	"  -B, --bind ADDR            listen on ADDR only (default: all, IPv4+IPv6)\n"
@@ -31,6 +34,10 @@ const char cmd_serve_usage[] =
 	"      --token-file FILE      require this token (from `linerate token`)\n"
 	"                             of every client, bench tests included\n"
 	"      --allow-plaintext      accept clients asking for --cipher none\n"
+	"      --root DIR             accept pushes (`linerate send`) into DIR and\n"
+	"                             serve pulls (`linerate get`) from it; needs\n"
+	"                             --token-file\n"
+	"      --read-only            with --root: serve pulls, refuse pushes\n"
 	"  -h, --help                 this text\n"
 	"\n"
 	"One log line per test and per rejected connection goes to standard error.\n"
@@ -39,6 +46,7 @@ const char cmd_serve_usage[] =
 struct serve_opts {
 	struct server_opts s;
 	const char *token_file;
+	const char *root;
 	uint8_t psk[CRYPTO_KEY_LEN];
 };
 
@@ -48,6 +56,8 @@ enum {
 	OPT_HANDSHAKE,
 	OPT_TOKEN_FILE,
 	OPT_ALLOW_PLAINTEXT,
+	OPT_ROOT,
+	OPT_READ_ONLY,
 };
 
 static const struct option long_opts[] = {
@@ -61,6 +71,8 @@ static const struct option long_opts[] = {
 	{ "handshake-timeout", required_argument, NULL, OPT_HANDSHAKE },
 	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 	{ "allow-plaintext", no_argument, NULL, OPT_ALLOW_PLAINTEXT },
+	{ "root", required_argument, NULL, OPT_ROOT },
+	{ "read-only", no_argument, NULL, OPT_READ_ONLY },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -93,6 +105,8 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o,
 	o->s.max_tests = SERVER_DEFAULT_MAX_TESTS;
 	o->s.max_duration_ms = SERVER_DEFAULT_MAX_DURATION_MS;
 	o->s.handshake_ms = SERVER_DEFAULT_HANDSHAKE_MS;
+	o->s.rootfd = -1;
+	o->s.outfd = -1;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":p:B:461h", long_opts, NULL)) !=
 	       -1) {
@@ -125,6 +139,8 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o,
 			break;
 		case OPT_TOKEN_FILE: o->token_file = optarg; break;
 		case OPT_ALLOW_PLAINTEXT: o->s.allow_plaintext = true; break;
+		case OPT_ROOT: o->root = optarg; break;
+		case OPT_READ_ONLY: o->s.read_only = true; break;
 		case 'h': return 1;
 		default: return opts_getopt_error(c, argv, err);
 		}
@@ -172,6 +188,18 @@ int cmd_serve(int argc, char **argv)
 			       "--allow-plaintext needs "
 			       "--token-file: without a token every test is "
 			       "in clear anyway");
+	if (!r && o.s.read_only && !o.root)
+		r = lr_err_set(&err, -EINVAL, "--read-only needs --root");
+	if (!r && o.root && !o.s.psk)
+		r = lr_err_set(&err, -EINVAL,
+			       "--root needs --token-file: files are only "
+			       "ever written for a client that proves it holds "
+			       "the token");
+	if (!r && o.root) {
+		o.s.rootfd = open(o.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (o.s.rootfd < 0)
+			r = lr_err_setc(&err, -errno, "--root %s", o.root);
+	}
 	if (r) {
 		fprintf(stderr,
 			"linerate serve: %s\nTry 'linerate serve "
@@ -197,5 +225,7 @@ int cmd_serve(int argc, char **argv)
 		fprintf(stderr, "linerate serve: %s\n", err.msg);
 	the_server = NULL;
 	server_free(srv);
+	if (o.s.rootfd >= 0)
+		close(o.s.rootfd);
 	return r ? EXIT_RUNTIME : EXIT_OK;
 }

@@ -9,6 +9,9 @@ int cmd_token(int argc, char **argv);
 int cmd_crypto(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
 int cmd_disk(int argc, char **argv);
+int cmd_send(int argc, char **argv);
+int cmd_get(int argc, char **argv);
+int cmd_recv(int argc, char **argv);
 
 /* Usage text of each subcommand. */
 extern const char cmd_bench_usage[];
@@ -17,5 +20,8 @@ extern const char cmd_token_usage[];
 extern const char cmd_crypto_usage[];
 extern const char cmd_gen_usage[];
 extern const char cmd_disk_usage[];
+extern const char cmd_send_usage[];
+extern const char cmd_get_usage[];
+extern const char cmd_recv_usage[];
 
 #endif

@@ -9,6 +9,7 @@
 #include "cryptobench.h"
 #include "disk.h"
 #include "server.h"
+#include "xfer.h"
 
 /*
  * The only formatter: human text in iperf3's layout, one JSON document in
@@ -60,5 +61,19 @@ void report_disk_human(FILE *out, const struct disk_info *d,
 int report_disk_json(FILE *out, const char *path, uint64_t size, uint64_t bs,
 		     const struct disk_info *d, const struct disk_result *res,
 		     const char *error);
+
+/*
+ * linerate send / get / recv: progress (pv-like, redrawn on a terminal,
+ * a plain line every 5 s otherwise; or one JSON object per event), the
+ * final lines and the bottleneck. verb is "sent" or "received".
+ */
+struct report_xfer;
+struct report_xfer *report_xfer_new(FILE *out, enum report_format fmt,
+				    bool quiet, bool tty, const char *verb);
+void report_xfer_free(struct report_xfer *rx);
+void report_xfer_callbacks(struct report_xfer *rx, struct xfer_callbacks *cb);
+/* link_speed_bps overrides what /sys said (0 = use the result's). */
+void report_xfer_end(struct report_xfer *rx, const struct xfer_result *res,
+		     uint64_t link_speed_bps, const char *error);
 
 #endif

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #include "conn.h"
 #include "net.h"
@@ -248,31 +249,57 @@ static int recv_all(struct conn *c, uint8_t *buf, size_t len)
 	return 0;
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 int conn_send_data(struct conn *c, uint8_t type, uint8_t *buf, size_t len)
 {
 	uint8_t hdr[CONN_REC_HDR], tag[CRYPTO_TAG_LEN];
 	struct iovec iov[3];
+	bool sealed = conn_data_sealed(c);
+	uint64_t t0 = 0, t1;
 	int r;
 
 	if (len > CONN_REC_MAX)
 		return -EMSGSIZE;
 	rec_hdr(hdr, type, len);
-	r = seal(c, hdr, buf, len, tag);
-	if (r)
-		return r;
+	if (c->timing)
+		t0 = now_ns();
+	if (sealed) {
+		r = seal(c, hdr, buf, len, tag);
+		if (r)
+			return r;
+	}
+	if (c->timing) {
+		t1 = now_ns();
+		c->cipher_ns += t1 - t0;
+		t0 = t1;
+	}
 	iov[0] = (struct iovec){ .iov_base = hdr, .iov_len = sizeof(hdr) };
 	iov[1] = (struct iovec){ .iov_base = buf, .iov_len = len };
 	iov[2] = (struct iovec){ .iov_base = tag, .iov_len = sizeof(tag) };
-	return send_all(c, iov, 3);
+	r = send_all(c, iov, sealed ? 3 : 2);
+	if (c->timing)
+		c->io_ns += now_ns() - t0;
+	return r;
 }
 
 int conn_recv_data(struct conn *c, uint8_t *buf, size_t cap, uint8_t *type,
 		   size_t *len)
 {
 	uint8_t hdr[CONN_REC_HDR];
-	size_t n;
+	bool sealed = conn_data_sealed(c);
+	size_t n, tl = sealed ? CRYPTO_TAG_LEN : 0;
+	uint64_t t0 = 0, t1;
 	int r;
 
+	if (c->timing)
+		t0 = now_ns();
 	r = recv_all(c, hdr, sizeof(hdr));
 	if (r == 1)
 		return LR_ETRUNC; /* end of file without an END record */
@@ -280,16 +307,25 @@ int conn_recv_data(struct conn *c, uint8_t *buf, size_t cap, uint8_t *type,
 		return r;
 	n = ((size_t)hdr[1] << 16) | ((size_t)hdr[2] << 8) | hdr[3];
 	if ((hdr[0] != CONN_REC_DATA && hdr[0] != CONN_REC_END) ||
-	    n + CRYPTO_TAG_LEN > cap || (hdr[0] == CONN_REC_END && n))
+	    n + tl > cap || (hdr[0] == CONN_REC_END && n))
 		return LR_ERECORD;
-	r = recv_all(c, buf, n + CRYPTO_TAG_LEN);
+	r = recv_all(c, buf, n + tl);
 	if (r == 1)
 		return LR_ETRUNC;
 	if (r)
 		return r;
-	r = open_rec(c, hdr, buf, n, buf + n);
-	if (r)
-		return r;
+	if (c->timing) {
+		t1 = now_ns();
+		c->io_ns += t1 - t0;
+		t0 = t1;
+	}
+	if (sealed) {
+		r = open_rec(c, hdr, buf, n, buf + n);
+		if (r)
+			return r;
+		if (c->timing)
+			c->cipher_ns += now_ns() - t0;
+	}
 	*type = hdr[0];
 	*len = n;
 	return 0;

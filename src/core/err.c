@@ -29,6 +29,8 @@ const char *lr_strerror(int code)
 		return "record failed authentication (tampered, dropped, "
 		       "reordered or replayed data)";
 	case LR_ETRUNC: return "stream cut short (no end record)";
+	case LR_EBADPATH: return "unacceptable path";
+	case LR_EDIGEST: return "digest mismatch";
 	case LR_ENOTLINERATE:
 		return "peer does not speak the linerate protocol";
 	default: break;

@@ -23,6 +23,8 @@ enum {
 	LR_EAUTH = -10010,	  /* authentication failed (token) */
 	LR_ERECORD = -10011,	  /* a record failed to open: tampering */
 	LR_ETRUNC = -10012,	  /* a stream ended without its END record */
+	LR_EBADPATH = -10013,	  /* a path from the peer is not acceptable */
+	LR_EDIGEST = -10014,	  /* data does not match its digest */
 };
 
 #define LR_ERR_MSG 256

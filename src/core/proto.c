@@ -661,6 +661,617 @@ int proto_decode_results(const uint8_t *body, size_t len,
 	return (seen & 1) ? 0 : LR_EBADMSG;
 }
 
+/* ---- file transfer ---- */
+
+#define XF_ALL                                                      \
+	(PROTO_XF_OVERWRITE | PROTO_XF_UPDATE | PROTO_XF_NO_FSYNC | \
+	 PROTO_XF_KEEP_SETID | PROTO_XF_STDOUT)
+#define XE_ALL	       (PROTO_XE_SPARSE)
+#define XFER_WAIT_LEN  24u
+#define XFER_MAX_DEPTH 256u /* components, as fsio_path_check */
+
+/*
+ * A path of XFER_REQUEST: components of 1..PROTO_XFER_MAX_NAME bytes
+ * separated by single '/', none "." or "..", no NUL or control character.
+ * "" is accepted only when empty_ok (the root, as a push destination).
+ * The receiver checks again with fsio_path_check; this refuses a bad
+ * request before it reaches the file system code.
+ */
+static bool xfer_path_ok(const uint8_t *p, size_t len, bool empty_ok)
+{
+	size_t i, start = 0, depth = 0;
+
+	if (len == 0)
+		return empty_ok;
+	if (len > PROTO_XFER_MAX_PATH)
+		return false;
+	for (i = 0; i <= len; i++) {
+		size_t n;
+
+		if (i < len && p[i] != '/') {
+			if (p[i] < 0x20 || p[i] == 0x7f)
+				return false;
+			continue;
+		}
+		n = i - start;
+		if (n == 0 || n > PROTO_XFER_MAX_NAME)
+			return false;
+		if (p[start] == '.' &&
+		    (n == 1 || (n == 2 && p[start + 1] == '.')))
+			return false;
+		if (++depth > XFER_MAX_DEPTH)
+			return false;
+		start = i + 1;
+	}
+	return true;
+}
+
+static int get_id(const struct tlv *t, uint8_t *id)
+{
+	if (t->len != PROTO_TEST_ID_LEN)
+		return LR_EBADMSG;
+	memcpy(id, t->v, PROTO_TEST_ID_LEN);
+	return 0;
+}
+
+static bool chunk_size_ok(uint32_t n)
+{
+	return n >= PROTO_XFER_MIN_CHUNK && n <= PROTO_XFER_MAX_CHUNK;
+}
+
+int proto_encode_xfer_request(struct proto_buf *b,
+			      const struct proto_xfer_request *m)
+{
+	unsigned i;
+
+	proto_msg_begin(b, PROTO_XFER_REQUEST);
+	proto_put_u8(b, PROTO_T_OP, m->op);
+	proto_put_u16(b, PROTO_T_STREAMS, m->streams);
+	proto_put_u32(b, PROTO_T_CHUNK_SIZE, m->chunk_size);
+	proto_put_u32(b, PROTO_T_XFLAGS, m->flags);
+	proto_put_u64(b, PROTO_T_RATE, m->rate);
+	for (i = 0; i < m->npaths && i < PROTO_XFER_MAX_PATHS; i++)
+		proto_put_bytes(b, PROTO_T_PATH, m->paths[i], m->path_lens[i]);
+	return proto_msg_end(b);
+}
+
+int proto_decode_xfer_request(const uint8_t *body, size_t len,
+			      struct proto_xfer_request *m)
+{
+	size_t off = 0;
+	uint32_t seen = 0;
+	struct tlv t;
+	unsigned i;
+	int r;
+
+	memset(m, 0, sizeof(*m));
+	while ((r = tlv_next(body, len, &off, &t)) == 1) {
+		switch (t.tag) {
+		case PROTO_T_OP:
+			r = once(&seen, 0) ?: get_u8(&t, &m->op);
+			break;
+		case PROTO_T_STREAMS:
+			r = once(&seen, 1) ?: get_u16(&t, &m->streams);
+			break;
+		case PROTO_T_CHUNK_SIZE:
+			r = once(&seen, 2) ?: get_u32(&t, &m->chunk_size);
+			break;
+		case PROTO_T_XFLAGS:
+			r = once(&seen, 3) ?: get_u32(&t, &m->flags);
+			break;
+		case PROTO_T_RATE:
+			r = once(&seen, 4) ?: get_u64(&t, &m->rate);
+			break;
+		case PROTO_T_PATH:
+			if (m->npaths >= PROTO_XFER_MAX_PATHS ||
+			    t.len > PROTO_XFER_MAX_PATH)
+				return LR_EBADMSG;
+			m->paths[m->npaths] = (const char *)t.v;
+			m->path_lens[m->npaths] = t.len;
+			m->npaths++;
+			r = 0;
+			break;
+		default: r = unknown_tag(&t);
+		}
+		if (r)
+			return r;
+	}
+	if (r)
+		return r;
+	/* op and streams are required */
+	if ((seen & 3) != 3)
+		return LR_EBADMSG;
+	if (m->op != PROTO_XFER_PUSH && m->op != PROTO_XFER_PULL)
+		return LR_EBADMSG;
+	if (m->streams < 1 || m->streams > PROTO_MAX_STREAMS)
+		return LR_EBADMSG;
+	if (m->chunk_size && !chunk_size_ok(m->chunk_size))
+		return LR_EBADMSG;
+	if (m->flags & ~(uint32_t)XF_ALL)
+		return LR_EBADMSG;
+	if (m->npaths < 1 || (m->op == PROTO_XFER_PUSH && m->npaths != 1))
+		return LR_EBADMSG;
+	for (i = 0; i < m->npaths; i++)
+		if (!xfer_path_ok((const uint8_t *)m->paths[i], m->path_lens[i],
+				  m->op == PROTO_XFER_PUSH))
+			return LR_EBADMSG;
+	return 0;
+}
+
+int proto_encode_xfer_accept(struct proto_buf *b,
+			     const struct proto_xfer_accept *m)
+{
+	proto_msg_begin(b, PROTO_XFER_ACCEPT);
+	proto_put_bytes(b, PROTO_T_TEST_ID, m->session_id, PROTO_TEST_ID_LEN);
+	proto_put_str(b, PROTO_T_SOFTWARE, m->software);
+	proto_put_u16(b, PROTO_T_STREAMS, m->streams);
+	proto_put_u32(b, PROTO_T_CHUNK_SIZE, m->chunk_size);
+	return proto_msg_end(b);
+}
+
+int proto_decode_xfer_accept(const uint8_t *body, size_t len,
+			     struct proto_xfer_accept *m)
+{
+	size_t off = 0;
+	uint32_t seen = 0;
+	struct tlv t;
+	int r;
+
+	memset(m, 0, sizeof(*m));
+	while ((r = tlv_next(body, len, &off, &t)) == 1) {
+		switch (t.tag) {
+		case PROTO_T_TEST_ID:
+			r = once(&seen, 0) ?: get_id(&t, m->session_id);
+			break;
+		case PROTO_T_SOFTWARE:
+			r = once(&seen, 1)
+				    ?: get_str(&t, m->software,
+					       sizeof(m->software));
+			break;
+		case PROTO_T_STREAMS:
+			r = once(&seen, 2) ?: get_u16(&t, &m->streams);
+			break;
+		case PROTO_T_CHUNK_SIZE:
+			r = once(&seen, 3) ?: get_u32(&t, &m->chunk_size);
+			break;
+		default: r = unknown_tag(&t);
+		}
+		if (r)
+			return r;
+	}
+	if (r)
+		return r;
+	/* all but the software name are required */
+	if ((seen & 0xd) != 0xd)
+		return LR_EBADMSG;
+	if (m->streams < 1 || m->streams > PROTO_MAX_STREAMS)
+		return LR_EBADMSG;
+	if (!chunk_size_ok(m->chunk_size))
+		return LR_EBADMSG;
+	return 0;
+}
+
+int proto_encode_xfer_totals(struct proto_buf *b,
+			     const struct proto_xfer_totals *m)
+{
+	proto_msg_begin(b, PROTO_XFER_TOTALS);
+	proto_put_u64(b, PROTO_T_FILES, m->files);
+	proto_put_u64(b, PROTO_T_BYTES, m->bytes);
+	return proto_msg_end(b);
+}
+
+int proto_decode_xfer_totals(const uint8_t *body, size_t len,
+			     struct proto_xfer_totals *m)
+{
+	size_t off = 0;
+	uint32_t seen = 0;
+	struct tlv t;
+	int r;
+
+	memset(m, 0, sizeof(*m));
+	while ((r = tlv_next(body, len, &off, &t)) == 1) {
+		switch (t.tag) {
+		case PROTO_T_FILES:
+			r = once(&seen, 0) ?: get_u64(&t, &m->files);
+			break;
+		case PROTO_T_BYTES:
+			r = once(&seen, 1) ?: get_u64(&t, &m->bytes);
+			break;
+		default: r = unknown_tag(&t);
+		}
+		if (r)
+			return r;
+	}
+	if (r)
+		return r;
+	if (seen != 3 || m->files > PROTO_XFER_MAX_FILES)
+		return LR_EBADMSG;
+	return 0;
+}
+
+static void wait_encode(uint8_t *out, const struct proto_xfer_wait *w)
+{
+	be64(out, w->net_us);
+	be64(out + 8, w->write_us);
+	be64(out + 16, w->cipher_us);
+}
+
+static void wait_decode(const uint8_t *in, struct proto_xfer_wait *w)
+{
+	w->net_us = rd64(in);
+	w->write_us = rd64(in + 8);
+	w->cipher_us = rd64(in + 16);
+}
+
+int proto_encode_xfer_done(struct proto_buf *b, const struct proto_xfer_done *m)
+{
+	uint8_t w[XFER_WAIT_LEN];
+
+	proto_msg_begin(b, PROTO_XFER_DONE);
+	proto_put_u64(b, PROTO_T_FILES, m->files_ok);
+	proto_put_u64(b, PROTO_T_FILES_FAILED, m->files_failed);
+	proto_put_u64(b, PROTO_T_FILES_SKIPPED, m->files_skipped);
+	proto_put_u64(b, PROTO_T_BYTES, m->bytes);
+	wait_encode(w, &m->wait);
+	proto_put_bytes(b, PROTO_T_WAIT, w, sizeof(w));
+	return proto_msg_end(b);
+}
+
+int proto_decode_xfer_done(const uint8_t *body, size_t len,
+			   struct proto_xfer_done *m)
+{
+	size_t off = 0;
+	uint32_t seen = 0;
+	struct tlv t;
+	int r;
+
+	memset(m, 0, sizeof(*m));
+	while ((r = tlv_next(body, len, &off, &t)) == 1) {
+		switch (t.tag) {
+		case PROTO_T_FILES:
+			r = once(&seen, 0) ?: get_u64(&t, &m->files_ok);
+			break;
+		case PROTO_T_FILES_FAILED:
+			r = once(&seen, 1) ?: get_u64(&t, &m->files_failed);
+			break;
+		case PROTO_T_FILES_SKIPPED:
+			r = once(&seen, 2) ?: get_u64(&t, &m->files_skipped);
+			break;
+		case PROTO_T_BYTES:
+			r = once(&seen, 3) ?: get_u64(&t, &m->bytes);
+			break;
+		case PROTO_T_WAIT:
+			r = once(&seen, 4);
+			if (!r && t.len != XFER_WAIT_LEN)
+				r = LR_EBADMSG;
+			if (!r)
+				wait_decode(t.v, &m->wait);
+			break;
+		default: r = unknown_tag(&t);
+		}
+		if (r)
+			return r;
+	}
+	if (r)
+		return r;
+	/* the counts and bytes are required, the wait times optional */
+	if ((seen & 0xf) != 0xf)
+		return LR_EBADMSG;
+	/* each at most 2^32, so the sum cannot wrap */
+	if (m->files_ok > PROTO_XFER_MAX_FILES ||
+	    m->files_failed > PROTO_XFER_MAX_FILES ||
+	    m->files_skipped > PROTO_XFER_MAX_FILES ||
+	    m->files_ok + m->files_failed + m->files_skipped >
+		    PROTO_XFER_MAX_FILES)
+		return LR_EBADMSG;
+	return 0;
+}
+
+bool proto_xfer_batch_room(const struct proto_buf *b, size_t n)
+{
+	size_t end;
+
+	if (b->err || n > PROTO_MAX_BODY || b->len > b->cap)
+		return false;
+	end = b->len + 4 + n;
+	return end <= b->start + PROTO_HDR_LEN + PROTO_MAX_BODY &&
+	       end <= b->cap;
+}
+
+size_t proto_xfer_entry_size(const struct proto_xfer_entry *e)
+{
+	return 4 + PROTO_XFER_ENTRY_FIXED + (size_t)e->path_len + e->target_len;
+}
+
+/* put_tlv for a batch item: -ENOBUFS (sticky) past PROTO_MAX_BODY. */
+static uint8_t *put_item(struct proto_buf *b, uint16_t tag, size_t n)
+{
+	if (!proto_xfer_batch_room(b, n)) {
+		if (!b->err)
+			b->err = -ENOBUFS;
+		return NULL;
+	}
+	return put_tlv(b, tag, n);
+}
+
+void proto_put_xfer_entry(struct proto_buf *b, const struct proto_xfer_entry *e)
+{
+	uint8_t *q = put_item(b, PROTO_T_ENTRY, proto_xfer_entry_size(e) - 4);
+
+	if (!q)
+		return;
+	be32(q, e->idx);
+	q[4] = e->kind;
+	q[5] = e->eflags;
+	be16(q + 6, e->mode);
+	be64(q + 8, e->size);
+	be64(q + 16, (uint64_t)e->mtime_sec);
+	be32(q + 24, e->mtime_nsec);
+	be16(q + 28, e->path_len);
+	be16(q + 30, e->target_len);
+	q += PROTO_XFER_ENTRY_FIXED;
+	if (e->path_len)
+		memcpy(q, e->path, e->path_len);
+	if (e->target_len)
+		memcpy(q + e->path_len, e->target, e->target_len);
+}
+
+void proto_put_xfer_plan(struct proto_buf *b, const struct proto_xfer_plan *p)
+{
+	uint8_t *q = put_item(b, PROTO_T_PLAN, PROTO_XFER_PLAN_LEN);
+
+	if (!q)
+		return;
+	be32(q, p->idx);
+	q[4] = p->action;
+}
+
+void proto_put_xfer_held(struct proto_buf *b, const struct proto_xfer_held *h)
+{
+	uint8_t *q = put_item(b, PROTO_T_HELD, PROTO_XFER_HELD_LEN);
+
+	if (!q)
+		return;
+	be32(q, h->idx);
+	be32(q + 4, h->chunk);
+	memcpy(q + 8, h->digest, PROTO_XFER_DIGEST_LEN);
+}
+
+void proto_put_xfer_sum(struct proto_buf *b, const struct proto_xfer_sum *s)
+{
+	uint8_t *q = put_item(b, PROTO_T_SUM, PROTO_XFER_SUM_LEN);
+
+	if (!q)
+		return;
+	be32(q, s->idx);
+	be64(q + 4, s->size);
+	be32(q + 12, s->nchunks);
+	be32(q + 16, s->sent);
+	memcpy(q + 20, s->digest, PROTO_XFER_DIGEST_LEN);
+}
+
+void proto_put_xfer_ack(struct proto_buf *b, const struct proto_xfer_ack *a)
+{
+	uint8_t *q = put_item(b, PROTO_T_ACK, PROTO_XFER_ACK_LEN);
+
+	if (!q)
+		return;
+	be32(q, a->idx);
+	be32(q + 4, a->chunk);
+	q[8] = a->status;
+	be32(q + 9, a->bytes);
+}
+
+void proto_put_xfer_fail(struct proto_buf *b, const struct proto_xfer_fail *f)
+{
+	size_t n = strnlen(f->text, PROTO_MAX_TEXT);
+	uint8_t *q = put_item(b, PROTO_T_FAIL, 8 + n);
+
+	if (!q)
+		return;
+	be32(q, f->idx);
+	be32(q + 4, f->code);
+	memcpy(q + 8, f->text, n);
+}
+
+void proto_put_xfer_wait(struct proto_buf *b, const struct proto_xfer_wait *w)
+{
+	uint8_t *q = put_item(b, PROTO_T_WAIT, XFER_WAIT_LEN);
+
+	if (q)
+		wait_encode(q, w);
+}
+
+void proto_xfer_iter_init(struct proto_xfer_iter *it, const uint8_t *body,
+			  size_t len)
+{
+	memset(it, 0, sizeof(*it));
+	it->body = body;
+	it->len = len;
+}
+
+int proto_xfer_iter_next(struct proto_xfer_iter *it)
+{
+	struct tlv t;
+	int r;
+
+	if (it->off > it->len)
+		return LR_EBADMSG;
+	r = tlv_next(it->body, it->len, &it->off, &t);
+	if (r == 1) {
+		it->tag = t.tag;
+		it->value = t.v;
+		it->vlen = t.len;
+	}
+	return r;
+}
+
+/* The current item is tag with exactly vlen bytes. */
+static bool item_is(const struct proto_xfer_iter *it, uint16_t tag, size_t vlen)
+{
+	return it->tag == tag && it->vlen == vlen && it->value;
+}
+
+int proto_xfer_get_entry(const struct proto_xfer_iter *it,
+			 struct proto_xfer_entry *e)
+{
+	const uint8_t *v = it->value;
+	struct proto_xfer_entry x;
+
+	if (it->tag != PROTO_T_ENTRY || !v || it->vlen < PROTO_XFER_ENTRY_FIXED)
+		return LR_EBADMSG;
+	x.idx = rd32(v);
+	x.kind = v[4];
+	x.eflags = v[5];
+	x.mode = rd16(v + 6);
+	x.size = rd64(v + 8);
+	x.mtime_sec = (int64_t)rd64(v + 16);
+	x.mtime_nsec = rd32(v + 24);
+	x.path_len = rd16(v + 28);
+	x.target_len = rd16(v + 30);
+	if ((size_t)it->vlen !=
+	    PROTO_XFER_ENTRY_FIXED + (size_t)x.path_len + x.target_len)
+		return LR_EBADMSG;
+	if (x.kind < PROTO_XK_FILE || x.kind > PROTO_XK_SYMLINK)
+		return LR_EBADMSG;
+	if (x.eflags & ~(unsigned)XE_ALL)
+		return LR_EBADMSG;
+	if (x.mode > 07777 || x.mtime_nsec >= 1000000000u)
+		return LR_EBADMSG;
+	if (x.path_len < 1 || x.path_len > PROTO_XFER_MAX_PATH)
+		return LR_EBADMSG;
+	if (x.kind == PROTO_XK_SYMLINK) {
+		if (x.target_len < 1 || x.target_len > PROTO_XFER_MAX_PATH)
+			return LR_EBADMSG;
+	} else if (x.target_len) {
+		return LR_EBADMSG;
+	}
+	/* only a file has a size; a pipe's is UNKNOWN until its SUM */
+	if (x.kind != PROTO_XK_FILE && x.size)
+		return LR_EBADMSG;
+	x.path = (const char *)v + PROTO_XFER_ENTRY_FIXED;
+	x.target = x.target_len ? x.path + x.path_len : NULL;
+	*e = x;
+	return 0;
+}
+
+int proto_xfer_get_plan(const struct proto_xfer_iter *it,
+			struct proto_xfer_plan *p)
+{
+	if (!item_is(it, PROTO_T_PLAN, PROTO_XFER_PLAN_LEN) ||
+	    it->value[4] > PROTO_XA_REFUSE)
+		return LR_EBADMSG;
+	p->idx = rd32(it->value);
+	p->action = it->value[4];
+	return 0;
+}
+
+int proto_xfer_get_held(const struct proto_xfer_iter *it,
+			struct proto_xfer_held *h)
+{
+	if (!item_is(it, PROTO_T_HELD, PROTO_XFER_HELD_LEN))
+		return LR_EBADMSG;
+	h->idx = rd32(it->value);
+	h->chunk = rd32(it->value + 4);
+	memcpy(h->digest, it->value + 8, PROTO_XFER_DIGEST_LEN);
+	return 0;
+}
+
+int proto_xfer_get_sum(const struct proto_xfer_iter *it,
+		       struct proto_xfer_sum *s)
+{
+	const uint8_t *v = it->value;
+
+	if (!item_is(it, PROTO_T_SUM, PROTO_XFER_SUM_LEN))
+		return LR_EBADMSG;
+	/* the final size is known by now; sent counts distinct chunks */
+	if (rd64(v + 4) == PROTO_XFER_SIZE_UNKNOWN ||
+	    rd32(v + 16) > rd32(v + 12))
+		return LR_EBADMSG;
+	s->idx = rd32(v);
+	s->size = rd64(v + 4);
+	s->nchunks = rd32(v + 12);
+	s->sent = rd32(v + 16);
+	memcpy(s->digest, v + 20, PROTO_XFER_DIGEST_LEN);
+	return 0;
+}
+
+int proto_xfer_get_ack(const struct proto_xfer_iter *it,
+		       struct proto_xfer_ack *a)
+{
+	const uint8_t *v = it->value;
+	uint32_t bytes;
+
+	if (!item_is(it, PROTO_T_ACK, PROTO_XFER_ACK_LEN) ||
+	    v[8] > PROTO_XS_FILE_FAILED)
+		return LR_EBADMSG;
+	bytes = rd32(v + 9);
+	if (v[8] == PROTO_XS_CHUNK_OK &&
+	    (bytes < 1 || bytes > PROTO_XFER_MAX_CHUNK))
+		return LR_EBADMSG;
+	a->idx = rd32(v);
+	a->chunk = rd32(v + 4);
+	a->status = v[8];
+	a->bytes = bytes;
+	return 0;
+}
+
+int proto_xfer_get_fail(const struct proto_xfer_iter *it,
+			struct proto_xfer_fail *f)
+{
+	struct tlv t;
+
+	if (it->tag != PROTO_T_FAIL || !it->value || it->vlen < 8)
+		return LR_EBADMSG;
+	t.tag = it->tag;
+	t.len = (uint16_t)(it->vlen - 8);
+	t.v = it->value + 8;
+	if (get_str(&t, f->text, sizeof(f->text)))
+		return LR_EBADMSG;
+	f->idx = rd32(it->value);
+	f->code = rd32(it->value + 4);
+	return 0;
+}
+
+int proto_xfer_get_wait(const struct proto_xfer_iter *it,
+			struct proto_xfer_wait *w)
+{
+	if (!item_is(it, PROTO_T_WAIT, XFER_WAIT_LEN))
+		return LR_EBADMSG;
+	wait_decode(it->value, w);
+	return 0;
+}
+
+void proto_xfer_chunk_encode(uint8_t *out, const struct proto_xfer_chunk_hdr *h)
+{
+	out[0] = h->kind;
+	out[1] = 0;
+	out[2] = 0;
+	out[3] = 0;
+	be32(out + 4, h->idx);
+	be32(out + 8, h->chunk);
+	be32(out + 12, h->len);
+	memcpy(out + 16, h->digest, PROTO_XFER_DIGEST_LEN);
+}
+
+int proto_xfer_chunk_decode(const uint8_t *in, struct proto_xfer_chunk_hdr *h)
+{
+	uint32_t n = rd32(in + 12);
+
+	if (in[0] != PROTO_XC_DATA && in[0] != PROTO_XC_ZERO)
+		return LR_EBADMSG;
+	if (in[1] || in[2] || in[3])
+		return LR_EBADMSG;
+	if (n < 1 || n > PROTO_XFER_MAX_CHUNK)
+		return LR_EBADMSG;
+	h->kind = in[0];
+	h->idx = rd32(in + 4);
+	h->chunk = rd32(in + 8);
+	h->len = n;
+	memcpy(h->digest, in + 16, PROTO_XFER_DIGEST_LEN);
+	return 0;
+}
+
 const char *proto_type_name(uint8_t type)
 {
 	switch (type) {
@@ -674,6 +1285,15 @@ const char *proto_type_name(uint8_t type)
 	case PROTO_TEST_RESULTS: return "TEST_RESULTS";
 	case PROTO_HS_INIT: return "HS_INIT";
 	case PROTO_HS_RESP: return "HS_RESP";
+	case PROTO_XFER_REQUEST: return "XFER_REQUEST";
+	case PROTO_XFER_ACCEPT: return "XFER_ACCEPT";
+	case PROTO_XFER_TOTALS: return "XFER_TOTALS";
+	case PROTO_XFER_FILES: return "XFER_FILES";
+	case PROTO_XFER_PLAN: return "XFER_PLAN";
+	case PROTO_XFER_SUMS: return "XFER_SUMS";
+	case PROTO_XFER_ACKS: return "XFER_ACKS";
+	case PROTO_XFER_END: return "XFER_END";
+	case PROTO_XFER_DONE: return "XFER_DONE";
 	default: return "unknown";
 	}
 }

@@ -46,7 +46,17 @@ enum proto_type {
 	PROTO_HS_INIT =
 		0x20, /* raw body: the Noise handshake's first message */
 	PROTO_HS_RESP = 0x21, /* raw body: its answer */
-	/* 0x22-0x2f: more authentication; 0x30-0x5f: file transfer */
+	/* 0x22-0x2f: more authentication */
+	/* 0x30-0x5f: file transfer (docs/PROTOCOL.md section 7) */
+	PROTO_XFER_REQUEST = 0x30, /* client: push or pull, streams, paths */
+	PROTO_XFER_ACCEPT = 0x31,  /* server: session id, streams, chunk */
+	PROTO_XFER_TOTALS = 0x32,  /* sender: files and bytes announced */
+	PROTO_XFER_FILES = 0x33,   /* sender: a batch of entries */
+	PROTO_XFER_PLAN = 0x34,	   /* receiver: what it needs per file */
+	PROTO_XFER_SUMS = 0x35,	   /* sender: file digests */
+	PROTO_XFER_ACKS = 0x36,	   /* receiver: chunks and files done */
+	PROTO_XFER_END = 0x37,	   /* sender: every entry and sum sent */
+	PROTO_XFER_DONE = 0x38,	   /* receiver: the outcome */
 };
 
 enum proto_tag {
@@ -71,6 +81,25 @@ enum proto_tag {
 	PROTO_T_CPU = 0x0021,
 	PROTO_T_STREAM_RESULT = 0x0022,
 	PROTO_T_MAX_DURATION_MS = 0x0023,
+	/* file transfer */
+	PROTO_T_OP = 0x0030,
+	PROTO_T_CHUNK_SIZE = 0x0031,
+	PROTO_T_XFLAGS = 0x0032,
+	PROTO_T_PATH = 0x0033,
+	PROTO_T_RATE = 0x0034,
+	PROTO_T_FILES = 0x0035,
+	PROTO_T_DIRS = 0x0036,
+	PROTO_T_ENTRY = 0x0037,
+	PROTO_T_PLAN = 0x0038,
+	PROTO_T_HELD = 0x0039,
+	PROTO_T_SUM = 0x003a,
+	PROTO_T_ACK = 0x003b,
+	PROTO_T_FAIL = 0x003c,
+	PROTO_T_WAIT = 0x003d,
+	/* XFER_DONE: files that failed (u64), files skipped (u64); the
+	 * files written come in PROTO_T_FILES */
+	PROTO_T_FILES_FAILED = 0x003e,
+	PROTO_T_FILES_SKIPPED = 0x003f,
 };
 
 /* A tag with this bit set must be understood; unknown ones are skipped. */
@@ -168,6 +197,173 @@ struct proto_results {
 	uint16_t cap;			     /* its capacity */
 };
 
+/* ---------------- file transfer (docs/PROTOCOL.md section 7) ----------- */
+
+#define PROTO_XFER_MAX_PATH	 4096u /* bytes of a relative path */
+#define PROTO_XFER_MAX_NAME	 255u  /* bytes of one component */
+#define PROTO_XFER_MAX_PATHS	 64u   /* source paths of one pull */
+#define PROTO_XFER_MIN_CHUNK	 (64u << 10)
+#define PROTO_XFER_MAX_CHUNK	 (8u << 20)
+#define PROTO_XFER_DIGEST_LEN	 16u
+#define PROTO_XFER_MAX_FILES	 (1ull << 32) /* per session */
+#define PROTO_XFER_SIZE_UNKNOWN	 UINT64_MAX   /* a pipe */
+#define PROTO_XFER_CHUNK_HDR_LEN 32u
+
+enum proto_xfer_op { PROTO_XFER_PUSH = 1, PROTO_XFER_PULL = 2 };
+
+/* XFER_REQUEST flags */
+enum proto_xfer_flag {
+	PROTO_XF_OVERWRITE = 1u << 0,
+	PROTO_XF_UPDATE = 1u << 1, /* overwrite when size or mtime differ */
+	PROTO_XF_NO_FSYNC = 1u << 2,
+	PROTO_XF_KEEP_SETID = 1u << 3, /* keep setuid/setgid bits */
+	PROTO_XF_STDOUT = 1u << 4, /* pull into a pipe: one file, in order */
+};
+
+struct proto_xfer_request {
+	uint8_t op;	     /* enum proto_xfer_op */
+	uint16_t streams;    /* 1..PROTO_MAX_STREAMS */
+	uint32_t chunk_size; /* 0 = the server chooses */
+	uint32_t flags;	     /* enum proto_xfer_flag */
+	uint64_t rate;	     /* bytes/s cap of the sender, 0 = none */
+	/* push: one path, the destination directory below the root ("" =
+	 * the root); pull: 1..PROTO_XFER_MAX_PATHS source paths. Each a
+	 * relative path, checked by the decoder with fsio_path_check rules
+	 * except that "" is allowed for a push. Pointers into the body. */
+	unsigned npaths;
+	const char *paths[PROTO_XFER_MAX_PATHS];
+	uint16_t path_lens[PROTO_XFER_MAX_PATHS];
+};
+
+struct proto_xfer_accept {
+	uint8_t session_id[PROTO_TEST_ID_LEN];
+	char software[PROTO_MAX_NAME + 1];
+	uint16_t streams;
+	uint32_t chunk_size;
+};
+
+struct proto_xfer_totals {
+	uint64_t files; /* entries of kind file, symlink and dir */
+	uint64_t bytes; /* sum of file sizes; UINT64_MAX when a pipe */
+};
+
+enum proto_xfer_kind {
+	PROTO_XK_FILE = 1,
+	PROTO_XK_DIR = 2,
+	PROTO_XK_SYMLINK = 3,
+};
+
+/* entry flags */
+enum proto_xfer_eflag {
+	PROTO_XE_SPARSE = 1u << 0, /* has holes: zero chunks may come */
+};
+
+/*
+ * One entry of XFER_FILES (tag PROTO_T_ENTRY, fixed layout, big-endian):
+ *   idx:u32 kind:u8 eflags:u8 mode:u16 size:u64 mtime_sec:i64
+ *   mtime_nsec:u32 path_len:u16 target_len:u16 path target
+ * idx counts from 0 in announcement order. path is relative to the
+ * transfer's destination; target is a symlink's contents (kind symlink
+ * only, 1..PROTO_XFER_MAX_PATH bytes, not checked: it is data).
+ */
+#define PROTO_XFER_ENTRY_FIXED 32u /* the fields before path */
+struct proto_xfer_entry {
+	uint32_t idx;
+	uint8_t kind;
+	uint8_t eflags;
+	uint16_t mode; /* permission bits, 07777 */
+	uint64_t size; /* files; PROTO_XFER_SIZE_UNKNOWN for a pipe */
+	int64_t mtime_sec;
+	uint32_t mtime_nsec; /* < 1e9 */
+	const char *path;    /* not NUL-terminated; points into the body */
+	uint16_t path_len;
+	const char *target;
+	uint16_t target_len;
+};
+
+enum proto_xfer_action {
+	PROTO_XA_SEND = 0,   /* send every chunk */
+	PROTO_XA_SKIP = 1,   /* the receiver has it (--update): nothing */
+	PROTO_XA_RESUME = 2, /* send what HELD entries did not list */
+	PROTO_XA_REFUSE = 3, /* will not be written (text says why) */
+};
+
+/* PROTO_T_PLAN: idx:u32 action:u8 */
+struct proto_xfer_plan {
+	uint32_t idx;
+	uint8_t action;
+};
+#define PROTO_XFER_PLAN_LEN 5u
+
+/* PROTO_T_HELD: idx:u32 chunk:u32 digest[16]: a chunk the receiver holds
+ * verified from an earlier attempt; precedes the file's RESUME plan. */
+struct proto_xfer_held {
+	uint32_t idx;
+	uint32_t chunk;
+	uint8_t digest[PROTO_XFER_DIGEST_LEN];
+};
+#define PROTO_XFER_HELD_LEN 24u
+
+/* PROTO_T_SUM: idx:u32 size:u64 nchunks:u32 sent:u32 digest[16] */
+struct proto_xfer_sum {
+	uint32_t idx;
+	uint64_t size; /* final size (a pipe's is known only now) */
+	uint32_t nchunks;
+	uint32_t sent; /* distinct chunks sent this session (<= nchunks) */
+	uint8_t digest[PROTO_XFER_DIGEST_LEN];
+};
+#define PROTO_XFER_SUM_LEN 36u
+
+enum proto_xfer_ack_status {
+	PROTO_XS_CHUNK_OK = 0,	 /* chunk written and verified */
+	PROTO_XS_CHUNK_BAD = 1,	 /* digest mismatch: send it again */
+	PROTO_XS_FILE_DONE = 2,	 /* file complete under its final name */
+	PROTO_XS_FILE_FAILED = 3 /* see the PROTO_T_FAIL entry */
+};
+
+/* PROTO_T_ACK: idx:u32 chunk:u32 status:u8 bytes:u32 */
+struct proto_xfer_ack {
+	uint32_t idx;
+	uint32_t chunk;
+	uint8_t status;
+	uint32_t bytes; /* chunk OK: its length */
+};
+#define PROTO_XFER_ACK_LEN 13u
+
+/* PROTO_T_FAIL: idx:u32 code:u32 text (<= PROTO_MAX_TEXT, printable) */
+struct proto_xfer_fail {
+	uint32_t idx;
+	uint32_t code; /* errno value (positive) or PROTO_ERR_* */
+	char text[PROTO_MAX_TEXT + 1];
+};
+
+/* PROTO_T_WAIT: where the receiver's stream threads spent their time,
+ * microseconds: net:u64 write:u64 cipher:u64 (for the bottleneck line). */
+struct proto_xfer_wait {
+	uint64_t net_us, write_us, cipher_us;
+};
+
+struct proto_xfer_done {
+	uint64_t files_ok, files_failed, files_skipped;
+	uint64_t bytes; /* written and verified this session */
+	struct proto_xfer_wait wait;
+};
+
+/* The chunk header at the start of each data record of a transfer
+ * stream (PROTO_XFER_CHUNK_HDR_LEN bytes, layout at
+ * proto_xfer_chunk_encode). A chunk's offset is chunk * chunk_size. */
+enum proto_xfer_chunk_kind {
+	PROTO_XC_DATA = 1, /* len bytes follow */
+	PROTO_XC_ZERO = 2, /* len zero bytes, none follow (a hole) */
+};
+struct proto_xfer_chunk_hdr {
+	uint8_t kind;
+	uint32_t idx;
+	uint32_t chunk;
+	uint32_t len; /* <= PROTO_XFER_MAX_CHUNK */
+	uint8_t digest[PROTO_XFER_DIGEST_LEN];
+};
+
 /* Preamble: encode into out[PROTO_PREAMBLE_LEN]. */
 void proto_encode_preamble(uint8_t *out, uint8_t vmin, uint8_t vmax,
 			   uint8_t chosen);
@@ -241,6 +437,82 @@ int proto_decode_empty(const uint8_t *body, size_t len);
  * LR_ETOOBIG. */
 int proto_decode_results(const uint8_t *body, size_t len,
 			 struct proto_results *m);
+
+/*
+ * File transfer messages. Batch messages (FILES, PLAN, ACKS, SUMS) are
+ * built with proto_msg_begin, the proto_put_xfer_* appenders (which fail
+ * with -ENOBUFS, sticky, when the message would pass PROTO_MAX_BODY) and
+ * proto_msg_end; proto_xfer_batch_room tells whether one more entry of n
+ * bytes fits. They are read with proto_xfer_iter: one TLV at a time,
+ * each decoded and checked by the matching proto_xfer_get_* call.
+ */
+int proto_encode_xfer_request(struct proto_buf *b,
+			      const struct proto_xfer_request *m);
+int proto_decode_xfer_request(const uint8_t *body, size_t len,
+			      struct proto_xfer_request *m);
+int proto_encode_xfer_accept(struct proto_buf *b,
+			     const struct proto_xfer_accept *m);
+int proto_decode_xfer_accept(const uint8_t *body, size_t len,
+			     struct proto_xfer_accept *m);
+int proto_encode_xfer_totals(struct proto_buf *b,
+			     const struct proto_xfer_totals *m);
+int proto_decode_xfer_totals(const uint8_t *body, size_t len,
+			     struct proto_xfer_totals *m);
+int proto_encode_xfer_done(struct proto_buf *b,
+			   const struct proto_xfer_done *m);
+int proto_decode_xfer_done(const uint8_t *body, size_t len,
+			   struct proto_xfer_done *m);
+
+bool proto_xfer_batch_room(const struct proto_buf *b, size_t n);
+/* Encoded size of an entry's TLV (header included). */
+size_t proto_xfer_entry_size(const struct proto_xfer_entry *e);
+void proto_put_xfer_entry(struct proto_buf *b,
+			  const struct proto_xfer_entry *e);
+void proto_put_xfer_plan(struct proto_buf *b, const struct proto_xfer_plan *p);
+void proto_put_xfer_held(struct proto_buf *b, const struct proto_xfer_held *h);
+void proto_put_xfer_sum(struct proto_buf *b, const struct proto_xfer_sum *s);
+void proto_put_xfer_ack(struct proto_buf *b, const struct proto_xfer_ack *a);
+void proto_put_xfer_fail(struct proto_buf *b, const struct proto_xfer_fail *f);
+void proto_put_xfer_wait(struct proto_buf *b, const struct proto_xfer_wait *w);
+
+struct proto_xfer_iter {
+	const uint8_t *body;
+	size_t len, off;
+	uint16_t tag;	      /* of the current item */
+	const uint8_t *value; /* its value */
+	uint16_t vlen;
+};
+void proto_xfer_iter_init(struct proto_xfer_iter *it, const uint8_t *body,
+			  size_t len);
+/* 1 with it->tag/value set, 0 at the end, LR_EBADMSG when truncated. */
+int proto_xfer_iter_next(struct proto_xfer_iter *it);
+/* Decode the current item; LR_EBADMSG when its tag or value is wrong:
+ * entry: unknown kind, mode above 07777, mtime_nsec >= 1e9, path_len 0 or
+ * above PROTO_XFER_MAX_PATH, lengths not matching vlen, a target on a
+ * non-symlink or none on a symlink, size UNKNOWN on a non-file. The path
+ * itself is checked by the caller (fsio_path_check). */
+int proto_xfer_get_entry(const struct proto_xfer_iter *it,
+			 struct proto_xfer_entry *e);
+int proto_xfer_get_plan(const struct proto_xfer_iter *it,
+			struct proto_xfer_plan *p);
+int proto_xfer_get_held(const struct proto_xfer_iter *it,
+			struct proto_xfer_held *h);
+int proto_xfer_get_sum(const struct proto_xfer_iter *it,
+		       struct proto_xfer_sum *s);
+int proto_xfer_get_ack(const struct proto_xfer_iter *it,
+		       struct proto_xfer_ack *a);
+int proto_xfer_get_fail(const struct proto_xfer_iter *it,
+			struct proto_xfer_fail *f);
+int proto_xfer_get_wait(const struct proto_xfer_iter *it,
+			struct proto_xfer_wait *w);
+
+/* Chunk header: encode into out[PROTO_XFER_CHUNK_HDR_LEN]; decode returns
+ * 0 or LR_EBADMSG (unknown kind, len 0 or above PROTO_XFER_MAX_CHUNK,
+ * nonzero padding). Layout: kind:u8 pad:u8[3] idx:u32 chunk:u32 len:u32
+ * digest[16]. */
+void proto_xfer_chunk_encode(uint8_t *out,
+			     const struct proto_xfer_chunk_hdr *h);
+int proto_xfer_chunk_decode(const uint8_t *in, struct proto_xfer_chunk_hdr *h);
 
 /* Name of a message type for error messages ("TEST_REQUEST"). */
 const char *proto_type_name(uint8_t type);

@@ -15,6 +15,8 @@
 #include "config.h"
 #include "bench.h"
 #include "conn.h"
+#include "fsio.h"
+#include "xfer.h"
 #include "crypto.h"
 #include "session.h"
 #include "server.h"
@@ -44,7 +46,11 @@ struct server_test {
 	char peer[NET_ADDRSTR];
 	uint8_t id[PROTO_TEST_ID_LEN];
 	bool waiting; /* accepting data connections */
-	unsigned attached;
+	unsigned attached, expected;
+	/* a file transfer's data connections */
+	bool is_xfer;
+	uint8_t xdir;
+	struct conn *xconns;
 	pthread_cond_t attach_cv;
 	struct bench_run run;
 	pthread_t thread;
@@ -201,7 +207,8 @@ static int send_simple(struct conn *c, uint8_t type)
 
 /* Read the request and check it against this server's limits. */
 static int test_request(struct server_test *t, uint8_t *buf,
-			struct proto_test_request *req, char *why, size_t cap)
+			struct proto_test_request *req, char *why, size_t cap,
+			uint32_t *xlen)
 {
 	struct server *srv = t->srv;
 	struct lr_err e = { 0 };
@@ -215,6 +222,10 @@ static int test_request(struct server_test *t, uint8_t *buf,
 		if (r != LR_ECLOSED && r != LR_ETIMEOUT)
 			send_error(&t->cc, PROTO_ERR_BAD_REQUEST, "%s", e.msg);
 		return r;
+	}
+	if (h.type == PROTO_XFER_REQUEST) {
+		*xlen = h.len;
+		return 1;
 	}
 	if (h.type != PROTO_TEST_REQUEST) {
 		snprintf(why, cap, "expected TEST_REQUEST, got %s (0x%02x)",
@@ -251,11 +262,11 @@ static int wait_streams(struct server_test *t)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	ts.tv_sec += ATTACH_TIMEOUT_MS / 1000;
 	pthread_mutex_lock(&srv->lock);
-	while (t->attached < t->run.nstreams && r != ETIMEDOUT &&
+	while (t->attached < t->expected && r != ETIMEDOUT &&
 	       !atomic_load(&srv->stopping) && net_now_ms() < dl)
 		r = pthread_cond_timedwait(&t->attach_cv, &srv->lock, &ts);
 	t->waiting = false;
-	r = t->attached == t->run.nstreams ? 0 : LR_ETIMEOUT;
+	r = t->attached == t->expected ? 0 : LR_ETIMEOUT;
 	pthread_mutex_unlock(&srv->lock);
 	return r;
 }
@@ -352,6 +363,150 @@ static int test_data_phase(struct server_test *t, uint8_t *buf, char *why,
 	}
 }
 
+/* A file transfer on this control connection: body holds its request. */
+static int xfer_session(struct server_test *t, uint8_t *buf, uint32_t len,
+			char *why, size_t cap, struct server_event *ev)
+{
+	struct server *srv = t->srv;
+	struct proto_xfer_request req;
+	struct proto_xfer_accept acc = { 0 };
+	struct xfer_opts xo = { 0 };
+	struct xfer_conns cs = { 0 };
+	struct xfer_source src = { .rootfd = -1 };
+	struct lr_err e = { 0 };
+	struct proto_buf b;
+	char *paths[PROTO_XFER_MAX_PATHS] = { 0 };
+	int destfd = -1, r;
+	unsigned i, n;
+
+	if (proto_decode_xfer_request(buf, len, &req)) {
+		snprintf(why, cap, "malformed XFER_REQUEST");
+		send_error(&t->cc, PROTO_ERR_BAD_REQUEST, "%s", why);
+		return LR_EBADMSG;
+	}
+	ev->xfer_op = req.op;
+	if (!srv->o.psk || !t->cc.secure) {
+		snprintf(why, cap,
+			 "file transfers need a server started with "
+			 "--token-file, and a client holding that token");
+		send_error(&t->cc, PROTO_ERR_AUTH, "%s", why);
+		return LR_EAUTH;
+	}
+	if (srv->o.rootfd < 0) {
+		snprintf(why, cap,
+			 "this server has no --root: it answers bench tests "
+			 "only");
+		send_error(&t->cc, PROTO_ERR_BAD_REQUEST, "%s", why);
+		return -EPERM;
+	}
+	if (req.op == PROTO_XFER_PUSH && srv->o.read_only) {
+		snprintf(why, cap, "this server is --read-only: pulls only");
+		send_error(&t->cc, PROTO_ERR_BAD_REQUEST, "%s", why);
+		return -EPERM;
+	}
+	for (i = 0; i < req.npaths; i++) {
+		const char *bad = NULL;
+
+		paths[i] = strndup(req.paths[i], req.path_lens[i]);
+		if (!paths[i]) {
+			r = -ENOMEM;
+			snprintf(why, cap, "out of memory");
+			goto out;
+		}
+		if (req.path_lens[i] &&
+		    fsio_path_check(paths[i], req.path_lens[i], &bad)) {
+			char esc[PROTO_MAX_TEXT];
+
+			snprintf(why, cap, "refused path '%s': %s",
+				 fsio_escape(paths[i], req.path_lens[i], esc,
+					     sizeof(esc)),
+				 bad);
+			send_error(&t->cc, PROTO_ERR_BAD_REQUEST, "%s", why);
+			r = LR_EBADPATH;
+			goto out;
+		}
+	}
+	if (req.op == PROTO_XFER_PUSH) {
+		destfd = fsio_open_dir(srv->o.rootfd, paths[0], true, 0755);
+		if (destfd < 0) {
+			char esc[PROTO_MAX_TEXT];
+
+			r = destfd;
+			snprintf(why, cap, "destination '%s': %s",
+				 fsio_escape(paths[0], strlen(paths[0]), esc,
+					     sizeof(esc)),
+				 lr_strerror(r));
+			send_error(&t->cc, PROTO_ERR_BAD_REQUEST, "%s", why);
+			goto out;
+		}
+	}
+	n = req.streams ? req.streams : 1;
+	t->xconns = calloc(n, sizeof(*t->xconns));
+	if (!t->xconns || crypto_random(t->id, sizeof(t->id))) {
+		r = -ENOMEM;
+		snprintf(why, cap, "out of memory");
+		send_error(&t->cc, PROTO_ERR_INTERNAL, "%s", why);
+		goto out;
+	}
+	for (i = 0; i < n; i++)
+		conn_init_plain(&t->xconns[i], -1);
+	pthread_mutex_lock(&srv->lock);
+	t->is_xfer = true;
+	t->xdir = req.op == PROTO_XFER_PUSH ? PROTO_DIR_C2S : PROTO_DIR_S2C;
+	t->expected = n;
+	t->waiting = true;
+	pthread_mutex_unlock(&srv->lock);
+	memcpy(acc.session_id, t->id, sizeof(t->id));
+	snprintf(acc.software, sizeof(acc.software), "linerate %s",
+		 LINERATE_VERSION);
+	acc.streams = (uint16_t)n;
+	acc.chunk_size = req.chunk_size ? req.chunk_size : XFER_DEFAULT_CHUNK;
+	proto_buf_init(&b, buf, PROTO_MAX_BODY);
+	r = proto_encode_xfer_accept(&b, &acc);
+	if (!r)
+		r = conn_send_msg(&t->cc, buf, b.len,
+				  net_now_ms() + CTRL_TIMEOUT_MS);
+	if (r) {
+		snprintf(why, cap, "sending XFER_ACCEPT: %s", lr_strerror(r));
+		goto out;
+	}
+	r = wait_streams(t);
+	if (r) {
+		snprintf(why, cap,
+			 "only %u of %u data streams connected "
+			 "within %d s",
+			 t->attached, n, ATTACH_TIMEOUT_MS / 1000);
+		send_error(&t->cc, PROTO_ERR_TIMEOUT, "%s", why);
+		goto out;
+	}
+	cs.ctrl = &t->cc;
+	cs.n = n;
+	cs.data = t->xconns;
+	xo.chunk_size = acc.chunk_size;
+	xo.flags = req.flags | srv->o.xfer_flags;
+	xo.rate = req.rate;
+	xo.progress_ms = srv->o.progress_ms;
+	xo.cancel = srv->o.cancel ? srv->o.cancel : &srv->stopping;
+	if (req.op == PROTO_XFER_PUSH) {
+		r = xfer_recv(&cs, destfd, srv->o.outfd, &xo, srv->o.xfer_cb,
+			      &ev->xres, &e);
+	} else {
+		src.rootfd = srv->o.rootfd;
+		src.npaths = req.npaths;
+		src.paths = (const char *const *)paths;
+		xo.flags &= ~(uint32_t)PROTO_XF_STDOUT;
+		r = xfer_send(&cs, &src, &xo, srv->o.xfer_cb, &ev->xres, &e);
+	}
+	if (r)
+		snprintf(why, cap, "%s", e.msg);
+out:
+	if (destfd >= 0)
+		close(destfd);
+	for (i = 0; i < PROTO_XFER_MAX_PATHS; i++)
+		free(paths[i]);
+	return r;
+}
+
 static void *test_main(void *arg)
 {
 	struct server_test *t = arg;
@@ -368,6 +523,7 @@ static void *test_main(void *arg)
 	struct rusage ru;
 	char why[LR_ERR_MSG] = "";
 	uint8_t *buf;
+	uint32_t xlen = 0;
 	unsigned i;
 	int r;
 
@@ -378,11 +534,17 @@ static void *test_main(void *arg)
 		goto out;
 	}
 	memset(&req, 0, sizeof(req));
-	r = test_request(t, buf, &req, why, sizeof(why));
+	r = test_request(t, buf, &req, why, sizeof(why), &xlen);
 	ev.req = req;
+	if (r == 1) {
+		ev.kind = SERVER_EV_XFER_DONE;
+		r = xfer_session(t, buf, xlen, why, sizeof(why), &ev);
+		goto out;
+	}
 	if (r)
 		goto out;
 	r = bench_run_init(&t->run, &req, false, &e);
+	t->expected = t->run.nstreams;
 	if (r) {
 		snprintf(why, sizeof(why), "%s", e.msg);
 		send_error(&t->cc, PROTO_ERR_LIMIT, "%s", why);
@@ -510,6 +672,15 @@ out:
 	close(t->ctrl);
 	t->ctrl = -1;
 	t->waiting = false;
+	if (t->xconns) {
+		for (i = 0; i < t->expected; i++) {
+			if (t->xconns[i].fd >= 0)
+				close(t->xconns[i].fd);
+			conn_fini(&t->xconns[i]);
+		}
+		free(t->xconns);
+		t->xconns = NULL;
+	}
 	srv->active--;
 	pthread_mutex_unlock(&srv->lock);
 	bench_run_fini(&t->run);
@@ -622,6 +793,29 @@ static const char *attach_stream(struct server *srv,
 		    crypto_memcmp(t->id, d->test_id, PROTO_TEST_ID_LEN))
 			continue;
 		why = "stream index out of range";
+		if (t->is_xfer) {
+			struct conn *x;
+
+			if (d->stream >= t->expected)
+				break;
+			x = &t->xconns[d->stream];
+			why = "stream direction does not match the transfer";
+			if (d->dir != t->xdir)
+				break;
+			why = "stream already connected";
+			if (x->fd >= 0)
+				break;
+			why = "stream not secured like its control connection";
+			if (!c->secure || c->cipher != t->cc.cipher)
+				break;
+			*x = *c;
+			x->fd = fd;
+			conn_init_plain(c, -1);
+			t->attached++;
+			pthread_cond_signal(&t->attach_cv);
+			why = NULL;
+			break;
+		}
 		if (d->stream >= t->run.nstreams)
 			break;
 		s = &t->run.streams[d->stream];

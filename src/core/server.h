@@ -10,6 +10,7 @@
 #include "err.h"
 #include "net.h"
 #include "proto.h"
+#include "xfer.h"
 
 #define SERVER_DEFAULT_MAX_TESTS       4
 #define SERVER_DEFAULT_MAX_DURATION_MS (60 * 1000)
@@ -26,12 +27,21 @@ struct server_opts {
 	int handshake_ms;     /* a new connection must identify itself */
 	const uint8_t *psk;   /* the token's key; NULL = no token */
 	bool allow_plaintext; /* accept --cipher none */
+	/* file transfers (a token is required for them) */
+	int rootfd;	     /* --root; -1 = no transfers */
+	bool read_only;	     /* serve pulls, refuse pushes */
+	uint32_t xfer_flags; /* PROTO_XF_* added to every push */
+	int outfd;	     /* with PROTO_XF_STDOUT: where the file goes */
+	int progress_ms;     /* for xfer_cb progress events */
+	const struct xfer_callbacks *xfer_cb; /* may be NULL */
+	const _Atomic bool *cancel;
 };
 
 enum server_event_kind {
 	SERVER_EV_LISTENING,	 /* addr, port */
 	SERVER_EV_CONN_REJECTED, /* peer, reason */
 	SERVER_EV_TEST_DONE,	 /* peer, test, figures, reason if failed */
+	SERVER_EV_XFER_DONE,	 /* peer, test, xfer figures, reason */
 };
 
 /* What the server tells its caller; the CLI formats it. */
@@ -48,6 +58,9 @@ struct server_event {
 	bool secure;		   /* authenticated with the token */
 	enum crypto_cipher cipher; /* of the data streams, when secure */
 	const char *reason;	   /* failures and rejections */
+	/* SERVER_EV_XFER_DONE */
+	uint8_t xfer_op; /* enum proto_xfer_op */
+	struct xfer_result xres;
 };
 
 struct server_callbacks {

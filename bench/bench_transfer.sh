@@ -1,0 +1,881 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# bench_transfer.sh - moving real files from host A to host B: linerate
+# send/serve against nc, tar | nc, scp and rsync -e ssh, in one run, on the
+# same two namespace test hosts, printed as a Markdown table.
+#
+# usage: bench/bench_transfer.sh [-t SEC] [--repeat N]
+#                                [--rows unshaped,shaped,quota,tree]
+#                                [--size SIZE] [--files N] [--dest-disk DIR]
+#                                [--peers-only] [--out FILE]
+#
+#   -t SEC          seconds of the `linerate bench` reference run (default 5)
+#   --repeat N      runs per cell; with N > 1 every cell is the median (default 1)
+#   --rows LIST     groups to measure, comma separated (default all four):
+#                     unshaped  the file, veth unshaped
+#                     shaped    the file, veth tbf-shaped to 1 Gbit/s (both ends)
+#                     quota     the file, veth unshaped, the receiving end and
+#                               the sending end each held to 20% of one core
+#                               (cgroup v1 cpu.cfs_quota_us 20000 / period 100000)
+#                     tree      the tree of small files, veth unshaped
+#   --size SIZE     the random file (K, M, G: 1024-based; default 1G)
+#   --files N       files of 4 KiB in the tree, 1000 per directory (default 10000)
+#   --dest-disk DIR receive into a fresh directory under DIR (a disk; not
+#                   fsynced, but `sync`ed before each run) instead of a tmpfs
+#   --peers-only    leave out the linerate rows (send, send --cipher none and
+#                   the bench reference): only nc, tar | nc, scp, rsync
+#   --out FILE      also write the header and table to FILE
+#   -h, --help      this text
+#
+# Tools, host A (198.18.0.1) sending to host B (198.18.0.2):
+#
+#   linerate        B: linerate serve --root DEST --token-file TF -p 7350
+#                      --max-tests 4 --allow-plaintext -B 198.18.0.2
+#                   A: linerate send --token-file TF -q SRC 198.18.0.2:SUBDIR
+#   linerate none   the same, send --cipher none (authenticated, data in clear)
+#   nc              B: nc -l -s ADDR -p PORT -d > FILE     A: nc -N ADDR PORT < SRC
+#   tar | nc        B: nc -l ... | tar xf - -C DIR         A: tar cf - -C PARENT NAME | nc -N ...
+#   scp             an sshd started in B for the run (throw-away host key and
+#                   authorized key, own config, port 22); A: scp [-r] -i KEY ...
+#                   (OpenSSH defaults: SFTP protocol, default cipher)
+#   rsync           rsync -a -e "ssh -i KEY ..." against the same sshd
+#   linerate bench  reference: memory to memory, -t SEC, against the same
+#                   kind of server (file groups only)
+#
+# The tree (group "tree") has no plain nc row.  The source data is made once
+# with `linerate gen` (the tree: one gen file cut by `split -b 4096`) and is
+# page-cached.  Every run gets its own destination directory and is checked:
+# cmp for the file, diff -r for the tree; a run whose data is wrong counts as
+# failed and its cells say "FAILED".  The destination is removed after each run.
+#
+# Every receiving end and every sending end runs under `/usr/bin/time -f
+# '%e %U %S %M'` (one receiving server is started per run, so its CPU is that
+# run's; it is stopped with SIGTERM after the client is done):
+#
+#   wall s       client start to both ends finished (for the servers that
+#                stay up, the client's end: scp, rsync and send wait for B)
+#   MB/s         payload bytes / wall / 1e6 (the tree: 4096 * N bytes)
+#   files/s      the tree: N / wall
+#   CPU s/GB     user+sys of both ends summed, per 1e9 payload bytes
+#   RSS MiB      peak RSS of the largest process of the receiving (B) and of
+#                the sending (A) end
+#   ratios       linerate MB/s / this MB/s and linerate CPU/GB / this CPU/GB,
+#                linerate being the default-cipher send row of the same group
+#
+# Within a group the tools go in a rotating order (shifted by one per group
+# and per repeat).  Each run is bounded by `timeout` (60 s + 1 s per 10 MB).
+# Cleaned up on exit, also on failure or SIGINT: servers, namespaces
+# (testhosts_down), the tmpfs mount, cgroups, the sshd directory, the token,
+# the temporary directories.
+#
+# Needs root (namespaces, mount, cgroups); the groups are skipped, with the
+# reason, otherwise.  Traffic goes only to the 198.18.0.x test hosts.
+# Environment: LINERATE_BIN (default: build/linerate of this tree; LINERATE
+# is accepted too), CGROOT (default: /sys/fs/cgroup/cpu).
+#
+# This is a benchmark: it never fails on a speed.  Exit status: 0 every run
+# succeeded, 2 usage error,
+# 1 some run failed (its cells say "FAILED").
+
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+TOP=$(cd "$HERE/.." && pwd)
+readonly HERE TOP
+readonly TIME_BIN=/usr/bin/time
+readonly TIME_FMT='%e %U %S %M'
+readonly CG_PERIOD=100000 CG_QUOTA=20000
+readonly LR_PORT=7350 SSH_PORT=22
+readonly SSHD_BIN=/usr/sbin/sshd
+readonly TREE_FILE=4096 TREE_PER_DIR=1000
+
+CMDLINE=
+for _a in "$0" "$@"; do
+    if [[ $_a =~ ^[A-Za-z0-9_./,:=+@%-]+$ ]]; then
+        CMDLINE+="${CMDLINE:+ }$_a"
+    else
+        CMDLINE+="${CMDLINE:+ }$(printf '%q' "$_a")"
+    fi
+done
+
+LINERATE_BIN=${LINERATE_BIN:-${LINERATE:-$TOP/build/linerate}}
+CGROOT=${CGROOT:-/sys/fs/cgroup/cpu}
+unset LINERATE_TOKEN
+
+opt_time=5
+opt_repeat=1
+opt_rows=unshaped,shaped,quota,tree
+opt_out=
+opt_size=1G
+opt_files=10000
+opt_dest_disk=
+opt_peers_only=0
+
+BENCH_NAME=bench_transfer
+BENCH_SCRIPT=${BASH_SOURCE[0]}
+# shellcheck source=bench/lib.sh
+source "$HERE/lib.sh"
+
+# This script's own options first; the rest goes to bench_parse_options.
+_rest=()
+while [ $# -gt 0 ]; do
+    case $1 in
+    --size)
+        [ $# -ge 2 ] || die_usage "$1 needs a value"
+        opt_size=$2
+        shift 2
+        ;;
+    --size=*) opt_size=${1#*=}; shift ;;
+    --files)
+        [ $# -ge 2 ] || die_usage "$1 needs a value"
+        opt_files=$2
+        shift 2
+        ;;
+    --files=*) opt_files=${1#*=}; shift ;;
+    --dest-disk)
+        [ $# -ge 2 ] || die_usage "$1 needs a value"
+        opt_dest_disk=$2
+        shift 2
+        ;;
+    --dest-disk=*) opt_dest_disk=${1#*=}; shift ;;
+    --peers-only) opt_peers_only=1; shift ;;
+    *) _rest+=("$1"); shift ;;
+    esac
+done
+bench_parse_options ${_rest[@]+"${_rest[@]}"}
+
+if [[ $opt_size =~ ^([0-9]{1,7})([KkMmGg]?)$ ]]; then
+    SIZE_BYTES=${BASH_REMATCH[1]}
+    case ${BASH_REMATCH[2]} in
+    K | k) SIZE_BYTES=$((SIZE_BYTES * 1024)) ;;
+    M | m) SIZE_BYTES=$((SIZE_BYTES * 1024 * 1024)) ;;
+    G | g) SIZE_BYTES=$((SIZE_BYTES * 1024 * 1024 * 1024)) ;;
+    esac
+else
+    die_usage "--size wants a size such as 256M or 1G, not '$opt_size'"
+fi
+if [ "$SIZE_BYTES" -lt 4096 ] || [ "$SIZE_BYTES" -gt $((64 * 1024 * 1024 * 1024)) ]; then
+    die_usage "--size wants 4K to 64G, not '$opt_size'"
+fi
+if ! [[ $opt_files =~ ^[0-9]{1,7}$ ]] || [ "$opt_files" -lt 1 ] || [ "$opt_files" -gt 1000000 ]; then
+    die_usage "--files wants 1-1000000, not '$opt_files'"
+fi
+if [ -n "$opt_dest_disk" ] && [ ! -d "$opt_dest_disk" ]; then
+    die_usage "--dest-disk: '$opt_dest_disk' is not a directory"
+fi
+TREE_BYTES=$((opt_files * TREE_FILE))
+
+GROUPS_ALL=(unshaped shaped quota tree)
+declare -A WANT=()
+IFS=, read -r -a _rows <<<"$opt_rows"
+[ ${#_rows[@]} -gt 0 ] || die_usage "--rows is empty"
+for _r in "${_rows[@]}"; do
+    case $_r in
+    unshaped | shaped | quota | tree) WANT[$_r]=1 ;;
+    *) die_usage "--rows: unknown group '$_r' (unshaped, shaped, quota, tree)" ;;
+    esac
+done
+want_file=0
+for _g in unshaped shaped quota; do
+    [ -n "${WANT[$_g]:-}" ] && want_file=1
+done
+want_tree=0
+[ -n "${WANT[tree]:-}" ] && want_tree=1
+
+# ---------------------------------------------------------------- tools
+
+[ -x "$LINERATE_BIN" ] || { log "$LINERATE_BIN not found; build it: ninja -C build"; exit 1; }
+for _tool in ss timeout awk sort ps nc tar scp ssh ssh-keygen rsync split cmp diff mount umount; do
+    command -v "$_tool" >/dev/null 2>&1 ||
+        { log "'$_tool' not found (scripts/deps.sh --bench installs the tools)"; exit 1; }
+done
+[ -x "$SSHD_BIN" ] || { log "$SSHD_BIN not found (apt-get install openssh-server)"; exit 1; }
+[ -x "$TIME_BIN" ] || { log "$TIME_BIN not found (apt-get install time)"; exit 1; }
+[ -x /bin/sh ] || { log "/bin/sh not found"; exit 1; }
+if [ "$opt_peers_only" = 0 ]; then
+    command -v jq >/dev/null 2>&1 || [ -x /usr/bin/python3 ] ||
+        { log "need jq or /usr/bin/python3 to read linerate bench's JSON"; exit 1; }
+fi
+if [ "$(id -u)" != 0 ]; then
+    log "not root: namespaces, the tmpfs and the cgroups need root"
+    exit 1
+fi
+
+# ---------------------------------------------------------------- cleanup
+
+# shellcheck disable=SC1091  # scripts/testhosts.sh, a bash library
+source "$TOP/scripts/testhosts.sh"
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/bench_transfer.XXXXXX")
+DEST=
+DEST_MOUNTED=0
+DEST_MADE=
+RUN_SSHD_DIR_MADE=0
+SERVER_PIDS=()
+CGROUPS=()
+
+kill_tree() {
+    local pid=$1 sig=${2:-TERM} child
+    for child in $(ps -o pid= --ppid "$pid" 2>/dev/null); do
+        kill_tree "$child" "$sig"
+    done
+    kill "-$sig" "$pid" 2>/dev/null || true
+}
+
+wait_gone() {
+    local pid=$1 n=$2 i
+    for ((i = 0; i < n; i++)); do
+        kill -0 "$pid" 2>/dev/null || return 0
+        sleep 0.1
+    done
+    ! kill -0 "$pid" 2>/dev/null
+}
+
+kill_servers() {
+    local pid
+    for pid in ${SERVER_PIDS[@]+"${SERVER_PIDS[@]}"}; do
+        kill_tree "$pid" TERM
+    done
+    for pid in ${SERVER_PIDS[@]+"${SERVER_PIDS[@]}"}; do
+        wait_gone "$pid" 20 || kill_tree "$pid" KILL
+        wait "$pid" 2>/dev/null || true
+    done
+    SERVER_PIDS=()
+}
+
+remove_cgroups() {
+    local cg i pids
+    for cg in ${CGROUPS[@]+"${CGROUPS[@]}"}; do
+        for ((i = 0; i < 50; i++)); do
+            [ -d "$cg" ] || break
+            pids=$(cat "$cg/cgroup.procs" 2>/dev/null) || pids=
+            if [ -n "$pids" ]; then
+                # shellcheck disable=SC2086  # one pid per word
+                kill -KILL $pids 2>/dev/null || true
+            elif rmdir "$cg" 2>/dev/null; then
+                break
+            fi
+            sleep 0.1
+        done
+        [ -d "$cg" ] && log "could not remove cgroup $cg (remove it with: rmdir $cg)"
+    done
+    CGROUPS=()
+}
+
+# shellcheck disable=SC2317  # reached through the trap
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    kill_servers
+    testhosts_down
+    remove_cgroups
+    if [ "$DEST_MOUNTED" = 1 ]; then
+        umount "$DEST" 2>/dev/null || umount -l "$DEST" 2>/dev/null ||
+            log "could not unmount $DEST"
+    fi
+    [ -n "$DEST_MADE" ] && rm -rf "$DEST_MADE"
+    [ "$RUN_SSHD_DIR_MADE" = 1 ] && rmdir /run/sshd 2>/dev/null
+    rm -rf "$WORK"
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---------------------------------------------------------------- data
+
+SRC=$WORK/src
+mkdir -p "$SRC"
+FILE_NAME=random.bin
+TREE_NAME=tree
+
+if [ "$want_file" = 1 ]; then
+    log "generating the $opt_size file"
+    "$LINERATE_BIN" gen "$SRC/$FILE_NAME" "$SIZE_BYTES" 2>"$WORK/gen.err" ||
+        { log "linerate gen failed: $(cat "$WORK/gen.err")"; exit 1; }
+fi
+if [ "$want_tree" = 1 ]; then
+    log "generating the tree: $opt_files files of $TREE_FILE bytes"
+    "$LINERATE_BIN" gen "$WORK/tree.bin" "$TREE_BYTES" 2>"$WORK/gen.err" ||
+        { log "linerate gen failed: $(cat "$WORK/gen.err")"; exit 1; }
+    ndirs=$(((opt_files + TREE_PER_DIR - 1) / TREE_PER_DIR))
+    for ((d = 0; d < ndirs; d++)); do
+        n=$((opt_files - d * TREE_PER_DIR))
+        [ "$n" -gt "$TREE_PER_DIR" ] && n=$TREE_PER_DIR
+        dir=$SRC/$TREE_NAME/$(printf 'd%04d' "$d")
+        mkdir -p "$dir"
+        dd if="$WORK/tree.bin" bs="$TREE_FILE" skip=$((d * TREE_PER_DIR)) count="$n" status=none |
+            split -b "$TREE_FILE" -a 3 -d - "$dir/f"
+    done
+    rm -f "$WORK/tree.bin"
+    got=$(find "$SRC/$TREE_NAME" -type f | wc -l)
+    [ "$got" = "$opt_files" ] || { log "tree generation made $got files, not $opt_files"; exit 1; }
+fi
+
+# The destination: a tmpfs big enough for one received copy of everything
+# plus room for a tool's temporary copy, or a directory on a disk.
+if [ -n "$opt_dest_disk" ]; then
+    DEST=$(mktemp -d "$opt_dest_disk/bench_transfer.XXXXXX")
+    DEST_MADE=$DEST
+    DEST_DESC="disk directory $opt_dest_disk (sync before each run; linerate send fsyncs by default, the peers do not)"
+else
+    DEST=$WORK/dest
+    mkdir -p "$DEST"
+    tmpfs_mib=$(((2 * SIZE_BYTES + 2 * TREE_BYTES) / 1048576 + 256))
+    mount -t tmpfs -o "size=${tmpfs_mib}m,mode=0755" tmpfs "$DEST" ||
+        { log "cannot mount a tmpfs on $DEST"; exit 1; }
+    DEST_MOUNTED=1
+    DEST_DESC="tmpfs of $tmpfs_mib MiB"
+fi
+
+# ---------------------------------------------------------------- token, sshd
+
+TOKEN_FILE=$WORK/token
+if [ "$opt_peers_only" = 0 ]; then
+    if ! (umask 077 && "$LINERATE_BIN" token >"$TOKEN_FILE") 2>"$WORK/token.err" ||
+        [ ! -s "$TOKEN_FILE" ]; then
+        log "'linerate token' failed: $(cat "$WORK/token.err")"
+        exit 1
+    fi
+fi
+
+SSHD_DIR=$WORK/sshd
+mkdir -m 700 "$SSHD_DIR"
+ssh-keygen -q -t ed25519 -N '' -C bench-host -f "$SSHD_DIR/host_key" >/dev/null
+ssh-keygen -q -t ed25519 -N '' -C bench-client -f "$SSHD_DIR/client_key" >/dev/null
+cp "$SSHD_DIR/client_key.pub" "$SSHD_DIR/authorized_keys"
+SFTP_SERVER=/usr/lib/openssh/sftp-server
+[ -x "$SFTP_SERVER" ] || SFTP_SERVER=internal-sftp
+cat >"$SSHD_DIR/sshd_config" <<EOF
+ListenAddress $TH_ADDR_B:$SSH_PORT
+HostKey $SSHD_DIR/host_key
+PidFile $SSHD_DIR/sshd.pid
+AuthorizedKeysFile $SSHD_DIR/authorized_keys
+StrictModes no
+UsePAM no
+PermitRootLogin yes
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UseDNS no
+PrintMotd no
+PrintLastLog no
+Subsystem sftp $SFTP_SERVER
+EOF
+if [ ! -d /run/sshd ]; then
+    # sshd's privilege separation directory (normally made by its service)
+    mkdir -m 755 /run/sshd
+    RUN_SSHD_DIR_MADE=1
+fi
+"$SSHD_BIN" -t -f "$SSHD_DIR/sshd_config" 2>"$WORK/sshd-t.err" ||
+    { log "sshd rejects its config: $(cat "$WORK/sshd-t.err")"; exit 1; }
+SSH_OPTS=(-i "$SSHD_DIR/client_key" -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null
+    -o BatchMode=yes -o LogLevel=ERROR -o ConnectTimeout=10)
+
+# ---------------------------------------------------------------- one run
+
+NS_CLIENT=()
+NS_SERVER=()
+# shellcheck disable=SC2016  # $$ and $1 are for the wrapper's shell
+readonly CG_SCRIPT='echo $$ >"$1/cgroup.procs" || exit 125; shift; exec "$@"'
+WRAP_SERVER=()
+WRAP_CLIENT=()
+RUN_NO=0
+
+descendants() {
+    local child
+    echo "$1"
+    for child in $(ps -o pid= --ppid "$1" 2>/dev/null); do
+        descendants "$child"
+    done
+}
+
+# Wait (bounded: ~20 s) until a descendant of PID listens on TH_ADDR_B:PORT.
+wait_listen() {
+    local port=$1 pid=$2 i out p
+    for ((i = 0; i < 400; i++)); do
+        out=$("${NS_SERVER[@]}" ss -ltnpH "( src $TH_ADDR_B:$port )" 2>/dev/null) || out=
+        if [ -n "$out" ]; then
+            for p in $(descendants "$pid"); do
+                [[ $out == *"pid=$p,"* ]] && return 0
+            done
+        fi
+        kill -0 "$pid" 2>/dev/null || return 1
+        sleep 0.05
+    done
+    return 1
+}
+
+time_line() {
+    [ -s "$1" ] || return 1
+    tail -n 1 "$1"
+}
+
+now() {
+    date +%s.%N
+}
+
+# From linerate bench's -J document: "bits_per_second bytes".
+json_result() {
+    if command -v jq >/dev/null 2>&1; then
+        jq -er '[.end.sum_received.bits_per_second, .end.sum_received.bytes]
+                | if .[0] == null or .[1] == null then error("no sum_received")
+                  else map(tostring) | join(" ") end' "$1" 2>/dev/null
+    else
+        /usr/bin/python3 - "$1" <<'EOF' 2>/dev/null
+import json, sys
+r = json.load(open(sys.argv[1]))["end"]["sum_received"]
+print(r["bits_per_second"], r["bytes"])
+EOF
+    fi
+}
+
+# The received copy of NAME in RUNDIR: RUNDIR/NAME, or RUNDIR itself when
+# the tool took RUNDIR as the name of the copy.
+received() {
+    local rundir=$1 name=$2 kind=$3
+    if [ -e "$rundir/$name" ]; then
+        echo "$rundir/$name"
+    elif [ "$kind" = file ] && [ -f "$rundir" ]; then
+        echo "$rundir"
+    elif [ "$kind" = tree ] && [ -d "$rundir/d0000" ]; then
+        echo "$rundir"
+    else
+        echo "$rundir/$name"
+    fi
+}
+
+# Stop a server that stays up (sshd, linerate serve): wait (bounded, ~5 s)
+# until it has no children left (sessions ended and reaped, so their CPU is
+# in its rusage), then TERM it, then wait for /usr/bin/time to write.
+stop_server() {
+    local tpid=$1 p i kids
+    for p in $(ps -o pid= --ppid "$tpid" 2>/dev/null); do
+        for ((i = 0; i < 50; i++)); do
+            kids=$(ps -o pid= --ppid "$p" 2>/dev/null) || kids=
+            [ -z "$kids" ] && break
+            sleep 0.1
+        done
+        kill -TERM "$p" 2>/dev/null || true
+    done
+    if ! wait_gone "$tpid" 50; then
+        # KILL the server, not /usr/bin/time, so the rusage is still written
+        for p in $(ps -o pid= --ppid "$tpid" 2>/dev/null); do
+            kill_tree "$p" KILL
+        done
+        wait_gone "$tpid" 20 || kill_tree "$tpid" KILL
+    fi
+    wait "$tpid" 2>/dev/null || true
+    SERVER_PIDS=()
+}
+
+# run_one TOOL KIND TAG: one receiving end in B, one sending end in A.
+# On success sets R_WALL R_MBPS R_FPS R_CPUGB R_RSS_RECV R_RSS_SEND and
+# returns 0; returns 1 when the run failed or its data is wrong.
+# shellcheck disable=SC2016  # the sh -c snippets take their arguments as $1...
+run_one() {
+    local tool=$1 kind=$2 tag=$3
+    local sf=$WORK/$tag.recv.time cf=$WORK/$tag.send.time
+    local slog=$WORK/$tag.recv.log clog=$WORK/$tag.send.log
+    local rundir=$DEST/$tag name src bytes limit port oneshot=0 persist=1
+    local -a srv cli
+    local spid crc=0 src_rc t0 t1 st ct got
+
+    RUN_NO=$((RUN_NO + 1))
+    if [ "$kind" = tree ]; then
+        name=$TREE_NAME bytes=$TREE_BYTES
+    else
+        name=$FILE_NAME bytes=$SIZE_BYTES
+    fi
+    src=$SRC/$name
+    limit=$((60 + bytes / 10000000))
+    port=$((20000 + RUN_NO))
+    mkdir -p "$rundir"
+    rm -f "$sf" "$cf"
+    [ -n "$opt_dest_disk" ] && sync
+
+    case $tool in
+    lr | lrnone)
+        port=$LR_PORT
+        srv=("$LINERATE_BIN" serve --root "$DEST" --token-file "$TOKEN_FILE" -p "$port"
+            --max-tests 4 --allow-plaintext -B "$TH_ADDR_B")
+        cli=("$LINERATE_BIN" send --token-file "$TOKEN_FILE" -q)
+        [ "$tool" = lrnone ] && cli+=(--cipher none)
+        cli+=("$src" "$TH_ADDR_B:$tag")
+        ;;
+    ref)
+        # no --root: memory to memory needs none (and works with older builds)
+        port=$LR_PORT
+        srv=("$LINERATE_BIN" serve --token-file "$TOKEN_FILE" -p "$port"
+            --max-tests 4 --allow-plaintext -B "$TH_ADDR_B")
+        cli=("$LINERATE_BIN" bench -t "$opt_time" -J -i 0 --token-file "$TOKEN_FILE" "$TH_ADDR_B:$port")
+        limit=$((opt_time + 60))
+        ;;
+    nc)
+        oneshot=1 persist=0
+        srv=(timeout "$limit" /bin/sh -c 'exec nc -l -s "$1" -p "$2" -d >"$3"' nc-recv
+            "$TH_ADDR_B" "$port" "$rundir/$name")
+        cli=(/bin/sh -c 'exec nc -N "$1" "$2" <"$3"' nc-send "$TH_ADDR_B" "$port" "$src")
+        ;;
+    tarnc)
+        oneshot=1 persist=0
+        srv=(timeout "$limit" /bin/sh -c 'nc -l -s "$1" -p "$2" -d | tar xf - -C "$3"' tar-recv
+            "$TH_ADDR_B" "$port" "$rundir")
+        cli=(/bin/sh -c 'tar cf - -C "$1" "$2" | nc -N "$3" "$4"' tar-send
+            "$SRC" "$name" "$TH_ADDR_B" "$port")
+        ;;
+    scp | rsync)
+        port=$SSH_PORT
+        rm -f "$SSHD_DIR/sshd.pid"
+        srv=("$SSHD_BIN" -D -e -f "$SSHD_DIR/sshd_config")
+        if [ "$tool" = scp ]; then
+            cli=(scp -q "${SSH_OPTS[@]}")
+            [ "$kind" = tree ] && cli+=(-r)
+            cli+=("$src" "root@$TH_ADDR_B:$rundir/")
+        else
+            cli=(rsync -a -e "ssh ${SSH_OPTS[*]}" "$src" "root@$TH_ADDR_B:$rundir/")
+        fi
+        ;;
+    esac
+
+    "${WRAP_SERVER[@]}" "${NS_SERVER[@]}" "$TIME_BIN" -f "$TIME_FMT" -o "$sf" \
+        "${srv[@]}" </dev/null >"$slog" 2>&1 &
+    spid=$!
+    SERVER_PIDS=("$spid")
+    if ! wait_listen "$port" "$spid"; then
+        log "$tag: the receiving end did not start listening on port $port:"
+        sed 's/^/    /' "$slog" >&2 || true
+        kill_servers
+        rm -rf "$rundir"
+        return 1
+    fi
+
+    t0=$(now)
+    timeout "$limit" "${WRAP_CLIENT[@]}" "${NS_CLIENT[@]}" "$TIME_BIN" -f "$TIME_FMT" -o "$cf" \
+        "${cli[@]}" </dev/null >"$clog" 2>&1 || crc=$?
+    src_rc=0
+    if [ "$oneshot" = 1 ]; then
+        # bounded by the timeout inside the receiving end
+        wait "$spid" || src_rc=$?
+        SERVER_PIDS=()
+    fi
+    t1=$(now)
+    [ "$persist" = 1 ] && stop_server "$spid"
+
+    if [ "$crc" != 0 ] || [ "$src_rc" != 0 ]; then
+        log "$tag: FAILED (sending end exit $crc, receiving end exit $src_rc)"
+        [ -s "$clog" ] && sed 's/^/    send: /' "$clog" | tail -n 5 >&2
+        [ -s "$slog" ] && sed 's/^/    recv: /' "$slog" | tail -n 5 >&2
+        rm -rf "$rundir"
+        return 1
+    fi
+    if ! ct=$(time_line "$cf") || ! st=$(time_line "$sf"); then
+        log "$tag: FAILED (no /usr/bin/time output)"
+        rm -rf "$rundir"
+        return 1
+    fi
+
+    if [ "$tool" = ref ]; then
+        local doc
+        if ! doc=$(json_result "$clog"); then
+            log "$tag: FAILED (no sum_received in linerate bench's JSON)"
+            rm -rf "$rundir"
+            return 1
+        fi
+        read -r R_BPS bytes <<<"$doc"
+        t0=0 t1=$opt_time
+    else
+        got=$(received "$rundir" "$name" "$kind")
+        if [ "$kind" = tree ]; then
+            if ! diff -r -q "$src" "$got" >"$WORK/$tag.diff" 2>&1; then
+                log "$tag: FAILED: the received tree differs ($(wc -l <"$WORK/$tag.diff") lines of diff -r -q):"
+                head -n 3 "$WORK/$tag.diff" | sed 's/^/    /' >&2
+                rm -rf "$rundir"
+                return 1
+            fi
+        elif ! cmp -s "$src" "$got"; then
+            log "$tag: FAILED: $got is not a copy of the source"
+            rm -rf "$rundir"
+            return 1
+        fi
+    fi
+    rm -rf "$rundir"
+
+    read -r R_WALL R_MBPS R_FPS R_CPUGB R_RSS_RECV R_RSS_SEND R_CPU < <(
+        awk -v t0="$t0" -v t1="$t1" -v bytes="$bytes" -v files="$opt_files" -v kind="$kind" \
+            -v ct="$ct" -v st="$st" -v tool="$tool" -v bps="${R_BPS:-0}" 'BEGIN {
+            split(ct, c, " "); split(st, s, " ")
+            wall = t1 - t0
+            cpu = c[2] + c[3] + s[2] + s[3]
+            mbps = (tool == "ref") ? bps / 8e6 : (wall > 0 ? bytes / wall / 1e6 : 0)
+            fps = (kind == "tree" && wall > 0) ? files / wall : 0
+            printf "%.3f %.3f %.1f %.3f %.1f %.1f %.2f\n", wall, mbps, fps,
+                cpu / (bytes / 1e9), s[4] / 1024, c[4] / 1024, cpu
+        }')
+    log "$tag: $R_WALL s, $R_MBPS MB/s$([ "$kind" = tree ] && echo ", $R_FPS files/s"), CPU ${R_CPU}s" \
+        "($R_CPUGB s/GB; send $ct | recv $st)"
+    return 0
+}
+
+# ---------------------------------------------------------------- results
+
+declare -A RES    # "group|tool|metric" -> values, one per successful repeat
+declare -A RAN    # "group|tool" -> 1 when the cell was attempted
+declare -A NOTE   # "group" -> extra header text
+FAILED=0
+SKIPPED=()
+DONE_GROUPS=()
+
+add_res() {
+    RES[$1]="${RES[$1]:-} $2"
+}
+
+median() {
+    local fmt=$1 vals=${RES[$2]:-}
+    [ -n "${vals// /}" ] || { echo FAILED; return; }
+    # shellcheck disable=SC2086  # split the list on purpose
+    printf '%s\n' $vals | sort -g | awk -v fmt="$fmt" '
+        { v[NR] = $1 }
+        END {
+            m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+            printf fmt "\n", m
+        }'
+}
+
+ratio() {
+    case "$1$2" in
+    *FAILED* | *-*) echo "-" ;;
+    *) awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f\n", a / b; else print "-" }' ;;
+    esac
+}
+
+tools_for() {
+    local kind=$1
+    local -a t=()
+    [ "$opt_peers_only" = 0 ] && t+=(lr lrnone)
+    [ "$kind" = file ] && t+=(nc)
+    t+=(tarnc scp rsync)
+    [ "$opt_peers_only" = 0 ] && [ "$kind" = file ] && t+=(ref)
+    echo "${t[@]}"
+}
+
+ROW_INDEX=0
+run_group() {
+    local group=$1 kind=$2 r i off tool
+    local -a tools
+    read -r -a tools <<<"$(tools_for "$kind")"
+    local n=${#tools[@]}
+    for ((r = 0; r < opt_repeat; r++)); do
+        off=$(((ROW_INDEX + r) % n))
+        for ((i = 0; i < n; i++)); do
+            tool=${tools[(off + i) % n]}
+            RAN[$group|$tool]=1
+            R_BPS=
+            if run_one "$tool" "$kind" "$group-$tool-$((r + 1))"; then
+                add_res "$group|$tool|wall" "$R_WALL"
+                add_res "$group|$tool|mbps" "$R_MBPS"
+                add_res "$group|$tool|fps" "$R_FPS"
+                add_res "$group|$tool|cpugb" "$R_CPUGB"
+                add_res "$group|$tool|rssr" "$R_RSS_RECV"
+                add_res "$group|$tool|rsss" "$R_RSS_SEND"
+            else
+                FAILED=1
+            fi
+        done
+    done
+    ROW_INDEX=$((ROW_INDEX + 1))
+}
+
+CG_SRV=
+CG_CLI=
+CG_WHY=
+setup_cgroups() {
+    local d fstype
+    CG_WHY=
+    if [ ! -d "$CGROOT" ]; then
+        CG_WHY="cgroup v1 cpu controller not mounted ($CGROOT missing)"
+        return 1
+    fi
+    fstype=$(stat -f -c %T "$CGROOT/" 2>/dev/null) || fstype=
+    if [ "$fstype" != cgroupfs ] || [ ! -f "$CGROOT/cpu.cfs_quota_us" ]; then
+        CG_WHY="$CGROOT is not a cgroup v1 hierarchy with the cpu controller"
+        return 1
+    fi
+    CG_SRV=$CGROOT/lr-xfer-$$-recv
+    CG_CLI=$CGROOT/lr-xfer-$$-send
+    for d in "$CG_SRV" "$CG_CLI"; do
+        if [ -e "$d" ]; then
+            CG_WHY="$d already exists (stale? remove it with: rmdir $d)"
+        elif ! mkdir "$d" 2>/dev/null; then
+            CG_WHY="cannot create $d"
+        else
+            CGROUPS+=("$d")
+            if ! echo "$CG_PERIOD" >"$d/cpu.cfs_period_us" 2>/dev/null ||
+                ! echo "$CG_QUOTA" >"$d/cpu.cfs_quota_us" 2>/dev/null ||
+                [ "$(cat "$d/cpu.cfs_quota_us")" != "$CG_QUOTA" ]; then
+                CG_WHY="cannot set the quota $CG_QUOTA/$CG_PERIOD in $d"
+            fi
+        fi
+        if [ -n "$CG_WHY" ]; then
+            remove_cgroups
+            return 1
+        fi
+    done
+    return 0
+}
+
+cg_stat() {
+    awk '$1 == "nr_periods" { p = $2 } $1 == "nr_throttled" { n = $2 }
+         $1 == "throttled_time" { t = $2 }
+         END { printf "%d %d %d\n", p, n, t }' "$1/cpu.stat" 2>/dev/null || echo "0 0 0"
+}
+
+if ! why=$(testhosts_require_root 2>&1); then
+    why=${why//$'\n'/; }
+    log "skipping every group: ${why//testhosts: /}"
+    SKIPPED+=("every group: ${why//testhosts: /}")
+    WANT=()
+fi
+
+for group in "${GROUPS_ALL[@]}"; do
+    [ -n "${WANT[$group]:-}" ] || continue
+    rate=''
+    kind='file'
+    [ "$group" = shaped ] && rate=1gbit
+    [ "$group" = tree ] && kind=tree
+    WRAP_SERVER=() WRAP_CLIENT=()
+    if [ "$group" = quota ]; then
+        if ! setup_cgroups; then
+            log "skipping the quota group: $CG_WHY"
+            SKIPPED+=("quota: $CG_WHY")
+            continue
+        fi
+        WRAP_SERVER=(/bin/sh -c "$CG_SCRIPT" lr-cgroup "$CG_SRV")
+        WRAP_CLIENT=(/bin/sh -c "$CG_SCRIPT" lr-cgroup "$CG_CLI")
+    fi
+    log "group $group: namespaces, veth${rate:+, tbf $rate}$([ "$group" = quota ] &&
+        echo ", each end in a cgroup with cpu.cfs_quota_us $CG_QUOTA / cpu.cfs_period_us $CG_PERIOD")"
+    # Not in $(...): the namespaces must be owned by this shell for the trap.
+    if ! testhosts_up $rate 2>"$WORK/testhosts.err"; then
+        why=$(cat "$WORK/testhosts.err")
+        printf '%s\n' "$why" >&2
+        why=${why//$'\n'/; }
+        SKIPPED+=("$group: testhosts_up failed: ${why//testhosts: /}")
+        FAILED=1
+        remove_cgroups
+        continue
+    fi
+    NS_CLIENT=(ip netns exec "$TH_A") NS_SERVER=(ip netns exec "$TH_B")
+    if [ "$group" = quota ]; then
+        read -r sp0 sn0 st0 < <(cg_stat "$CG_SRV")
+        read -r cp0 cn0 ct0 < <(cg_stat "$CG_CLI")
+    fi
+    run_group "$group" "$kind"
+    if [ "$group" = quota ]; then
+        read -r sp1 sn1 st1 < <(cg_stat "$CG_SRV")
+        read -r cp1 cn1 ct1 < <(cg_stat "$CG_CLI")
+        NOTE[quota]=$(printf 'receiving cgroup throttled in %d of %d periods (%.1f s), sending cgroup in %d of %d (%.1f s)' \
+            $((sn1 - sn0)) $((sp1 - sp0)) "$(awk -v t=$((st1 - st0)) 'BEGIN { print t / 1e9 }')" \
+            $((cn1 - cn0)) $((cp1 - cp0)) "$(awk -v t=$((ct1 - ct0)) 'BEGIN { print t / 1e9 }')")
+        log "quota: ${NOTE[quota]}"
+    fi
+    testhosts_down
+    [ "$group" = quota ] && remove_cgroups
+    DONE_GROUPS+=("$group")
+done
+
+# ---------------------------------------------------------------- report
+
+group_label() {
+    case $1 in
+    unshaped) echo "file, veth unshaped" ;;
+    shaped) echo "file, veth tbf 1 Gbit/s" ;;
+    quota) echo "file, each end 20% of a core" ;;
+    tree) echo "tree, veth unshaped" ;;
+    esac
+}
+
+tool_label() {
+    case $1 in
+    lr) echo "linerate send" ;;
+    lrnone) echo "linerate send --cipher none" ;;
+    nc) echo "nc" ;;
+    tarnc) echo "tar \\| nc" ;;
+    scp) echo "scp$([ "$2" = tree ] && echo ' -r')" ;;
+    rsync) echo "rsync -a -e ssh" ;;
+    ref) echo "(reference) linerate bench, memory to memory" ;;
+    esac
+}
+
+report() {
+    local cpu lr_ver k g tool kind wall mbps fps cpugb rssr rsss lr_mbps lr_cpugb
+    cpu=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null)
+    lr_ver=$("$LINERATE_BIN" version 2>&1 | head -n 1) || true
+    if command -v git >/dev/null 2>&1 &&
+        k=$(git -C "$TOP" describe --always --dirty 2>/dev/null); then
+        lr_ver="$lr_ver (git $k)"
+    fi
+
+    echo "# linerate send against nc, tar | nc, scp and rsync: host A to host B"
+    echo
+    echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+    echo "- kernel: $(uname -srm)"
+    echo "- CPU: ${cpu:-unknown}; nproc: $(nproc)"
+    echo "- linerate: $lr_ver"
+    echo "- peers: $(ssh -V 2>&1 | head -n 1); $(rsync --version 2>&1 | head -n 1 | sed 's/  */ /g'); netcat-openbsd; $(tar --version 2>&1 | head -n 1)"
+    echo "- command: \`$CMDLINE\`"
+    k=
+    [ "$want_file" = 1 ] && k="a $opt_size random file ($SIZE_BYTES bytes, \`linerate gen\`)"
+    [ "$want_tree" = 1 ] && k="${k:+$k; }a tree of $opt_files files of $TREE_FILE bytes in directories of $TREE_PER_DIR"
+    echo "- data: $k; source page-cached; destination: $DEST_DESC; every run verified (cmp / diff -r)"
+    echo "- runs per cell: $opt_repeat$([ "$opt_repeat" -gt 1 ] && echo ' (median)'); order rotates per group and repeat"
+    echo "- wall s: client start to both ends finished; MB/s: payload bytes / wall / 1e6;" \
+        "CPU s/GB: user+sys of both ends (/usr/bin/time) per 1e9 payload bytes;" \
+        "RSS: peak of the largest process of each end; ratios: linerate send ÷ this row, same group"
+    echo "- ssh: OpenSSH defaults (scp uses SFTP), sshd started in host B for each run, key auth"
+    [ "$opt_peers_only" = 0 ] && echo "- reference: \`linerate bench -t $opt_time\` memory to memory (MB/s from end.sum_received.bits_per_second)"
+    [ -n "${NOTE[quota]:-}" ] && echo "- quota: ${NOTE[quota]}"
+    for k in ${SKIPPED[@]+"${SKIPPED[@]}"}; do
+        echo "- skipped $k"
+    done
+    echo
+    echo "| group | tool | wall s | MB/s | files/s | CPU s/GB | recv RSS MiB | send RSS MiB | MB/s: linerate ÷ this | CPU/GB: linerate ÷ this |"
+    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    for g in ${DONE_GROUPS[@]+"${DONE_GROUPS[@]}"}; do
+        kind='file'
+        [ "$g" = tree ] && kind='tree'
+        lr_mbps=- lr_cpugb=-
+        if [ -n "${RAN[$g|lr]:-}" ]; then
+            lr_mbps=$(median '%.3f' "$g|lr|mbps")
+            lr_cpugb=$(median '%.3f' "$g|lr|cpugb")
+        fi
+        for tool in $(tools_for "$kind"); do
+            [ -n "${RAN[$g|$tool]:-}" ] || continue
+            wall=$(median '%.2f' "$g|$tool|wall")
+            mbps=$(median '%.1f' "$g|$tool|mbps")
+            fps=-
+            [ "$kind" = tree ] && fps=$(median '%.0f' "$g|$tool|fps")
+            cpugb=$(median '%.3f' "$g|$tool|cpugb")
+            rssr=$(median '%.1f' "$g|$tool|rssr")
+            rsss=$(median '%.1f' "$g|$tool|rsss")
+            [ "$tool" = ref ] && wall="($wall)"
+            if [ "$tool" = lr ] || [ "$tool" = ref ]; then
+                rl=- rc=-
+            else
+                rl=$(ratio "$lr_mbps" "$(median '%.3f' "$g|$tool|mbps")")
+                rc=$(ratio "$lr_cpugb" "$(median '%.3f' "$g|$tool|cpugb")")
+            fi
+            printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
+                "$(group_label "$g")" "$(tool_label "$tool" "$kind")" "$wall" "$mbps" "$fps" \
+                "$cpugb" "$rssr" "$rsss" "$rl" "$rc"
+        done
+    done
+}
+
+if [ -n "$opt_out" ]; then
+    report | tee "$opt_out"
+else
+    report
+fi
+exit "$FAILED"

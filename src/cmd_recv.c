@@ -1,0 +1,371 @@
+// SPDX-License-Identifier: MIT
+/* linerate recv: a one-shot receiver with a fresh token. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "cmds.h"
+#include "crypto.h"
+#include "opts.h"
+#include "report.h"
+#include "server.h"
+#include "session.h"
+#include "banned.h"
+
+const char cmd_recv_usage[] =
+	"usage: linerate recv [options] [DIR]\n"
+	"\n"
+	"Receive one transfer from `linerate send` into DIR (default: the\n"
+	"current directory; made when missing), then exit. Prints this host's\n"
+	"addresses, the port, a fresh one-time token and the command to run on\n"
+	"the sender.\n"
+	"\n"
+	"  -p, --port PORT       port to listen on (default 7350; 0 = any)\n"
+	"  -B, --bind ADDR       listen on ADDR only\n"
+	"  -4, --ipv4 / -6, --ipv6  only that address family\n"
+	"      --token-file FILE use this token instead of a fresh one\n"
+	"      --allow-plaintext accept a sender asking for --cipher none\n"
+	"      --overwrite       replace existing files\n"
+	"      --update          replace files whose size or mtime differ\n"
+	"      --no-fsync        do not wait for the disk before renaming\n"
+	"      --keep-setid      keep setuid/setgid bits\n"
+	"      --stdout          write the one incoming file to standard output\n"
+	"      --json            one JSON object per event\n"
+	"  -q, --quiet           print only the token lines and errors\n"
+	"  -h, --help            this text\n"
+	"\n"
+	"Exit status: 0 every file written and verified, 1 failure, 2 usage.\n";
+
+enum {
+	OPT_TOKEN_FILE = 256,
+	OPT_ALLOW_PLAINTEXT,
+	OPT_OVERWRITE,
+	OPT_UPDATE,
+	OPT_NO_FSYNC,
+	OPT_KEEP_SETID,
+	OPT_STDOUT,
+	OPT_JSON,
+};
+
+static const struct option long_opts[] = {
+	{ "port", required_argument, NULL, 'p' },
+	{ "bind", required_argument, NULL, 'B' },
+	{ "ipv4", no_argument, NULL, '4' },
+	{ "ipv6", no_argument, NULL, '6' },
+	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
+	{ "allow-plaintext", no_argument, NULL, OPT_ALLOW_PLAINTEXT },
+	{ "overwrite", no_argument, NULL, OPT_OVERWRITE },
+	{ "update", no_argument, NULL, OPT_UPDATE },
+	{ "no-fsync", no_argument, NULL, OPT_NO_FSYNC },
+	{ "keep-setid", no_argument, NULL, OPT_KEEP_SETID },
+	{ "stdout", no_argument, NULL, OPT_STDOUT },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct recv_cli {
+	struct server_opts s;
+	const char *dir, *token_file;
+	bool json, quiet;
+	char token[SESSION_TOKEN_CHARS];
+	uint8_t psk[CRYPTO_KEY_LEN];
+	FILE *msg; /* where words go: stderr when data goes to stdout */
+	struct report_xfer *rx;
+	struct xfer_result res;
+	bool got_result, ok;
+	char reason[LR_ERR_MSG];
+};
+
+static struct server *volatile the_server;
+static _Atomic bool cancelled;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	atomic_store(&cancelled, true);
+	if (the_server)
+		server_stop(the_server);
+}
+
+/* The addresses a sender can use, one line. */
+static void print_addresses(FILE *out, const char *bind_addr, int family)
+{
+	struct ifaddrs *ifa, *i;
+	bool any = false;
+
+	if (bind_addr) {
+		fprintf(out, "  address: %s\n", bind_addr);
+		return;
+	}
+	if (getifaddrs(&ifa))
+		return;
+	fprintf(out, "  addresses:");
+	for (i = ifa; i; i = i->ifa_next) {
+		char host[NET_ADDRSTR];
+		uint16_t port;
+
+		if (!i->ifa_addr || (i->ifa_flags & IFF_LOOPBACK) ||
+		    !(i->ifa_flags & IFF_UP))
+			continue;
+		if (i->ifa_addr->sa_family != AF_INET &&
+		    i->ifa_addr->sa_family != AF_INET6)
+			continue;
+		if (family != AF_UNSPEC && i->ifa_addr->sa_family != family)
+			continue;
+		net_addr_host(i->ifa_addr, host, sizeof(host), &port);
+		if (!strncmp(host, "fe80:", 5))
+			continue; /* link-local needs a scope: skip */
+		fprintf(out, "%s %s (%s)", any ? "," : "", host, i->ifa_name);
+		any = true;
+	}
+	fprintf(out, "%s\n", any ? "" : " none up besides loopback");
+	freeifaddrs(ifa);
+}
+
+/* First non-loopback address for the suggested command. */
+static void first_address(char *buf, size_t cap, int family)
+{
+	struct ifaddrs *ifa, *i;
+
+	snprintf(buf, cap, "THIS-HOST");
+	if (getifaddrs(&ifa))
+		return;
+	for (i = ifa; i; i = i->ifa_next) {
+		uint16_t port;
+		char host[NET_ADDRSTR];
+
+		if (!i->ifa_addr || (i->ifa_flags & IFF_LOOPBACK) ||
+		    !(i->ifa_flags & IFF_UP) ||
+		    (i->ifa_addr->sa_family != AF_INET &&
+		     i->ifa_addr->sa_family != AF_INET6) ||
+		    (family != AF_UNSPEC && i->ifa_addr->sa_family != family))
+			continue;
+		net_addr_host(i->ifa_addr, host, sizeof(host), &port);
+		if (!strncmp(host, "fe80:", 5))
+			continue;
+		snprintf(buf, cap,
+			 i->ifa_addr->sa_family == AF_INET6 ? "[%s]" : "%s",
+			 host);
+		break;
+	}
+	freeifaddrs(ifa);
+}
+
+static void on_event(void *ctx, const struct server_event *ev)
+{
+	struct recv_cli *o = ctx;
+	char addr[NET_ADDRSTR + 2];
+
+	if (ev->kind == SERVER_EV_LISTENING) {
+		if (o->json)
+			return;
+		fprintf(o->msg,
+			"linerate recv: waiting for one transfer into %s\n",
+			o->s.outfd >= 0 ? "standard output" : o->dir);
+		print_addresses(o->msg, o->s.bind_addr, o->s.family);
+		fprintf(o->msg, "  port: %u\n  token: %s\n", ev->port,
+			o->token);
+		if (o->s.bind_addr)
+			snprintf(addr, sizeof(addr),
+				 strchr(o->s.bind_addr, ':') ? "[%s]" : "%s",
+				 o->s.bind_addr);
+		else
+			first_address(addr, sizeof(addr), o->s.family);
+		fprintf(o->msg,
+			"On the sender, run:\n  LINERATE_TOKEN=%s linerate "
+			"send%s%.0u %s %s:\n",
+			o->token, ev->port != BENCH_DEFAULT_PORT ? " -p " : "",
+			ev->port != BENCH_DEFAULT_PORT ? ev->port : 0,
+			o->s.outfd >= 0 ? "- " : "PATH...", addr);
+		fflush(o->msg);
+		return;
+	}
+	if (ev->kind == SERVER_EV_XFER_DONE) {
+		o->res = ev->xres;
+		o->got_result = true;
+		o->ok = ev->ok;
+		snprintf(o->reason, sizeof(o->reason), "%s",
+			 ev->reason ? ev->reason : "");
+		return;
+	}
+	if (ev->kind == SERVER_EV_TEST_DONE) {
+		report_server_event(o->msg, o->msg, ev);
+		return;
+	}
+	/* a rejected connection: a wrong token, a scan */
+	if (!o->quiet)
+		report_server_event(o->msg, o->msg, ev);
+}
+
+static int recv_parse(int argc, char **argv, struct recv_cli *o,
+		      struct lr_err *err)
+{
+	uint64_t v;
+	int c;
+
+	o->s.port = BENCH_DEFAULT_PORT;
+	o->s.family = AF_UNSPEC;
+	o->s.max_tests = 1;
+	o->s.once = true;
+	o->s.max_duration_ms = SERVER_DEFAULT_MAX_DURATION_MS;
+	o->s.handshake_ms = SERVER_DEFAULT_HANDSHAKE_MS;
+	o->s.rootfd = -1;
+	o->s.outfd = -1;
+	o->s.progress_ms = 250;
+	o->s.cancel = &cancelled;
+	o->dir = ".";
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":p:B:46qh", long_opts, NULL)) !=
+	       -1) {
+		switch (c) {
+		case 'p':
+			if (opts_uint("-p", optarg, 0, 65535, &v, err))
+				return -EINVAL;
+			o->s.port = (uint16_t)v;
+			break;
+		case 'B': o->s.bind_addr = optarg; break;
+		case '4': o->s.family = AF_INET; break;
+		case '6': o->s.family = AF_INET6; break;
+		case OPT_TOKEN_FILE: o->token_file = optarg; break;
+		case OPT_ALLOW_PLAINTEXT: o->s.allow_plaintext = true; break;
+		case OPT_OVERWRITE:
+			o->s.xfer_flags |= PROTO_XF_OVERWRITE;
+			break;
+		case OPT_UPDATE: o->s.xfer_flags |= PROTO_XF_UPDATE; break;
+		case OPT_NO_FSYNC: o->s.xfer_flags |= PROTO_XF_NO_FSYNC; break;
+		case OPT_KEEP_SETID:
+			o->s.xfer_flags |= PROTO_XF_KEEP_SETID;
+			break;
+		case OPT_STDOUT:
+			o->s.xfer_flags |= PROTO_XF_STDOUT;
+			o->s.outfd = STDOUT_FILENO;
+			break;
+		case OPT_JSON: o->json = true; break;
+		case 'q': o->quiet = true; break;
+		case 'h': return 1;
+		default: return opts_getopt_error(c, argv, err);
+		}
+	}
+	if (argc - optind > 1)
+		return lr_err_set(err, -EINVAL, "unexpected argument '%s'",
+				  argv[optind + 1]);
+	if (optind < argc)
+		o->dir = argv[optind];
+	if (o->s.outfd >= 0 && optind < argc)
+		return lr_err_set(err, -EINVAL,
+				  "--stdout and DIR exclude each other");
+	if ((o->s.xfer_flags & PROTO_XF_OVERWRITE) &&
+	    (o->s.xfer_flags & PROTO_XF_UPDATE))
+		return lr_err_set(
+			err, -EINVAL,
+			"--overwrite and --update exclude each other");
+	return 0;
+}
+
+int cmd_recv(int argc, char **argv)
+{
+	struct server_callbacks cb = { .event = on_event };
+	struct xfer_callbacks xcb = { 0 };
+	struct lr_err err = { 0 };
+	struct sigaction sa;
+	struct recv_cli o;
+	struct server *srv;
+	FILE *out;
+	int r;
+
+	memset(&o, 0, sizeof(o));
+	r = recv_parse(argc, argv, &o, &err);
+	if (r == 1) {
+		fputs(cmd_recv_usage, stdout);
+		return EXIT_OK;
+	}
+	if (!r && o.token_file) {
+		bool have;
+		FILE *f = fopen(o.token_file, "r");
+
+		r = opts_token_psk(o.token_file, false, o.psk, &have, &err);
+		if (!r && f && fgets(o.token, sizeof(o.token), f))
+			o.token[strcspn(o.token, "\r\n")] = 0;
+		if (f)
+			fclose(f);
+	} else if (!r) {
+		r = session_token_new(o.token)
+			    ?: session_token_psk(o.token, o.psk);
+		if (r)
+			lr_err_setc(&err, r, "making a token");
+	}
+	if (r) {
+		fprintf(stderr,
+			"linerate recv: %s\nTry 'linerate recv --help'.\n",
+			err.msg);
+		return EXIT_USAGE;
+	}
+	o.s.psk = o.psk;
+	o.msg = o.s.outfd >= 0 ? stderr : stdout;
+	if (o.s.outfd < 0) {
+		if (mkdir(o.dir, 0755) && errno != EEXIST) {
+			fprintf(stderr, "linerate recv: %s: %s\n", o.dir,
+				lr_strerror(-errno));
+			return EXIT_RUNTIME;
+		}
+		o.s.rootfd = open(o.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (o.s.rootfd < 0) {
+			fprintf(stderr, "linerate recv: %s: %s\n", o.dir,
+				lr_strerror(-errno));
+			return EXIT_RUNTIME;
+		}
+	} else {
+		o.s.rootfd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
+	out = o.json ? o.msg : stderr;
+	o.rx = report_xfer_new(out, o.json ? REPORT_JSON_STREAM : REPORT_HUMAN,
+			       o.quiet, !o.json && isatty(fileno(out)),
+			       "received");
+	if (!o.rx) {
+		fprintf(stderr, "linerate: out of memory\n");
+		return EXIT_RUNTIME;
+	}
+	report_xfer_callbacks(o.rx, &xcb);
+	o.s.xfer_cb = &xcb;
+	cb.ctx = &o;
+	signal(SIGPIPE, SIG_IGN);
+	r = server_new(&o.s, &cb, &srv, &err);
+	if (r) {
+		fprintf(stderr, "linerate recv: %s\n", err.msg);
+		report_xfer_free(o.rx);
+		close(o.s.rootfd);
+		return EXIT_RUNTIME;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	the_server = srv;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	r = server_run(srv, &err);
+	the_server = NULL;
+	server_free(srv);
+	crypto_wipe(o.psk, sizeof(o.psk));
+	crypto_wipe(o.token, sizeof(o.token));
+	if (o.got_result)
+		report_xfer_end(o.rx, &o.res, 0, o.ok ? NULL : o.reason);
+	else if (r && err.msg[0])
+		fprintf(stderr, "linerate recv: %s\n", err.msg);
+	report_xfer_free(o.rx);
+	close(o.s.rootfd);
+	if (atomic_load(&cancelled))
+		return 130;
+	return !r && o.got_result && o.ok ? EXIT_OK : EXIT_RUNTIME;
+}

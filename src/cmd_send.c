@@ -1,0 +1,459 @@
+// SPDX-License-Identifier: MIT
+/* linerate send and linerate get: the client side of a transfer. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "cmds.h"
+#include "crypto.h"
+#include "opts.h"
+#include "report.h"
+#include "session.h"
+#include "xfer.h"
+#include "banned.h"
+
+#define COMMON_HELP                                                              \
+	"  -p, --port PORT       server port (default 7350)\n"                   \
+	"  -P, --parallel N      parallel TCP streams (default 4)\n"             \
+	"  -4, --ipv4 / -6, --ipv6  only that address family\n"                  \
+	"  -B, --bind ADDR       local address to connect from\n"                \
+	"      --token-file FILE the server's token (else LINERATE_TOKEN,\n"     \
+	"                        else a prompt); never on the command line\n"    \
+	"      --cipher NAME     auto (default), aes-256-gcm,\n"                 \
+	"                        chacha20-poly1305, or none (data in clear on\n" \
+	"                        a trusted cable; the server must allow it)\n"   \
+	"      --limit RATE      cap the rate, e.g. 50M (bytes/s) or 400mbit\n"  \
+	"      --chunk SIZE      chunk size, 64K-8M (default 1M)\n"              \
+	"  -w, --window SIZE     socket buffer size (default: the kernel's)\n"   \
+	"      --overwrite       replace existing files\n"                       \
+	"      --update          replace existing files whose size or mtime\n"   \
+	"                        differ; skip the others\n"                      \
+	"      --no-fsync        do not wait for the destination disk before\n"  \
+	"                        renaming (faster; a crash or power loss of\n"   \
+	"                        the receiver can then lose the newest files)\n" \
+	"      --keep-setid      keep setuid/setgid bits (dropped by default)\n" \
+	"      --link-speed RATE speed of the link for the %% of its ceiling\n"  \
+	"      --json            one JSON object per event on standard output\n" \
+	"  -q, --quiet           no progress, only errors\n"                     \
+	"  -h, --help            this text\n"
+
+const char cmd_send_usage[] =
+	"usage: linerate send [options] PATH... HOST:[DIR]\n"
+	"\n"
+	"Push files and directory trees to `linerate recv` or to\n"
+	"`linerate serve --root`. DIR is below the receiver's root and is made\n"
+	"when missing. `-` as PATH sends standard input, as the file named by\n"
+	"HOST:NAME. An IPv6 address goes in brackets: [2001:db8::1]:dir.\n"
+	"\n" COMMON_HELP "\n"
+	"Files appear under their final names only when complete and verified;\n"
+	"run the same command again after an interruption to resume.\n"
+	"Exit status: 0 every file written and verified, 1 failure, 2 usage.\n";
+
+const char cmd_get_usage[] =
+	"usage: linerate get [options] HOST:PATH... [DEST]\n"
+	"\n"
+	"Pull files and directory trees from `linerate serve --root` into\n"
+	"DEST (default: the current directory; `-` writes the one file to\n"
+	"standard output).\n"
+	"\n" COMMON_HELP "\n"
+	"Exit status: 0 every file written and verified, 1 failure, 2 usage.\n";
+
+struct send_cli {
+	bool pull;
+	struct xfer_client_opts c;
+	const char *token_file, *cipher;
+	bool have_token, json, quiet;
+	uint64_t link_speed;
+	char hostbuf[256];
+	const char *paths[PROTO_XFER_MAX_PATHS];
+	const char *dest;
+	uint8_t psk[CRYPTO_KEY_LEN];
+};
+
+enum {
+	OPT_TOKEN_FILE = 256,
+	OPT_CIPHER,
+	OPT_LIMIT,
+	OPT_CHUNK,
+	OPT_OVERWRITE,
+	OPT_UPDATE,
+	OPT_NO_FSYNC,
+	OPT_KEEP_SETID,
+	OPT_LINK_SPEED,
+	OPT_JSON,
+};
+
+static const struct option long_opts[] = {
+	{ "port", required_argument, NULL, 'p' },
+	{ "parallel", required_argument, NULL, 'P' },
+	{ "ipv4", no_argument, NULL, '4' },
+	{ "ipv6", no_argument, NULL, '6' },
+	{ "bind", required_argument, NULL, 'B' },
+	{ "window", required_argument, NULL, 'w' },
+	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
+	{ "cipher", required_argument, NULL, OPT_CIPHER },
+	{ "limit", required_argument, NULL, OPT_LIMIT },
+	{ "chunk", required_argument, NULL, OPT_CHUNK },
+	{ "overwrite", no_argument, NULL, OPT_OVERWRITE },
+	{ "update", no_argument, NULL, OPT_UPDATE },
+	{ "no-fsync", no_argument, NULL, OPT_NO_FSYNC },
+	{ "keep-setid", no_argument, NULL, OPT_KEEP_SETID },
+	{ "link-speed", required_argument, NULL, OPT_LINK_SPEED },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static _Atomic bool cancelled;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	atomic_store(&cancelled, true);
+}
+
+/* Split "host:path" or "[v6]:path"; host goes into buf. */
+static int split_remote(const char *arg, char *buf, size_t cap,
+			const char **host, const char **path,
+			struct lr_err *err)
+{
+	const char *colon;
+	size_t n;
+
+	if (arg[0] == '[') {
+		const char *end = strchr(arg, ']');
+
+		if (!end || end[1] != ':')
+			return lr_err_set(err, -EINVAL,
+					  "'%s': write [IPv6]:PATH", arg);
+		n = (size_t)(end - arg - 1);
+		colon = end + 1;
+		arg++;
+	} else {
+		colon = strchr(arg, ':');
+		if (!colon)
+			return lr_err_set(err, -EINVAL,
+					  "'%s': write HOST:PATH (HOST: for "
+					  "the root)",
+					  arg);
+		n = (size_t)(colon - arg);
+	}
+	if (!n || n >= cap)
+		return lr_err_set(err, -EINVAL, "'%s': no host", arg);
+	memcpy(buf, arg, n);
+	buf[n] = 0;
+	*host = buf;
+	*path = colon + 1;
+	return 0;
+}
+
+/* Drop leading "./" and slashes a user may type; "" is the root. */
+static const char *clean_remote(const char *p)
+{
+	while (*p == '/' || (p[0] == '.' && p[1] == '/'))
+		p += *p == '/' ? 1 : 2;
+	return strcmp(p, ".") ? p : "";
+}
+
+static int send_parse(int argc, char **argv, struct send_cli *o,
+		      struct lr_err *err)
+{
+	uint64_t v;
+	int c, i, first, last;
+	const char *host = NULL, *path;
+
+	o->c.port = BENCH_DEFAULT_PORT;
+	o->c.family = AF_UNSPEC;
+	o->c.streams = XFER_DEFAULT_STREAMS;
+	o->c.connect_timeout_ms = 10000;
+	o->c.destfd = o->c.outfd = -1;
+	o->c.src.rootfd = -1;
+	o->c.x.progress_ms = 250;
+	o->c.x.cancel = &cancelled;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":p:P:46B:w:qh", long_opts,
+				NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (opts_uint("-p", optarg, 1, 65535, &v, err))
+				return -EINVAL;
+			o->c.port = (uint16_t)v;
+			break;
+		case 'P':
+			if (opts_uint("-P", optarg, 1, PROTO_MAX_STREAMS, &v,
+				      err))
+				return -EINVAL;
+			o->c.streams = (unsigned)v;
+			break;
+		case '4': o->c.family = AF_INET; break;
+		case '6': o->c.family = AF_INET6; break;
+		case 'B': o->c.bind_addr = optarg; break;
+		case 'w':
+			if (opts_bytes("-w", optarg, 4096, PROTO_MAX_WINDOW, &v,
+				       err))
+				return -EINVAL;
+			o->c.window = (uint32_t)v;
+			break;
+		case OPT_TOKEN_FILE: o->token_file = optarg; break;
+		case OPT_CIPHER: o->cipher = optarg; break;
+		case OPT_LIMIT:
+			if (opts_rate("--limit", optarg, 8000, UINT64_MAX / 2,
+				      &v, err))
+				return -EINVAL;
+			o->c.req.rate = v / 8; /* bits/s to bytes/s */
+			break;
+		case OPT_CHUNK:
+			if (opts_bytes("--chunk", optarg, PROTO_XFER_MIN_CHUNK,
+				       PROTO_XFER_MAX_CHUNK, &v, err))
+				return -EINVAL;
+			o->c.req.chunk_size = (uint32_t)v;
+			break;
+		case OPT_OVERWRITE: o->c.req.flags |= PROTO_XF_OVERWRITE; break;
+		case OPT_UPDATE: o->c.req.flags |= PROTO_XF_UPDATE; break;
+		case OPT_NO_FSYNC: o->c.req.flags |= PROTO_XF_NO_FSYNC; break;
+		case OPT_KEEP_SETID:
+			o->c.req.flags |= PROTO_XF_KEEP_SETID;
+			break;
+		case OPT_LINK_SPEED:
+			if (opts_rate("--link-speed", optarg, 1000,
+				      UINT64_MAX / 2, &o->link_speed, err))
+				return -EINVAL;
+			break;
+		case OPT_JSON: o->json = true; break;
+		case 'q': o->quiet = true; break;
+		case 'h': return 1;
+		default: return opts_getopt_error(c, argv, err);
+		}
+	}
+	first = optind;
+	last = argc - 1;
+	if (!o->pull) {
+		if (argc - first < 2)
+			return lr_err_set(err, -EINVAL,
+					  "need PATH... and HOST:[DIR]");
+		if (split_remote(argv[last], o->hostbuf, sizeof(o->hostbuf),
+				 &host, &path, err))
+			return -EINVAL;
+		if (last - first > (int)PROTO_XFER_MAX_PATHS)
+			return lr_err_set(err, -E2BIG,
+					  "at most %u PATH arguments (name "
+					  "their directory instead)",
+					  PROTO_XFER_MAX_PATHS);
+		for (i = first; i < last; i++) {
+			if (!strcmp(argv[i], "-") && last - first != 1)
+				return lr_err_set(err, -EINVAL,
+						  "'-' (standard input) "
+						  "goes alone");
+			o->paths[i - first] = argv[i];
+		}
+		o->c.src.npaths = (unsigned)(last - first);
+		o->c.src.paths = o->paths;
+		path = clean_remote(path);
+		if (!strcmp(argv[first], "-")) {
+			/* HOST:NAME names the file; its parent is DIR */
+			const char *slash = strrchr(path, '/');
+
+			if (!*path || (slash && !slash[1]))
+				return lr_err_set(err, -EINVAL,
+						  "sending standard input "
+						  "needs a name: HOST:NAME");
+			o->c.src.stdin_name = slash ? slash + 1 : path;
+			o->dest = path;
+			if (slash) {
+				size_t n = (size_t)(slash - path);
+				char *d = strndup(path, n);
+
+				if (!d)
+					return -ENOMEM;
+				o->dest = d;
+			} else {
+				o->dest = "";
+			}
+		} else {
+			o->dest = path;
+		}
+		o->c.req.op = PROTO_XFER_PUSH;
+		o->c.req.npaths = 1;
+		o->c.req.paths[0] = o->dest;
+		o->c.req.path_lens[0] = (uint16_t)strlen(o->dest);
+	} else {
+		int n = argc - first;
+		const char *h0 = NULL;
+
+		if (n < 1)
+			return lr_err_set(err, -EINVAL, "need HOST:PATH");
+		/* the last argument is DEST unless it is remote */
+		if (n >= 2 && (!strchr(argv[last], ':') ||
+			       argv[last][0] == '/' || argv[last][0] == '.'))
+			o->dest = argv[last--];
+		else
+			o->dest = ".";
+		if (last - first + 1 > (int)PROTO_XFER_MAX_PATHS)
+			return lr_err_set(err, -E2BIG,
+					  "at most %u HOST:PATH arguments",
+					  PROTO_XFER_MAX_PATHS);
+		for (i = first; i <= last; i++) {
+			char hb[256];
+
+			if (split_remote(argv[i], hb, sizeof(hb), &host, &path,
+					 err))
+				return -EINVAL;
+			if (!h0) {
+				snprintf(o->hostbuf, sizeof(o->hostbuf), "%s",
+					 hb);
+				h0 = o->hostbuf;
+			} else if (strcmp(h0, hb)) {
+				return lr_err_set(err, -EINVAL,
+						  "all HOST:PATH arguments "
+						  "must name one host");
+			}
+			path = clean_remote(path);
+			if (!*path)
+				return lr_err_set(err, -EINVAL,
+						  "'%s': name a file or "
+						  "directory below the root",
+						  argv[i]);
+			o->c.req.paths[o->c.req.npaths] = path;
+			o->c.req.path_lens[o->c.req.npaths++] =
+				(uint16_t)strlen(path);
+		}
+		host = o->hostbuf;
+		o->c.req.op = PROTO_XFER_PULL;
+		if (!strcmp(o->dest, "-")) {
+			if (o->c.req.npaths != 1)
+				return lr_err_set(err, -EINVAL,
+						  "'-' takes one file");
+			o->c.req.flags |= PROTO_XF_STDOUT;
+		}
+	}
+	o->c.host = host;
+	o->c.x.flags = o->c.req.flags;
+	if ((o->c.req.flags & PROTO_XF_OVERWRITE) &&
+	    (o->c.req.flags & PROTO_XF_UPDATE))
+		return lr_err_set(
+			err, -EINVAL,
+			"--overwrite and --update exclude each other");
+	return 0;
+}
+
+static int send_security(struct send_cli *o, struct lr_err *err)
+{
+	enum crypto_cipher c;
+	int r;
+
+	r = opts_token_psk(o->token_file, true, o->psk, &o->have_token, err);
+	if (r)
+		return r;
+	o->c.cipher_wish = SESSION_CIPHER_AUTO;
+	if (o->cipher && strcmp(o->cipher, "auto")) {
+		if (crypto_cipher_parse(o->cipher, &c))
+			return lr_err_set(err, -EINVAL,
+					  "--cipher '%s': use auto, "
+					  "aes-256-gcm, chacha20-poly1305 or "
+					  "none",
+					  o->cipher);
+		o->c.cipher_wish = (uint8_t)c;
+	}
+	if (!o->have_token) {
+		r = opts_prompt_token("Token: ", o->psk, err);
+		if (r)
+			return lr_err_set(err, LR_EAUTH,
+					  "no token: set LINERATE_TOKEN or use "
+					  "--token-file (file transfers are "
+					  "always authenticated)");
+		o->have_token = true;
+	}
+	o->c.psk = o->psk;
+	return 0;
+}
+
+static int run(int argc, char **argv, bool pull)
+{
+	const char *name = pull ? "get" : "send";
+	struct xfer_callbacks cb = { 0 };
+	struct xfer_result res;
+	struct lr_err err = { 0 };
+	struct report_xfer *rx;
+	struct sigaction sa;
+	struct send_cli o;
+	FILE *out;
+	int r;
+
+	memset(&o, 0, sizeof(o));
+	o.pull = pull;
+	r = send_parse(argc, argv, &o, &err);
+	if (r == 1) {
+		fputs(pull ? cmd_get_usage : cmd_send_usage, stdout);
+		return EXIT_OK;
+	}
+	if (!r)
+		r = send_security(&o, &err);
+	if (r) {
+		fprintf(stderr, "linerate %s: %s\nTry 'linerate %s --help'.\n",
+			name, err.msg, name);
+		return r == LR_EAUTH ? EXIT_RUNTIME : EXIT_USAGE;
+	}
+	if (o.c.cipher_wish == CRYPTO_NONE)
+		fprintf(stderr,
+			"linerate: warning: --cipher none: file data travels "
+			"in clear (checked by digests, not protected against "
+			"an attacker on the wire)\n");
+	if (pull && !(o.c.req.flags & PROTO_XF_STDOUT)) {
+		o.c.destfd = open(o.dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (o.c.destfd < 0 && errno == ENOENT && !mkdir(o.dest, 0755))
+			o.c.destfd = open(o.dest,
+					  O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (o.c.destfd < 0) {
+			fprintf(stderr, "linerate get: %s: %s\n", o.dest,
+				lr_strerror(-errno));
+			return EXIT_RUNTIME;
+		}
+	}
+	if (pull && (o.c.req.flags & PROTO_XF_STDOUT))
+		o.c.outfd = STDOUT_FILENO;
+	signal(SIGPIPE, SIG_IGN);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	/* data on standard output: every message goes to standard error */
+	out = o.json && o.c.outfd < 0 ? stdout : stderr;
+	rx = report_xfer_new(out, o.json ? REPORT_JSON_STREAM : REPORT_HUMAN,
+			     o.quiet, !o.json && isatty(fileno(out)),
+			     pull ? "received" : "sent");
+	if (!rx) {
+		fprintf(stderr, "linerate: out of memory\n");
+		return EXIT_RUNTIME;
+	}
+	report_xfer_callbacks(rx, &cb);
+	r = xfer_client_run(&o.c, &cb, &res, &err);
+	crypto_wipe(o.psk, sizeof(o.psk));
+	report_xfer_end(rx, &res, o.link_speed, r ? err.msg : NULL);
+	report_xfer_free(rx);
+	if (o.c.destfd >= 0)
+		close(o.c.destfd);
+	if (atomic_load(&cancelled))
+		return 130;
+	return r ? EXIT_RUNTIME : EXIT_OK;
+}
+
+int cmd_send(int argc, char **argv)
+{
+	return run(argc, argv, false);
+}
+
+int cmd_get(int argc, char **argv)
+{
+	return run(argc, argv, true);
+}

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: MIT
+/*
+ * XXH3-128 chunk and file digests (digest.h). Two builds of libxxhash's
+ * header: SSE2 here, AVX2 in digest_avx2.c; the first call picks one by
+ * CPU and every later call uses it.
+ */
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define XXH_INLINE_ALL
+#define XXH_VECTOR XXH_SSE2
+#include <xxhash.h>
+
+#include "digest.h"
+#include "digest_impl.h"
+#include "banned.h"
+
+const uint8_t digest_zero_buf[DIGEST_ZERO_BUF];
+
+static void sse2_chunk(const void *p, size_t n, uint8_t out[DIGEST_LEN])
+{
+	XXH128_canonical_t c;
+
+	XXH128_canonicalFromHash(&c, XXH3_128bits(p, n));
+	memcpy(out, c.digest, DIGEST_LEN);
+}
+
+static void sse2_zeros(size_t n, uint8_t out[DIGEST_LEN])
+{
+	XXH3_state_t st;
+	XXH128_canonical_t c;
+	size_t k;
+
+	if (n <= DIGEST_ZERO_BUF) {
+		sse2_chunk(digest_zero_buf, n, out);
+		return;
+	}
+	XXH3_INITSTATE(&st);
+	XXH3_128bits_reset(&st);
+	for (; n; n -= k) {
+		k = n < DIGEST_ZERO_BUF ? n : DIGEST_ZERO_BUF;
+		XXH3_128bits_update(&st, digest_zero_buf, k);
+	}
+	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(&st));
+	memcpy(out, c.digest, DIGEST_LEN);
+}
+
+static void sse2_two(const void *a, size_t alen, const void *b, size_t blen,
+		     uint8_t out[DIGEST_LEN])
+{
+	XXH3_state_t st;
+	XXH128_canonical_t c;
+
+	XXH3_INITSTATE(&st);
+	XXH3_128bits_reset(&st);
+	XXH3_128bits_update(&st, a, alen);
+	XXH3_128bits_update(&st, b, blen);
+	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(&st));
+	memcpy(out, c.digest, DIGEST_LEN);
+}
+
+const struct digest_ops digest_ops_sse2 = {
+	.name = "sse2",
+	.chunk = sse2_chunk,
+	.zeros = sse2_zeros,
+	.two = sse2_two,
+};
+
+bool digest_avx2_usable(void)
+{
+	/* libgcc and compiler-rt also check that the OS saves the YMM
+	 * state (XGETBV) before they report avx2. */
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx2");
+}
+
+/* Chosen once; racing first callers store the same pointer. */
+static const struct digest_ops *_Atomic chosen;
+
+static const struct digest_ops *ops(void)
+{
+	const struct digest_ops *o;
+
+	o = atomic_load_explicit(&chosen, memory_order_acquire);
+	if (o)
+		return o;
+	o = digest_avx2_usable() ? &digest_ops_avx2 : &digest_ops_sse2;
+	atomic_store_explicit(&chosen, o, memory_order_release);
+	return o;
+}
+
+void digest_chunk(const void *p, size_t n, uint8_t out[DIGEST_LEN])
+{
+	ops()->chunk(p, n, out);
+}
+
+void digest_zeros(size_t n, uint8_t out[DIGEST_LEN])
+{
+	ops()->zeros(n, out);
+}
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+void digest_file(uint64_t size, uint32_t chunk_size, uint32_t nchunks,
+		 const uint8_t *chunk_digests, uint8_t out[DIGEST_LEN])
+{
+	uint8_t hdr[16];
+
+	put_be32(hdr, (uint32_t)(size >> 32));
+	put_be32(hdr + 4, (uint32_t)size);
+	put_be32(hdr + 8, chunk_size);
+	put_be32(hdr + 12, nchunks);
+	ops()->two(hdr, sizeof(hdr), chunk_digests,
+		   (size_t)nchunks * DIGEST_LEN, out);
+}
+
+const char *digest_impl(void)
+{
+	return ops()->name;
+}

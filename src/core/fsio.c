@@ -1,0 +1,365 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Safe access to a file tree on behalf of a peer: path checks, escaping of
+ * names for display, and directory walks that never follow a symlink.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "fsio.h"
+#include "banned.h"
+
+static bool is_ctl(unsigned char c)
+{
+	return c < 0x20 || c == 0x7f;
+}
+
+int fsio_path_check(const char *path, size_t len, const char **why)
+{
+	const char *reason;
+	size_t i, start = 0, depth = 0;
+
+	if (len == 0) {
+		reason = "empty path";
+		goto out_bad;
+	}
+	if (len > FSIO_MAX_PATH) {
+		reason = "path too long";
+		goto out_bad;
+	}
+	if (path[0] == '/') {
+		reason = "absolute path";
+		goto out_bad;
+	}
+	for (i = 0; i <= len; i++) {
+		size_t n;
+
+		if (i < len) {
+			unsigned char c = (unsigned char)path[i];
+
+			if (c == '\0') {
+				reason = "NUL in path";
+				goto out_bad;
+			}
+			if (is_ctl(c)) {
+				reason = "control character in path";
+				goto out_bad;
+			}
+			if (c != '/')
+				continue;
+		}
+		/* path[start, i) is one component */
+		n = i - start;
+		if (n == 0) {
+			reason = "empty component";
+			goto out_bad;
+		}
+		if (n > FSIO_MAX_NAME) {
+			reason = "component too long";
+			goto out_bad;
+		}
+		if (path[start] == '.' &&
+		    (n == 1 || (n == 2 && path[start + 1] == '.'))) {
+			reason = "\".\" or \"..\" component";
+			goto out_bad;
+		}
+		if (++depth > FSIO_MAX_DEPTH) {
+			reason = "too many components";
+			goto out_bad;
+		}
+		start = i + 1;
+	}
+	return 0;
+
+out_bad:
+	if (why)
+		*why = reason;
+	return LR_EBADPATH;
+}
+
+/*
+ * Length of the valid UTF-8 sequence at s (avail bytes), or 0 if the
+ * bytes there are not one (overlong forms, surrogates and code points
+ * above U+10FFFF are invalid). s[0] >= 0x80.
+ */
+static size_t utf8_seq_len(const unsigned char *s, size_t avail)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t n, i;
+
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	if (avail < n)
+		return 0;
+	if (s[0] == 0xe0)
+		lo = 0xa0; /* overlong */
+	else if (s[0] == 0xed)
+		hi = 0x9f; /* surrogates */
+	else if (s[0] == 0xf0)
+		lo = 0x90; /* overlong */
+	else if (s[0] == 0xf4)
+		hi = 0x8f; /* above U+10FFFF */
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (i = 2; i < n; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return n;
+}
+
+/* Append \xNN for each of the n bytes at s if all fit; false if not. */
+static bool put_hex(char *out, size_t cap, size_t *o, const unsigned char *s,
+		    size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i;
+
+	if (cap - 1 - *o < 4 * n)
+		return false;
+	for (i = 0; i < n; i++) {
+		out[(*o)++] = '\\';
+		out[(*o)++] = 'x';
+		out[(*o)++] = hex[s[i] >> 4];
+		out[(*o)++] = hex[s[i] & 0xf];
+	}
+	return true;
+}
+
+char *fsio_escape(const char *name, size_t len, char *out, size_t cap)
+{
+	const unsigned char *s = (const unsigned char *)name;
+	size_t i = 0, o = 0;
+
+	if (cap == 0)
+		return out;
+	while (i < len) {
+		size_t n;
+
+		if (s[i] == '\\') {
+			if (cap - 1 - o < 2)
+				break;
+			out[o++] = '\\';
+			out[o++] = '\\';
+			i++;
+			continue;
+		}
+		if (is_ctl(s[i])) {
+			if (!put_hex(out, cap, &o, s + i, 1))
+				break;
+			i++;
+			continue;
+		}
+		if (s[i] < 0x80) {
+			if (cap - 1 - o < 1)
+				break;
+			out[o++] = (char)s[i++];
+			continue;
+		}
+		n = utf8_seq_len(s + i, len - i);
+		if (n == 0) {
+			if (!put_hex(out, cap, &o, s + i, 1))
+				break;
+			i++;
+			continue;
+		}
+		/* U+0080..U+009F are the C1 controls (0x9b is a CSI) */
+		if (n == 2 && s[i] == 0xc2 && s[i + 1] <= 0x9f) {
+			if (!put_hex(out, cap, &o, s + i, 2))
+				break;
+			i += 2;
+			continue;
+		}
+		if (cap - 1 - o < n)
+			break;
+		memcpy(out + o, s + i, n);
+		o += n;
+		i += n;
+	}
+	out[o] = '\0';
+	return out;
+}
+
+static int open_dir_beneath(int dirfd, const char *rel)
+{
+	struct open_how how = {
+		.flags = O_DIRECTORY | O_RDONLY | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+			   RESOLVE_NO_MAGICLINKS,
+	};
+	long fd;
+
+	fd = syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
+	if (fd < 0)
+		return -errno;
+	return (int)fd;
+}
+
+/* Walk rel one component at a time from dirfd, each with O_NOFOLLOW. */
+static int walk_dir(int dirfd, const char *rel, size_t len, bool create,
+		    mode_t mode)
+{
+	const int flags = O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC;
+	char comp[FSIO_MAX_NAME + 1];
+	size_t start = 0;
+	int cur = dirfd;
+	int err;
+
+	while (start < len) {
+		const char *slash = memchr(rel + start, '/', len - start);
+		size_t end = slash ? (size_t)(slash - rel) : len;
+		int fd;
+
+		memcpy(comp, rel + start, end - start);
+		comp[end - start] = '\0';
+		fd = openat(cur, comp, flags);
+		if (fd < 0 && errno == ENOENT && create) {
+			if (mkdirat(cur, comp, mode) < 0 && errno != EEXIST) {
+				err = -errno;
+				goto out_close_cur;
+			}
+			fd = openat(cur, comp, flags);
+		}
+		if (fd < 0) {
+			err = -errno;
+			goto out_close_cur;
+		}
+		if (cur != dirfd)
+			close(cur);
+		cur = fd;
+		start = end + 1;
+	}
+	return cur;
+
+out_close_cur:
+	if (cur != dirfd)
+		close(cur);
+	return err;
+}
+
+int fsio_open_dir(int dirfd, const char *rel, bool create, mode_t mode)
+{
+	size_t len;
+	int fd;
+
+	if (!rel)
+		return -EINVAL;
+	if (rel[0] == '\0') {
+		fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+		return fd < 0 ? -errno : fd;
+	}
+	len = strnlen(rel, FSIO_MAX_PATH + 1);
+	if (fsio_path_check(rel, len, NULL))
+		return LR_EBADPATH;
+	if (!create) {
+		fd = open_dir_beneath(dirfd, rel);
+		/*
+		 * Old kernels (ENOSYS, EINVAL for unknown resolve flags),
+		 * seccomp filters (EPERM) and a concurrent rename (EAGAIN)
+		 * fall back to the walk, which is as strict.
+		 */
+		if (fd != -ENOSYS && fd != -EINVAL && fd != -EPERM &&
+		    fd != -EAGAIN)
+			return fd;
+	}
+	return walk_dir(dirfd, rel, len, create, mode);
+}
+
+void fsio_split(const char *path, size_t len, char *parent, char *name)
+{
+	size_t cut = len, plen, nlen;
+
+	while (cut > 0 && path[cut - 1] != '/')
+		cut--;
+	/* path[0, cut - 1) is the parent, path[cut, len) the name */
+	plen = cut ? cut - 1 : 0;
+	nlen = len - cut;
+	if (plen > FSIO_MAX_PATH)
+		plen = FSIO_MAX_PATH;
+	if (nlen > FSIO_MAX_NAME)
+		nlen = FSIO_MAX_NAME;
+	memcpy(parent, path, plen);
+	parent[plen] = '\0';
+	memcpy(name, path + cut, nlen);
+	name[nlen] = '\0';
+}
+
+/* out = "." name suffix, or "." <16 hex of a hash of name> suffix. */
+static void side_name(const char *name, const char *suffix, char *out)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t n = strlen(name), s = strlen(suffix), o = 0;
+	uint64_t h;
+	int i;
+
+	out[o++] = '.';
+	if (1 + n + s <= FSIO_MAX_NAME) {
+		memcpy(out + o, name, n);
+		o += n;
+	} else {
+		h = XXH3_64bits(name, n);
+		for (i = 60; i >= 0; i -= 4)
+			out[o++] = hex[(h >> i) & 0xf];
+	}
+	memcpy(out + o, suffix, s + 1);
+}
+
+void fsio_temp_name(const char *name, char *out)
+{
+	side_name(name, ".lrpart", out);
+}
+
+void fsio_journal_name(const char *name, char *out)
+{
+	side_name(name, ".lrjournal", out);
+}
+
+void fsio_dircache_init(struct fsio_dircache *dc, int root)
+{
+	dc->root = root;
+	dc->fd = -1;
+	dc->rel[0] = '\0';
+}
+
+int fsio_dircache_get(struct fsio_dircache *dc, const char *rel, bool create,
+		      mode_t mode)
+{
+	size_t len;
+	int fd;
+
+	if (!rel)
+		return -EINVAL;
+	len = strnlen(rel, FSIO_MAX_PATH + 1);
+	if (len > FSIO_MAX_PATH)
+		return LR_EBADPATH;
+	if (dc->fd >= 0 && strcmp(dc->rel, rel) == 0)
+		return dc->fd;
+	fd = fsio_open_dir(dc->root, rel, create, mode);
+	if (fd < 0)
+		return fd;
+	if (dc->fd >= 0)
+		close(dc->fd);
+	dc->fd = fd;
+	memcpy(dc->rel, rel, len + 1);
+	return fd;
+}
+
+void fsio_dircache_fini(struct fsio_dircache *dc)
+{
+	if (dc->fd >= 0)
+		close(dc->fd);
+	dc->fd = -1;
+	dc->rel[0] = '\0';
+}

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef LINERATE_FSIO_H
+#define LINERATE_FSIO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "err.h"
+
+/*
+ * Safe access to a file tree on behalf of a peer (docs/SECURITY.md): every
+ * path from the peer is checked, then walked from a held directory
+ * descriptor with O_NOFOLLOW on every component (openat2 with
+ * RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS where the kernel has it), so no
+ * path and no symlink planted in the tree leads outside it.
+ */
+
+#define FSIO_MAX_PATH  4096u /* bytes, as PROTO_XFER_MAX_PATH */
+#define FSIO_MAX_NAME  255u
+#define FSIO_MAX_DEPTH 256u /* components */
+
+/*
+ * Check a relative path from the peer (path/len, not NUL-terminated):
+ * 1..FSIO_MAX_PATH bytes, components separated by single '/', each
+ * 1..FSIO_MAX_NAME bytes, none "." or "..", no leading or trailing '/',
+ * no NUL, no control character (0x01-0x1f, 0x7f), valid UTF-8 not
+ * required, at most FSIO_MAX_DEPTH components. Returns 0 or LR_EBADPATH
+ * with *why (a constant string) set when why is not NULL.
+ */
+int fsio_path_check(const char *path, size_t len, const char **why);
+
+/*
+ * Copy name into out (cap bytes, NUL-terminated, truncated), escaping
+ * control characters (C0, DEL and the UTF-8 encoded C1 U+0080-U+009F)
+ * and bytes >= 0x80 that are not part of valid UTF-8 as \xNN, and
+ * backslash as \\, so a peer's name cannot drive the terminal. Truncation
+ * never splits an escape or a UTF-8 sequence. Returns out.
+ */
+char *fsio_escape(const char *name, size_t len, char *out, size_t cap);
+
+/*
+ * Open the directory at the checked relative path rel (NUL-terminated;
+ * "" = dirfd itself, dup'ed) beneath dirfd, never following a symlink.
+ * With create, missing components are made with mkdirat(mode) first.
+ * Returns a new O_DIRECTORY descriptor or -errno (-ELOOP or -ENOTDIR when
+ * a component is a symlink or not a directory); LR_EBADPATH when rel
+ * fails fsio_path_check.
+ */
+int fsio_open_dir(int dirfd, const char *rel, bool create, mode_t mode);
+
+/*
+ * Split a checked relative path into its parent ("" for a top-level
+ * name) and last component, both NUL-terminated, into parent (cap
+ * FSIO_MAX_PATH + 1) and name (cap FSIO_MAX_NAME + 1).
+ */
+void fsio_split(const char *path, size_t len, char *parent, char *name);
+
+/*
+ * The temporary name of a file being received as name in the same
+ * directory: ".<name>.lrpart" (a hash of name instead of name when too
+ * long); its journal ".<name>.lrjournal". out needs FSIO_MAX_NAME + 1.
+ */
+void fsio_temp_name(const char *name, char *out);
+void fsio_journal_name(const char *name, char *out);
+
+/*
+ * A small cache of the last directory opened for a transfer, so a tree
+ * of many files in few directories does not walk each path again.
+ */
+struct fsio_dircache {
+	int root; /* not owned */
+	int fd;	  /* owned, -1 when empty */
+	char rel[FSIO_MAX_PATH + 1];
+};
+void fsio_dircache_init(struct fsio_dircache *dc, int root);
+/* The descriptor of rel beneath root (owned by the cache: do not close),
+ * created when create; or -errno, leaving the cache as it was. */
+int fsio_dircache_get(struct fsio_dircache *dc, const char *rel, bool create,
+		      mode_t mode);
+void fsio_dircache_fini(struct fsio_dircache *dc);
+
+#endif

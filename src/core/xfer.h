@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef LINERATE_XFER_H
+#define LINERATE_XFER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "conn.h"
+#include "crypto.h"
+#include "err.h"
+#include "net.h"
+#include "proto.h"
+
+/*
+ * File transfer (docs/PROTOCOL.md section 7): a sender walks its sources
+ * and announces entries on the control connection; the receiver answers
+ * with a plan per file; chunks with their digests travel striped over the
+ * data streams and are written at their offsets into a temporary file,
+ * acknowledged on the control connection once written and verified; a
+ * file gets its final name after its digest matches. The engine is the
+ * same for push and pull: only who connects differs.
+ */
+
+#define XFER_DEFAULT_CHUNK   (1u << 20)
+#define XFER_DEFAULT_STREAMS 4u
+#define XFER_WINDOW	     256u /* files announced and not yet done */
+#define XFER_MAX_RETRIES     3u	  /* resends of one chunk */
+
+/* What a sender sends: local paths (push) or paths below a root (pull). */
+struct xfer_source {
+	int rootfd;	 /* pull: the server's root; -1 for push */
+	unsigned npaths; /* push: CLI arguments; "-" is stdin */
+	const char *const *paths;
+	const char *stdin_name; /* push of "-": the name to give it */
+};
+
+struct xfer_opts {
+	uint32_t flags;		    /* enum proto_xfer_flag */
+	uint32_t chunk_size;	    /* of the session */
+	uint64_t rate;		    /* bytes/s, sender side; 0 = no cap */
+	int progress_ms;	    /* between progress events; 0 = none */
+	const _Atomic bool *cancel; /* set by a signal handler */
+};
+
+enum xfer_event_kind {
+	XFER_EV_START,	  /* totals known */
+	XFER_EV_PROGRESS, /* every progress_ms */
+	XFER_EV_FILE,	  /* a file done, skipped or failed */
+	XFER_EV_END,
+};
+
+struct xfer_progress {
+	uint64_t bytes_done; /* acknowledged written and verified */
+	uint64_t bytes_total;
+	bool total_known; /* false when a pipe is among the sources */
+	uint64_t files_done, files_total;
+	double elapsed;	 /* seconds since start */
+	double rate_now; /* bytes/s over the last period */
+};
+
+struct xfer_event {
+	enum xfer_event_kind kind;
+	struct xfer_progress p;
+	const char *path; /* FILE: escaped for printing */
+	uint64_t size;
+	bool ok, skipped;
+	const char *reason; /* FILE failed */
+};
+
+struct xfer_callbacks {
+	void *ctx;
+	void (*event)(void *ctx, const struct xfer_event *ev);
+};
+
+/* Where each side's threads spent their time (microseconds, summed over
+ * the stream threads), for the bottleneck line. */
+struct xfer_waits {
+	uint64_t disk_us;   /* sender: reading the source; receiver: writing */
+	uint64_t cipher_us; /* sealing or opening records */
+	uint64_t net_us;    /* in socket calls */
+	uint64_t hash_us;   /* chunk digests */
+	uint64_t wall_us;   /* of the session, per stream thread */
+	unsigned streams;
+};
+
+struct xfer_result {
+	uint64_t bytes;	     /* written and verified this session */
+	uint64_t bytes_held; /* already held by the receiver (resume) */
+	uint64_t files_ok, files_failed, files_skipped;
+	double seconds;
+	bool authenticated;
+	enum crypto_cipher cipher;
+	unsigned streams;
+	uint32_t chunk_size;
+	struct xfer_waits local, remote; /* remote: from XFER_DONE */
+	bool is_sender;
+	char first_failure[LR_ERR_MSG]; /* when files_failed */
+	/* the link of the first data stream (client side) */
+	bool link_known, ipv6;
+	char link_if[32];
+	uint64_t link_speed_bps; /* 0 = unknown */
+	unsigned link_mtu;
+};
+
+/* A session's connections: control and data streams, ready (handshake
+ * done, DATA_OPEN exchanged). */
+struct xfer_conns {
+	struct conn *ctrl;
+	unsigned n;
+	struct conn *data; /* n entries */
+};
+
+/*
+ * Run the sending side of a session over cs. Returns 0 when every file
+ * was written and verified, LR_EPEER-style errors with err filled on a
+ * failed session, and -EIO with err naming the first failed file when the
+ * session ran to its end but some files failed (res counts them).
+ */
+int xfer_send(struct xfer_conns *cs, const struct xfer_source *src,
+	      const struct xfer_opts *o, const struct xfer_callbacks *cb,
+	      struct xfer_result *res, struct lr_err *err);
+
+/*
+ * Run the receiving side: entries land below destfd (a directory the
+ * caller opened; not closed). With PROTO_XF_STDOUT in o->flags the one
+ * file is written, in order, to outfd instead. Returns as xfer_send.
+ */
+int xfer_recv(struct xfer_conns *cs, int destfd, int outfd,
+	      const struct xfer_opts *o, const struct xfer_callbacks *cb,
+	      struct xfer_result *res, struct lr_err *err);
+
+/* Client side: connect, authenticate, ask for a push or a pull, open the
+ * streams and run the session. */
+struct xfer_client_opts {
+	const char *host;
+	uint16_t port;
+	int family;
+	const char *bind_addr;
+	const uint8_t *psk; /* required: transfers are always authenticated */
+	uint8_t cipher_wish;
+	unsigned streams;
+	int connect_timeout_ms;
+	uint32_t window;	       /* socket buffers; 0 = default */
+	struct proto_xfer_request req; /* op, flags, chunk_size, rate, paths */
+	struct xfer_opts x;
+	/* push: what to send; pull: where (destfd), or outfd for a pipe */
+	struct xfer_source src;
+	int destfd, outfd;
+};
+
+int xfer_client_run(const struct xfer_client_opts *o,
+		    const struct xfer_callbacks *cb, struct xfer_result *res,
+		    struct lr_err *err);
+
+/* The name of the stage that held the transfer back, from both sides'
+ * waits: "source disk", "destination disk", "cipher (CPU)", "network". */
+const char *xfer_bottleneck(const struct xfer_result *res, double *share);
+
+#endif

@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libFuzzer target for the file-transfer part of proto.[ch]: the
+ * XFER_REQUEST, XFER_ACCEPT, XFER_TOTALS and XFER_DONE decoders, the
+ * batch iterator with every proto_xfer_get_* on each item, and the chunk
+ * header decoder.
+ *
+ * The first byte selects one decoder (0-5), any other value runs them
+ * all; the rest is the body. Invariants checked, beyond "no sanitizer
+ * report":
+ *  - return values are one of the documented ones;
+ *  - what a decoder accepted is inside its protocol bounds, its pointers
+ *    lie inside the body;
+ *  - re-encoding what was decoded gives a message that decodes again to
+ *    the same values.
+ * The body is copied into a buffer of its exact size, so that reading past
+ * it is an ASan report.
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "proto.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define ENC_CAP (PROTO_HDR_LEN + PROTO_MAX_BODY)
+
+static void check_failed(const char *what, int line)
+{
+	fprintf(stderr, "fuzz_xfer.c:%d: invariant failed: %s\n", line, what);
+	abort();
+}
+
+#define CHECK(c)                                    \
+	do {                                        \
+		if (!(c))                           \
+			check_failed(#c, __LINE__); \
+	} while (0)
+
+static bool inside(const void *p, size_t n, const uint8_t *body, size_t len)
+{
+	const uint8_t *q = p;
+
+	return q >= body && n <= len && q - body <= (ptrdiff_t)(len - n);
+}
+
+/* The one message in enc: its body. */
+static const uint8_t *reparse(const uint8_t *enc, const struct proto_buf *b,
+			      uint8_t type, size_t *len)
+{
+	struct proto_hdr h;
+
+	CHECK(b->err == 0);
+	CHECK(proto_decode_hdr(enc, b->len, PROTO_MAX_BODY, &h) ==
+	      PROTO_HDR_LEN);
+	CHECK(h.type == type && h.len + PROTO_HDR_LEN == b->len);
+	*len = h.len;
+	return enc + PROTO_HDR_LEN;
+}
+
+static void fuzz_request(const uint8_t *body, size_t len, uint8_t *enc)
+{
+	struct proto_xfer_request m, m2;
+	struct proto_buf b;
+	const uint8_t *body2;
+	size_t len2;
+	unsigned i;
+	int r;
+
+	r = proto_decode_xfer_request(body, len, &m);
+	CHECK(r == 0 || r == LR_EBADMSG);
+	if (r)
+		return;
+	CHECK(m.op == PROTO_XFER_PUSH || m.op == PROTO_XFER_PULL);
+	CHECK(m.streams >= 1 && m.streams <= PROTO_MAX_STREAMS);
+	CHECK(m.chunk_size == 0 || (m.chunk_size >= PROTO_XFER_MIN_CHUNK &&
+				    m.chunk_size <= PROTO_XFER_MAX_CHUNK));
+	CHECK(m.npaths >= 1 && m.npaths <= PROTO_XFER_MAX_PATHS);
+	CHECK(m.op == PROTO_XFER_PULL || m.npaths == 1);
+	for (i = 0; i < m.npaths; i++) {
+		const char *p = m.paths[i];
+		size_t n = m.path_lens[i];
+
+		CHECK(n <= PROTO_XFER_MAX_PATH);
+		CHECK(n || m.op == PROTO_XFER_PUSH);
+		CHECK(inside(p, n, body, len));
+		CHECK(!n || (p[0] != '/' && p[n - 1] != '/'));
+		CHECK(!memchr(p, '\0', n));
+	}
+
+	proto_buf_init(&b, enc, ENC_CAP);
+	CHECK(proto_encode_xfer_request(&b, &m) == 0);
+	body2 = reparse(enc, &b, PROTO_XFER_REQUEST, &len2);
+	CHECK(proto_decode_xfer_request(body2, len2, &m2) == 0);
+	CHECK(m.op == m2.op && m.streams == m2.streams &&
+	      m.chunk_size == m2.chunk_size && m.flags == m2.flags &&
+	      m.rate == m2.rate && m.npaths == m2.npaths);
+	for (i = 0; i < m.npaths; i++)
+		CHECK(m.path_lens[i] == m2.path_lens[i] &&
+		      !memcmp(m.paths[i], m2.paths[i], m.path_lens[i]));
+}
+
+static void check_str(const char *s, size_t cap)
+{
+	const char *end = memchr(s, '\0', cap);
+
+	CHECK(end != NULL);
+	for (; s < end; s++)
+		CHECK(*s >= 0x20 && *s <= 0x7e);
+}
+
+static void fuzz_accept(const uint8_t *body, size_t len, uint8_t *enc)
+{
+	struct proto_xfer_accept m, m2;
+	struct proto_buf b;
+	const uint8_t *body2;
+	size_t len2;
+	int r;
+
+	r = proto_decode_xfer_accept(body, len, &m);
+	CHECK(r == 0 || r == LR_EBADMSG);
+	if (r)
+		return;
+	check_str(m.software, sizeof(m.software));
+	CHECK(m.streams >= 1 && m.streams <= PROTO_MAX_STREAMS);
+	CHECK(m.chunk_size >= PROTO_XFER_MIN_CHUNK &&
+	      m.chunk_size <= PROTO_XFER_MAX_CHUNK);
+	proto_buf_init(&b, enc, ENC_CAP);
+	CHECK(proto_encode_xfer_accept(&b, &m) == 0);
+	body2 = reparse(enc, &b, PROTO_XFER_ACCEPT, &len2);
+	CHECK(proto_decode_xfer_accept(body2, len2, &m2) == 0);
+	CHECK(!memcmp(m.session_id, m2.session_id, PROTO_TEST_ID_LEN) &&
+	      !strcmp(m.software, m2.software) && m.streams == m2.streams &&
+	      m.chunk_size == m2.chunk_size);
+}
+
+static void fuzz_totals(const uint8_t *body, size_t len, uint8_t *enc)
+{
+	struct proto_xfer_totals m, m2;
+	struct proto_buf b;
+	const uint8_t *body2;
+	size_t len2;
+	int r;
+
+	r = proto_decode_xfer_totals(body, len, &m);
+	CHECK(r == 0 || r == LR_EBADMSG);
+	if (r)
+		return;
+	CHECK(m.files <= PROTO_XFER_MAX_FILES);
+	proto_buf_init(&b, enc, ENC_CAP);
+	CHECK(proto_encode_xfer_totals(&b, &m) == 0);
+	body2 = reparse(enc, &b, PROTO_XFER_TOTALS, &len2);
+	CHECK(proto_decode_xfer_totals(body2, len2, &m2) == 0);
+	CHECK(m.files == m2.files && m.bytes == m2.bytes);
+}
+
+static void fuzz_done(const uint8_t *body, size_t len, uint8_t *enc)
+{
+	struct proto_xfer_done m, m2;
+	struct proto_buf b;
+	const uint8_t *body2;
+	size_t len2;
+	int r;
+
+	r = proto_decode_xfer_done(body, len, &m);
+	CHECK(r == 0 || r == LR_EBADMSG);
+	if (r)
+		return;
+	CHECK(m.files_ok + m.files_failed + m.files_skipped <=
+	      PROTO_XFER_MAX_FILES);
+	proto_buf_init(&b, enc, ENC_CAP);
+	CHECK(proto_encode_xfer_done(&b, &m) == 0);
+	body2 = reparse(enc, &b, PROTO_XFER_DONE, &len2);
+	CHECK(proto_decode_xfer_done(body2, len2, &m2) == 0);
+	CHECK(m.files_ok == m2.files_ok && m.files_failed == m2.files_failed &&
+	      m.files_skipped == m2.files_skipped && m.bytes == m2.bytes &&
+	      m.wait.net_us == m2.wait.net_us &&
+	      m.wait.write_us == m2.wait.write_us &&
+	      m.wait.cipher_us == m2.wait.cipher_us);
+}
+
+/* Every getter on the current item: at most one accepts it, the one its
+ * tag names; what it accepted is re-appended to b. */
+static void fuzz_item(const struct proto_xfer_iter *it, const uint8_t *body,
+		      size_t len, struct proto_buf *b)
+{
+	struct proto_xfer_entry e;
+	struct proto_xfer_plan p;
+	struct proto_xfer_held h;
+	struct proto_xfer_sum s;
+	struct proto_xfer_ack a;
+	struct proto_xfer_fail f;
+	struct proto_xfer_wait w;
+	int ok = 0;
+
+	CHECK(inside(it->value, it->vlen, body, len));
+	if (proto_xfer_get_entry(it, &e) == 0) {
+		ok++;
+		CHECK(it->tag == PROTO_T_ENTRY);
+		CHECK(e.kind >= PROTO_XK_FILE && e.kind <= PROTO_XK_SYMLINK);
+		CHECK(e.mode <= 07777 && e.mtime_nsec < 1000000000u);
+		CHECK(e.path_len >= 1 && e.path_len <= PROTO_XFER_MAX_PATH);
+		CHECK(inside(e.path, e.path_len, body, len));
+		CHECK((e.kind == PROTO_XK_SYMLINK) == (e.target_len > 0));
+		CHECK(e.target_len <= PROTO_XFER_MAX_PATH);
+		CHECK(!e.target_len ||
+		      inside(e.target, e.target_len, body, len));
+		CHECK(e.kind == PROTO_XK_FILE || e.size == 0);
+		CHECK(proto_xfer_entry_size(&e) == 4u + it->vlen);
+		if (proto_xfer_batch_room(b, it->vlen))
+			proto_put_xfer_entry(b, &e);
+	}
+	if (proto_xfer_get_plan(it, &p) == 0) {
+		ok++;
+		CHECK(p.action <= PROTO_XA_REFUSE);
+		if (proto_xfer_batch_room(b, it->vlen))
+			proto_put_xfer_plan(b, &p);
+	}
+	if (proto_xfer_get_held(it, &h) == 0) {
+		ok++;
+		if (proto_xfer_batch_room(b, it->vlen))
+			proto_put_xfer_held(b, &h);
+	}
+	if (proto_xfer_get_sum(it, &s) == 0) {
+		ok++;
+		CHECK(s.size != PROTO_XFER_SIZE_UNKNOWN && s.sent <= s.nchunks);
+		if (proto_xfer_batch_room(b, it->vlen))
+			proto_put_xfer_sum(b, &s);
+	}
+	if (proto_xfer_get_ack(it, &a) == 0) {
+		ok++;
+		CHECK(a.status <= PROTO_XS_FILE_FAILED);
+		CHECK(a.status != PROTO_XS_CHUNK_OK ||
+		      (a.bytes >= 1 && a.bytes <= PROTO_XFER_MAX_CHUNK));
+		if (proto_xfer_batch_room(b, it->vlen))
+			proto_put_xfer_ack(b, &a);
+	}
+	if (proto_xfer_get_fail(it, &f) == 0) {
+		ok++;
+		check_str(f.text, sizeof(f.text));
+		CHECK(strlen(f.text) + 8 == it->vlen);
+		if (proto_xfer_batch_room(b, it->vlen))
+			proto_put_xfer_fail(b, &f);
+	}
+	if (proto_xfer_get_wait(it, &w) == 0) {
+		ok++;
+		if (proto_xfer_batch_room(b, it->vlen))
+			proto_put_xfer_wait(b, &w);
+	}
+	CHECK(ok <= 1);
+}
+
+/* Walk the items; the accepted ones re-encoded must be the same bytes. */
+static void fuzz_batch(const uint8_t *body, size_t len, uint8_t *enc)
+{
+	struct proto_xfer_iter it, it2;
+	struct proto_buf b;
+	size_t n = 0, n2 = 0;
+	int r;
+
+	proto_buf_init(&b, enc, ENC_CAP);
+	proto_msg_begin(&b, PROTO_XFER_FILES);
+	proto_xfer_iter_init(&it, body, len);
+	while ((r = proto_xfer_iter_next(&it)) == 1) {
+		size_t before = b.len;
+
+		CHECK(it.off <= len);
+		fuzz_item(&it, body, len, &b);
+		if (b.len != before) {
+			CHECK(b.len - before == 4u + it.vlen);
+			CHECK(!memcmp(enc + before, it.value - 4,
+				      b.len - before));
+			n++;
+		}
+	}
+	CHECK(r == 0 || r == LR_EBADMSG);
+	CHECK(proto_msg_end(&b) == 0);
+	CHECK(b.len <= ENC_CAP);
+
+	/* each re-encoded item is accepted again */
+	proto_xfer_iter_init(&it2, enc + PROTO_HDR_LEN, b.len - PROTO_HDR_LEN);
+	while ((r = proto_xfer_iter_next(&it2)) == 1)
+		n2++;
+	CHECK(r == 0 && n2 == n);
+}
+
+static void fuzz_chunk(const uint8_t *body, size_t len)
+{
+	struct proto_xfer_chunk_hdr h;
+	uint8_t out[PROTO_XFER_CHUNK_HDR_LEN];
+	int r;
+
+	if (len < PROTO_XFER_CHUNK_HDR_LEN)
+		return;
+	r = proto_xfer_chunk_decode(body, &h);
+	CHECK(r == 0 || r == LR_EBADMSG);
+	if (r)
+		return;
+	CHECK(h.kind == PROTO_XC_DATA || h.kind == PROTO_XC_ZERO);
+	CHECK(h.len >= 1 && h.len <= PROTO_XFER_MAX_CHUNK);
+	proto_xfer_chunk_encode(out, &h);
+	CHECK(!memcmp(out, body, PROTO_XFER_CHUNK_HDR_LEN));
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	uint8_t *enc, *body;
+	uint8_t sel;
+	size_t len;
+
+	if (size < 1)
+		return 0;
+	sel = data[0];
+	len = size - 1;
+	enc = malloc(ENC_CAP);
+	body = malloc(len ? len : 1);
+	CHECK(enc && body);
+	if (len)
+		memcpy(body, data + 1, len);
+	if (sel == 0 || sel > 5)
+		fuzz_request(body, len, enc);
+	if (sel == 1 || sel > 5)
+		fuzz_accept(body, len, enc);
+	if (sel == 2 || sel > 5)
+		fuzz_totals(body, len, enc);
+	if (sel == 3 || sel > 5)
+		fuzz_done(body, len, enc);
+	if (sel == 4 || sel > 5)
+		fuzz_batch(body, len, enc);
+	if (sel == 5 || sel > 5)
+		fuzz_chunk(body, len);
+	CHECK(proto_type_name(sel) != NULL);
+	free(body);
+	free(enc);
+	return 0;
+}

@@ -1,0 +1,494 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests of fsio.[ch]: the peer path check, name escaping, side-file
+ * names, and directory walks that must never leave the root.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fsio.h"
+
+struct path_case {
+	const char *path;
+	size_t len; /* 0: strlen(path) */
+};
+
+static const struct path_case bad_paths[] = {
+	{ "/etc/passwd", 0 }, { "..", 0 },	 { ".", 0 },
+	{ "a/../b", 0 },      { "a/..", 0 },	 { "../a", 0 },
+	{ "./a", 0 },	      { "a/./b", 0 },	 { "a//b", 0 },
+	{ "a/", 0 },	      { "/", 0 },	 { "", 0 },
+	{ "a\0b", 3 },	      { "\0", 1 },	 { "\x1b[31m", 0 },
+	{ "a\nb", 0 },	      { "a\rb", 0 },	 { "\t", 0 },
+	{ "\x7f", 0 },	      { "dir/\x01", 0 },
+};
+
+static const char *const good_paths[] = {
+	"a",   "a/b/c",	  "dir with space/f", "ünïcode",  "...",	 "..a",
+	"a..", ".hidden", "a/.b/..c/d..",     "\xff\xfe", "x/y/z/w/v/u", "~",
+};
+
+static void check_bad(const char *path, size_t len)
+{
+	const char *why = NULL;
+	int r = fsio_path_check(path, len, &why);
+
+	if (r != LR_EBADPATH || !why)
+		fail_msg("accepted bad path (len %zu): r=%d", len, r);
+	assert_true(why[0] != '\0');
+}
+
+static void check_good(const char *path, size_t len)
+{
+	const char *why = NULL;
+	int r = fsio_path_check(path, len, &why);
+
+	if (r != 0)
+		fail_msg("rejected good path \"%s\": %s", path,
+			 why ? why : "?");
+}
+
+static void test_path_check_bad_table(void **state)
+{
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad_paths) / sizeof(bad_paths[0]); i++) {
+		const struct path_case *c = &bad_paths[i];
+
+		check_bad(c->path, c->len ? c->len : strlen(c->path));
+	}
+	/* a NULL why is allowed */
+	assert_int_equal(fsio_path_check("..", 2, NULL), LR_EBADPATH);
+}
+
+static void test_path_check_good_table(void **state)
+{
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(good_paths) / sizeof(good_paths[0]); i++)
+		check_good(good_paths[i], strlen(good_paths[i]));
+	/* len bounds the path: bytes after it are not looked at */
+	check_good("abc/..", 3);
+}
+
+static void test_path_check_limits(void **state)
+{
+	char *buf = malloc(2 * FSIO_MAX_PATH + 2);
+	size_t i;
+
+	(void)state;
+	assert_non_null(buf);
+
+	/* one component of 255 bytes is fine, 256 is not */
+	memset(buf, 'a', FSIO_MAX_NAME + 1);
+	check_good(buf, FSIO_MAX_NAME);
+	check_bad(buf, FSIO_MAX_NAME + 1);
+
+	/* 4096 bytes in 199-byte components fits; 4097 does not */
+	memset(buf, 'b', FSIO_MAX_PATH + 1);
+	for (i = 199; i < 4000; i += 200)
+		buf[i] = '/';
+	check_good(buf, FSIO_MAX_PATH);
+	check_bad(buf, FSIO_MAX_PATH + 1);
+
+	/* 256 components are fine, 257 are not */
+	for (i = 0; i < FSIO_MAX_DEPTH + 1; i++) {
+		buf[2 * i] = 'c';
+		buf[2 * i + 1] = '/';
+	}
+	check_good(buf, 2 * FSIO_MAX_DEPTH - 1);
+	check_bad(buf, 2 * (FSIO_MAX_DEPTH + 1) - 1);
+	free(buf);
+}
+
+static void test_split(void **state)
+{
+	char parent[FSIO_MAX_PATH + 1], name[FSIO_MAX_NAME + 1];
+
+	(void)state;
+	fsio_split("a/b/c", 5, parent, name);
+	assert_string_equal(parent, "a/b");
+	assert_string_equal(name, "c");
+
+	fsio_split("top", 3, parent, name);
+	assert_string_equal(parent, "");
+	assert_string_equal(name, "top");
+
+	fsio_split("dir with space/f.txt", 20, parent, name);
+	assert_string_equal(parent, "dir with space");
+	assert_string_equal(name, "f.txt");
+
+	/* only len bytes count */
+	fsio_split("x/yz/ignored", 4, parent, name);
+	assert_string_equal(parent, "x");
+	assert_string_equal(name, "yz");
+}
+
+static void check_side_name(const char *out, const char *suffix)
+{
+	size_t n = strlen(out), s = strlen(suffix);
+
+	assert_true(n <= FSIO_MAX_NAME);
+	assert_true(n > s);
+	assert_int_equal(out[0], '.');
+	assert_string_equal(out + n - s, suffix);
+	assert_null(strchr(out, '/'));
+}
+
+static void test_temp_names(void **state)
+{
+	char out[FSIO_MAX_NAME + 1], out2[FSIO_MAX_NAME + 1];
+	char lng[FSIO_MAX_NAME + 1];
+	size_t i;
+
+	(void)state;
+	fsio_temp_name("file.bin", out);
+	assert_string_equal(out, ".file.bin.lrpart");
+	fsio_journal_name("file.bin", out);
+	assert_string_equal(out, ".file.bin.lrjournal");
+
+	/* the longest name kept as is: 1 + 247 + 7 = 255 */
+	memset(lng, 'n', 247);
+	lng[247] = '\0';
+	fsio_temp_name(lng, out);
+	check_side_name(out, ".lrpart");
+	assert_int_equal(strlen(out), FSIO_MAX_NAME);
+	assert_memory_equal(out + 1, lng, 247);
+
+	/* a maximal name is replaced by 16 hex digits of its hash */
+	memset(lng, 'n', FSIO_MAX_NAME);
+	lng[FSIO_MAX_NAME] = '\0';
+	fsio_temp_name(lng, out);
+	check_side_name(out, ".lrpart");
+	assert_int_equal(strlen(out), 1 + 16 + 7);
+	for (i = 1; i <= 16; i++)
+		assert_non_null(strchr("0123456789abcdef", out[i]));
+
+	fsio_journal_name(lng, out2);
+	check_side_name(out2, ".lrjournal");
+	assert_int_equal(strlen(out2), 1 + 16 + 10);
+	/* the same name hashes the same for both */
+	assert_memory_equal(out, out2, 17);
+
+	/* names that differ in one byte get different temp names */
+	lng[100] = 'm';
+	fsio_temp_name(lng, out2);
+	check_side_name(out2, ".lrpart");
+	assert_string_not_equal(out, out2);
+
+	/* a name that fits with .lrpart but not with .lrjournal */
+	memset(lng, 'j', 246);
+	lng[246] = '\0';
+	fsio_temp_name(lng, out);
+	assert_int_equal(strlen(out), 1 + 246 + 7);
+	fsio_journal_name(lng, out);
+	check_side_name(out, ".lrjournal");
+	assert_int_equal(strlen(out), 1 + 16 + 10);
+}
+
+static void test_escape(void **state)
+{
+	char out[256];
+	char tiny[6];
+
+	(void)state;
+	assert_ptr_equal(fsio_escape("plain", 5, out, sizeof(out)), out);
+	assert_string_equal(out, "plain");
+
+	fsio_escape("\x1b[31mred", 8, out, sizeof(out));
+	assert_string_equal(out, "\\x1b[31mred");
+
+	fsio_escape("a\nb\x7f", 4, out, sizeof(out));
+	assert_string_equal(out, "a\\x0ab\\x7f");
+
+	fsio_escape("a\\b", 3, out, sizeof(out));
+	assert_string_equal(out, "a\\\\b");
+
+	fsio_escape("a\0b", 3, out, sizeof(out));
+	assert_string_equal(out, "a\\x00b");
+
+	/* valid UTF-8 is kept, 2, 3 and 4 byte forms */
+	fsio_escape("ünïcode €𝄞", strlen("ünïcode €𝄞"), out, sizeof(out));
+	assert_string_equal(out, "ünïcode €𝄞");
+
+	/* invalid: lone continuation, truncated, overlong, surrogate */
+	fsio_escape("\x80x\xc3", 3, out, sizeof(out));
+	assert_string_equal(out, "\\x80x\\xc3");
+	fsio_escape("\xc0\xaf", 2, out, sizeof(out));
+	assert_string_equal(out, "\\xc0\\xaf");
+	fsio_escape("\xed\xa0\x80", 3, out, sizeof(out));
+	assert_string_equal(out, "\\xed\\xa0\\x80");
+	fsio_escape("\xf4\x90\x80\x80", 4, out, sizeof(out));
+	assert_string_equal(out, "\\xf4\\x90\\x80\\x80");
+
+	/* C1 control CSI (U+009B) encoded as UTF-8 */
+	fsio_escape("\xc2\x9b", 2, out, sizeof(out));
+	assert_string_equal(out, "\\xc2\\x9b");
+
+	/* truncation never splits an escape or a UTF-8 sequence */
+	fsio_escape("ab\x1b", 3, tiny, sizeof(tiny));
+	assert_string_equal(tiny, "ab");
+	fsio_escape("abc€", strlen("abc€"), tiny, sizeof(tiny));
+	assert_string_equal(tiny, "abc");
+	fsio_escape("abcdefgh", 8, tiny, sizeof(tiny));
+	assert_string_equal(tiny, "abcde");
+	fsio_escape("abc", 3, tiny, 1);
+	assert_string_equal(tiny, "");
+}
+
+/* A temporary tree: <top>/root is the root, <top>/outside a sibling. */
+struct tree {
+	char top[64];
+	int top_fd;
+	int root;
+};
+
+static int rm_one(const char *p, const struct stat *st, int type,
+		  struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	return type == FTW_DP ? rmdir(p) : unlink(p);
+}
+
+static int tree_setup(void **state)
+{
+	struct tree *t = calloc(1, sizeof(*t));
+	const char *tmp = getenv("TMPDIR");
+
+	if (!t)
+		return -1;
+	snprintf(t->top, sizeof(t->top), "%s/fsio.XXXXXX",
+		 tmp && strlen(tmp) < 40 ? tmp : "/tmp");
+	if (!mkdtemp(t->top))
+		goto out_free;
+	t->top_fd = open(t->top, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+	if (t->top_fd < 0)
+		goto out_free;
+	if (mkdirat(t->top_fd, "root", 0755) ||
+	    mkdirat(t->top_fd, "outside", 0755))
+		goto out_close;
+	t->root = openat(t->top_fd, "root", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+	if (t->root < 0)
+		goto out_close;
+	*state = t;
+	return 0;
+
+out_close:
+	close(t->top_fd);
+out_free:
+	free(t);
+	return -1;
+}
+
+static int tree_teardown(void **state)
+{
+	struct tree *t = *state;
+
+	close(t->root);
+	close(t->top_fd);
+	nftw(t->top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	free(t);
+	return 0;
+}
+
+static bool is_dir_at(int dirfd, const char *p)
+{
+	struct stat st;
+
+	return fstatat(dirfd, p, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       S_ISDIR(st.st_mode);
+}
+
+static bool exists_at(int dirfd, const char *p)
+{
+	struct stat st;
+
+	return fstatat(dirfd, p, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+static void same_inode(int fd, int dirfd, const char *p)
+{
+	struct stat a, b;
+
+	assert_int_equal(fstat(fd, &a), 0);
+	assert_int_equal(fstatat(dirfd, p, &b, AT_SYMLINK_NOFOLLOW), 0);
+	assert_true(a.st_dev == b.st_dev && a.st_ino == b.st_ino);
+}
+
+static void test_open_dir_create(void **state)
+{
+	struct tree *t = *state;
+	int fd, fd2;
+
+	fd = fsio_open_dir(t->root, "a/b/c", false, 0755);
+	assert_int_equal(fd, -ENOENT);
+	assert_false(exists_at(t->root, "a"));
+
+	fd = fsio_open_dir(t->root, "a/b/c", true, 0755);
+	assert_true(fd >= 0);
+	assert_true(is_dir_at(t->root, "a/b/c"));
+	same_inode(fd, t->root, "a/b/c");
+	assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	close(fd);
+
+	/* existing dirs: with and without create */
+	fd = fsio_open_dir(t->root, "a/b", false, 0755);
+	assert_true(fd >= 0);
+	same_inode(fd, t->root, "a/b");
+	fd2 = fsio_open_dir(t->root, "a/b/c/d", true, 0700);
+	assert_true(fd2 >= 0);
+	same_inode(fd2, fd, "c/d");
+	close(fd2);
+	close(fd);
+}
+
+static void test_open_dir_empty_is_dup(void **state)
+{
+	struct tree *t = *state;
+	int fd = fsio_open_dir(t->root, "", false, 0755);
+
+	assert_true(fd >= 0);
+	assert_int_not_equal(fd, t->root);
+	same_inode(fd, t->top_fd, "root");
+	close(fd);
+}
+
+static void test_open_dir_symlink(void **state)
+{
+	struct tree *t = *state;
+	int fd;
+
+	assert_int_equal(symlinkat("../outside", t->root, "evil"), 0);
+	assert_int_equal(symlinkat("/tmp", t->root, "abs"), 0);
+	assert_int_equal(symlinkat("nowhere", t->root, "dangling"), 0);
+
+	fd = fsio_open_dir(t->root, "evil/x", true, 0755);
+	assert_true(fd == -ELOOP || fd == -ENOTDIR);
+	fd = fsio_open_dir(t->root, "evil", true, 0755);
+	assert_true(fd == -ELOOP || fd == -ENOTDIR);
+	fd = fsio_open_dir(t->root, "evil", false, 0755);
+	assert_true(fd == -ELOOP || fd == -ENOTDIR);
+	fd = fsio_open_dir(t->root, "abs/x", true, 0755);
+	assert_true(fd == -ELOOP || fd == -ENOTDIR);
+	fd = fsio_open_dir(t->root, "abs", false, 0755);
+	assert_true(fd == -ELOOP || fd == -ENOTDIR);
+	/* a dangling symlink is not made into a directory either */
+	fd = fsio_open_dir(t->root, "dangling/x", true, 0755);
+	assert_true(fd == -ELOOP || fd == -ENOTDIR);
+
+	/* nothing was made outside the root */
+	assert_false(exists_at(t->top_fd, "outside/x"));
+	assert_false(exists_at(t->top_fd, "nowhere"));
+	assert_false(exists_at(t->root, "nowhere"));
+
+	/* a symlink deeper in the tree, too */
+	assert_int_equal(mkdirat(t->root, "d", 0755), 0);
+	assert_int_equal(symlinkat("../../outside", t->root, "d/l"), 0);
+	fd = fsio_open_dir(t->root, "d/l/y", true, 0755);
+	assert_true(fd == -ELOOP || fd == -ENOTDIR);
+	fd = fsio_open_dir(t->root, "d/l", false, 0755);
+	assert_true(fd == -ELOOP || fd == -ENOTDIR);
+	assert_false(exists_at(t->top_fd, "outside/y"));
+}
+
+static void test_open_dir_file_component(void **state)
+{
+	struct tree *t = *state;
+	int fd;
+
+	fd = openat(t->root, "f", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+		    0644);
+	assert_true(fd >= 0);
+	close(fd);
+
+	assert_int_equal(fsio_open_dir(t->root, "f", false, 0755), -ENOTDIR);
+	assert_int_equal(fsio_open_dir(t->root, "f", true, 0755), -ENOTDIR);
+	assert_int_equal(fsio_open_dir(t->root, "f/x", true, 0755), -ENOTDIR);
+	assert_int_equal(fsio_open_dir(t->root, "f/x", false, 0755), -ENOTDIR);
+}
+
+static void test_open_dir_bad_rel(void **state)
+{
+	struct tree *t = *state;
+
+	assert_int_equal(fsio_open_dir(t->root, "../outside", true, 0755),
+			 LR_EBADPATH);
+	assert_int_equal(fsio_open_dir(t->root, "/tmp", false, 0755),
+			 LR_EBADPATH);
+	assert_int_equal(fsio_open_dir(t->root, "a//b", true, 0755),
+			 LR_EBADPATH);
+	assert_int_equal(fsio_open_dir(t->root, "a/", true, 0755), LR_EBADPATH);
+	assert_false(exists_at(t->root, "a"));
+}
+
+static void test_dircache(void **state)
+{
+	struct tree *t = *state;
+	struct fsio_dircache dc;
+	int fd1, fd2, fd3;
+
+	fsio_dircache_init(&dc, t->root);
+	fd1 = fsio_dircache_get(&dc, "p/q", true, 0755);
+	assert_true(fd1 >= 0);
+	same_inode(fd1, t->root, "p/q");
+	/* same rel: the same descriptor, no new walk */
+	fd2 = fsio_dircache_get(&dc, "p/q", false, 0755);
+	assert_int_equal(fd2, fd1);
+
+	/* a failure leaves the cached entry usable */
+	assert_int_equal(fsio_dircache_get(&dc, "missing", false, 0755),
+			 -ENOENT);
+	assert_int_equal(fsio_dircache_get(&dc, "p/q", false, 0755), fd1);
+
+	fd3 = fsio_dircache_get(&dc, "p", false, 0755);
+	assert_true(fd3 >= 0);
+	same_inode(fd3, t->root, "p");
+	fd3 = fsio_dircache_get(&dc, "", false, 0755);
+	assert_true(fd3 >= 0);
+	same_inode(fd3, t->top_fd, "root");
+	fsio_dircache_fini(&dc);
+	assert_int_equal(dc.fd, -1);
+	/* fini twice is harmless */
+	fsio_dircache_fini(&dc);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_path_check_bad_table),
+		cmocka_unit_test(test_path_check_good_table),
+		cmocka_unit_test(test_path_check_limits),
+		cmocka_unit_test(test_split),
+		cmocka_unit_test(test_temp_names),
+		cmocka_unit_test(test_escape),
+		cmocka_unit_test_setup_teardown(test_open_dir_create,
+						tree_setup, tree_teardown),
+		cmocka_unit_test_setup_teardown(test_open_dir_empty_is_dup,
+						tree_setup, tree_teardown),
+		cmocka_unit_test_setup_teardown(test_open_dir_symlink,
+						tree_setup, tree_teardown),
+		cmocka_unit_test_setup_teardown(test_open_dir_file_component,
+						tree_setup, tree_teardown),
+		cmocka_unit_test_setup_teardown(test_open_dir_bad_rel,
+						tree_setup, tree_teardown),
+		cmocka_unit_test_setup_teardown(test_dircache, tree_setup,
+						tree_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

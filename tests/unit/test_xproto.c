@@ -1,0 +1,1349 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests of the file-transfer part of proto.[ch]: round trips of every
+ * message, batch item and the chunk header; filling a batch until it has
+ * no room (the message stays within PROTO_MAX_BODY); and tables of
+ * malformed requests, items and chunk headers that must be refused.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "err.h"
+#include "proto.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+static void wr_be(uint8_t *p, uint64_t v, size_t n)
+{
+	while (n--) {
+		p[n] = (uint8_t)v;
+		v >>= 8;
+	}
+}
+
+/* ---- one message built into a heap buffer big enough for any body ---- */
+
+#define MSG_CAP (PROTO_HDR_LEN + PROTO_MAX_BODY + 4096)
+
+struct msg {
+	uint8_t *mem;
+	struct proto_buf b;
+};
+
+static void msg_init(struct msg *m, size_t cap)
+{
+	m->mem = malloc(cap);
+	assert_non_null(m->mem);
+	proto_buf_init(&m->b, m->mem, cap);
+}
+
+static void msg_free(struct msg *m)
+{
+	free(m->mem);
+}
+
+/* Check the header of the one message in m; return its body. */
+static uint8_t *msg_body(struct msg *m, uint8_t type, size_t *len)
+{
+	struct proto_hdr h;
+
+	assert_int_equal(proto_decode_hdr(m->mem, m->b.len, PROTO_MAX_BODY, &h),
+			 PROTO_HDR_LEN);
+	assert_int_equal(h.type, type);
+	assert_int_equal(h.len + PROTO_HDR_LEN, m->b.len);
+	*len = h.len;
+	return m->mem + PROTO_HDR_LEN;
+}
+
+static const uint8_t SID[PROTO_TEST_ID_LEN] = { 1, 2,  3,  4,  5,  6,  7,  8,
+						9, 10, 11, 12, 13, 14, 15, 16 };
+
+/* ---- whole messages ---- */
+
+static void set_paths(struct proto_xfer_request *r, const char *const *p,
+		      unsigned n)
+{
+	unsigned i;
+
+	r->npaths = n;
+	for (i = 0; i < n; i++) {
+		r->paths[i] = p[i];
+		r->path_lens[i] = (uint16_t)strlen(p[i]);
+	}
+}
+
+static void request_roundtrip(const struct proto_xfer_request *in)
+{
+	struct proto_xfer_request out;
+	struct msg m;
+	uint8_t *body;
+	size_t len;
+	unsigned i;
+
+	msg_init(&m, MSG_CAP);
+	assert_int_equal(proto_encode_xfer_request(&m.b, in), 0);
+	body = msg_body(&m, PROTO_XFER_REQUEST, &len);
+	memset(&out, 0xa5, sizeof(out));
+	assert_int_equal(proto_decode_xfer_request(body, len, &out), 0);
+	assert_int_equal(out.op, in->op);
+	assert_int_equal(out.streams, in->streams);
+	assert_int_equal(out.chunk_size, in->chunk_size);
+	assert_int_equal(out.flags, in->flags);
+	assert_true(out.rate == in->rate);
+	assert_int_equal(out.npaths, in->npaths);
+	for (i = 0; i < in->npaths; i++) {
+		assert_int_equal(out.path_lens[i], in->path_lens[i]);
+		assert_memory_equal(out.paths[i], in->paths[i],
+				    in->path_lens[i]);
+		/* pointers into the body */
+		assert_true((const uint8_t *)out.paths[i] >= body &&
+			    (const uint8_t *)out.paths[i] <= body + len);
+	}
+	msg_free(&m);
+}
+
+static void test_request_roundtrip(void **state)
+{
+	static const char *const push[] = { "" };
+	static const char *const push2[] = { "dest/dir" };
+	static const char *const pull[] = { "a", "b/c.txt", "d e/f-g_h" };
+	static const char *pull_max[PROTO_XFER_MAX_PATHS];
+	struct proto_xfer_request r;
+	unsigned i;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	r.op = PROTO_XFER_PUSH;
+	r.streams = 1;
+	set_paths(&r, push, 1);
+	request_roundtrip(&r);
+
+	r.streams = PROTO_MAX_STREAMS;
+	r.chunk_size = PROTO_XFER_MIN_CHUNK;
+	r.flags = PROTO_XF_OVERWRITE | PROTO_XF_UPDATE | PROTO_XF_NO_FSYNC |
+		  PROTO_XF_KEEP_SETID | PROTO_XF_STDOUT;
+	r.rate = UINT64_MAX;
+	set_paths(&r, push2, 1);
+	request_roundtrip(&r);
+
+	r.op = PROTO_XFER_PULL;
+	r.streams = 8;
+	r.chunk_size = PROTO_XFER_MAX_CHUNK;
+	r.flags = PROTO_XF_UPDATE;
+	r.rate = 125000000;
+	set_paths(&r, pull, ARRAY_SIZE(pull));
+	request_roundtrip(&r);
+
+	for (i = 0; i < PROTO_XFER_MAX_PATHS; i++)
+		pull_max[i] = "x/y";
+	set_paths(&r, pull_max, PROTO_XFER_MAX_PATHS);
+	request_roundtrip(&r);
+}
+
+static void test_request_long_path(void **state)
+{
+	struct proto_xfer_request r;
+	char *p = malloc(PROTO_XFER_MAX_PATH + 1);
+	size_t i;
+
+	(void)state;
+	assert_non_null(p);
+	/* components of 127 bytes separated by '/', the last one 128 */
+	for (i = 0; i < PROTO_XFER_MAX_PATH; i++)
+		p[i] = (i % 128 == 127) ? '/' : 'n';
+	p[PROTO_XFER_MAX_PATH - 1] = 'n';
+	memset(&r, 0, sizeof(r));
+	r.op = PROTO_XFER_PULL;
+	r.streams = 2;
+	r.npaths = 1;
+	r.paths[0] = p;
+	r.path_lens[0] = PROTO_XFER_MAX_PATH;
+	request_roundtrip(&r);
+	free(p);
+}
+
+static void test_accept_roundtrip(void **state)
+{
+	struct proto_xfer_accept in, out;
+	struct msg m;
+	uint8_t *body;
+	size_t len;
+
+	(void)state;
+	memset(&in, 0, sizeof(in));
+	memcpy(in.session_id, SID, sizeof(SID));
+	snprintf(in.software, sizeof(in.software), "linerate 0.1");
+	in.streams = 4;
+	in.chunk_size = 1u << 20;
+	msg_init(&m, MSG_CAP);
+	assert_int_equal(proto_encode_xfer_accept(&m.b, &in), 0);
+	body = msg_body(&m, PROTO_XFER_ACCEPT, &len);
+	memset(&out, 0xa5, sizeof(out));
+	assert_int_equal(proto_decode_xfer_accept(body, len, &out), 0);
+	assert_memory_equal(out.session_id, SID, sizeof(SID));
+	assert_string_equal(out.software, "linerate 0.1");
+	assert_int_equal(out.streams, 4);
+	assert_int_equal(out.chunk_size, 1u << 20);
+	msg_free(&m);
+}
+
+static void test_totals_roundtrip(void **state)
+{
+	struct proto_xfer_totals in = { PROTO_XFER_MAX_FILES, UINT64_MAX }, out;
+	struct msg m;
+	uint8_t *body;
+	size_t len;
+
+	(void)state;
+	msg_init(&m, MSG_CAP);
+	assert_int_equal(proto_encode_xfer_totals(&m.b, &in), 0);
+	body = msg_body(&m, PROTO_XFER_TOTALS, &len);
+	assert_int_equal(proto_decode_xfer_totals(body, len, &out), 0);
+	assert_true(out.files == in.files && out.bytes == in.bytes);
+	msg_free(&m);
+}
+
+static void test_done_roundtrip(void **state)
+{
+	struct proto_xfer_done in, out;
+	struct msg m;
+	uint8_t *body;
+	size_t len;
+
+	(void)state;
+	memset(&in, 0, sizeof(in));
+	in.files_ok = 1000;
+	in.files_failed = 2;
+	in.files_skipped = 30;
+	in.bytes = 1ull << 40;
+	in.wait.net_us = 11;
+	in.wait.write_us = 22;
+	in.wait.cipher_us = 33;
+	msg_init(&m, MSG_CAP);
+	assert_int_equal(proto_encode_xfer_done(&m.b, &in), 0);
+	body = msg_body(&m, PROTO_XFER_DONE, &len);
+	memset(&out, 0xa5, sizeof(out));
+	assert_int_equal(proto_decode_xfer_done(body, len, &out), 0);
+	assert_memory_equal(&in, &out, sizeof(in));
+	msg_free(&m);
+
+	/* without the optional wait times */
+	msg_init(&m, MSG_CAP);
+	proto_msg_begin(&m.b, PROTO_XFER_DONE);
+	proto_put_u64(&m.b, PROTO_T_FILES, 5);
+	proto_put_u64(&m.b, PROTO_T_FILES_FAILED, 0);
+	proto_put_u64(&m.b, PROTO_T_FILES_SKIPPED, 1);
+	proto_put_u64(&m.b, PROTO_T_BYTES, 9);
+	assert_int_equal(proto_msg_end(&m.b), 0);
+	body = msg_body(&m, PROTO_XFER_DONE, &len);
+	memset(&out, 0xa5, sizeof(out));
+	assert_int_equal(proto_decode_xfer_done(body, len, &out), 0);
+	assert_true(out.files_ok == 5 && out.files_skipped == 1 &&
+		    out.bytes == 9 && out.wait.net_us == 0 &&
+		    out.wait.cipher_us == 0);
+	msg_free(&m);
+}
+
+static void test_type_names(void **state)
+{
+	(void)state;
+	assert_string_equal(proto_type_name(PROTO_XFER_REQUEST),
+			    "XFER_REQUEST");
+	assert_string_equal(proto_type_name(PROTO_XFER_ACCEPT), "XFER_ACCEPT");
+	assert_string_equal(proto_type_name(PROTO_XFER_TOTALS), "XFER_TOTALS");
+	assert_string_equal(proto_type_name(PROTO_XFER_FILES), "XFER_FILES");
+	assert_string_equal(proto_type_name(PROTO_XFER_PLAN), "XFER_PLAN");
+	assert_string_equal(proto_type_name(PROTO_XFER_SUMS), "XFER_SUMS");
+	assert_string_equal(proto_type_name(PROTO_XFER_ACKS), "XFER_ACKS");
+	assert_string_equal(proto_type_name(PROTO_XFER_END), "XFER_END");
+	assert_string_equal(proto_type_name(PROTO_XFER_DONE), "XFER_DONE");
+	assert_string_equal(proto_type_name(0x5f), "unknown");
+}
+
+/* ---- batch items ---- */
+
+static void test_items_roundtrip(void **state)
+{
+	struct proto_xfer_entry file = { .idx = 0,
+					 .kind = PROTO_XK_FILE,
+					 .eflags = PROTO_XE_SPARSE,
+					 .mode = 0644,
+					 .size = 123456789,
+					 .mtime_sec = -5,
+					 .mtime_nsec = 999999999,
+					 .path = "dir/file.bin",
+					 .path_len = 12 };
+	struct proto_xfer_entry pipe = { .idx = 1,
+					 .kind = PROTO_XK_FILE,
+					 .mode = 07777,
+					 .size = PROTO_XFER_SIZE_UNKNOWN,
+					 .path = "-",
+					 .path_len = 1 };
+	struct proto_xfer_entry dir = { .idx = 2,
+					.kind = PROTO_XK_DIR,
+					.mode = 0755,
+					.mtime_sec = INT64_MAX,
+					.path = "dir",
+					.path_len = 3 };
+	struct proto_xfer_entry link = { .idx = 3,
+					 .kind = PROTO_XK_SYMLINK,
+					 .mode = 0777,
+					 .mtime_sec = 1700000000,
+					 .path = "dir/ln",
+					 .path_len = 6,
+					 .target = "../../etc/passwd",
+					 .target_len = 16 };
+	const struct proto_xfer_entry *entries[] = { &file, &pipe, &dir,
+						     &link };
+	struct proto_xfer_plan plan = { 7, PROTO_XA_RESUME }, plan2;
+	struct proto_xfer_held held = { 7, 3, { 0xde, 0xad } }, held2;
+	struct proto_xfer_sum sum = { 7, 1ull << 33, 1024, 1000, { 1, 2, 3 } },
+			      sum2;
+	struct proto_xfer_ack ack = { 7, 9, PROTO_XS_CHUNK_OK,
+				      PROTO_XFER_MAX_CHUNK },
+			      ack2;
+	struct proto_xfer_fail fail = { 8, ENOSPC, "no space left" }, fail2;
+	struct proto_xfer_wait wait = { 1, UINT64_MAX, 3 }, wait2;
+	struct proto_xfer_entry e;
+	struct proto_xfer_iter it;
+	struct msg m;
+	uint8_t *body;
+	size_t len, i;
+
+	(void)state;
+	msg_init(&m, MSG_CAP);
+	proto_msg_begin(&m.b, PROTO_XFER_FILES);
+	for (i = 0; i < ARRAY_SIZE(entries); i++)
+		proto_put_xfer_entry(&m.b, entries[i]);
+	proto_put_xfer_plan(&m.b, &plan);
+	proto_put_xfer_held(&m.b, &held);
+	proto_put_xfer_sum(&m.b, &sum);
+	proto_put_xfer_ack(&m.b, &ack);
+	proto_put_xfer_fail(&m.b, &fail);
+	proto_put_xfer_wait(&m.b, &wait);
+	assert_int_equal(proto_msg_end(&m.b), 0);
+	body = msg_body(&m, PROTO_XFER_FILES, &len);
+
+	proto_xfer_iter_init(&it, body, len);
+	for (i = 0; i < ARRAY_SIZE(entries); i++) {
+		const struct proto_xfer_entry *x = entries[i];
+
+		assert_int_equal(proto_xfer_iter_next(&it), 1);
+		assert_int_equal(it.tag, PROTO_T_ENTRY);
+		assert_int_equal(it.vlen + 4, proto_xfer_entry_size(x));
+		/* every other getter refuses an entry */
+		assert_int_equal(proto_xfer_get_plan(&it, &plan2), LR_EBADMSG);
+		assert_int_equal(proto_xfer_get_wait(&it, &wait2), LR_EBADMSG);
+		assert_int_equal(proto_xfer_get_fail(&it, &fail2), LR_EBADMSG);
+		memset(&e, 0xa5, sizeof(e));
+		assert_int_equal(proto_xfer_get_entry(&it, &e), 0);
+		assert_int_equal(e.idx, x->idx);
+		assert_int_equal(e.kind, x->kind);
+		assert_int_equal(e.eflags, x->eflags);
+		assert_int_equal(e.mode, x->mode);
+		assert_true(e.size == x->size);
+		assert_true(e.mtime_sec == x->mtime_sec);
+		assert_int_equal(e.mtime_nsec, x->mtime_nsec);
+		assert_int_equal(e.path_len, x->path_len);
+		assert_memory_equal(e.path, x->path, x->path_len);
+		assert_int_equal(e.target_len, x->target_len);
+		if (x->target_len)
+			assert_memory_equal(e.target, x->target, x->target_len);
+	}
+	assert_int_equal(proto_xfer_iter_next(&it), 1);
+	assert_int_equal(proto_xfer_get_entry(&it, &e), LR_EBADMSG);
+	assert_int_equal(proto_xfer_get_plan(&it, &plan2), 0);
+	assert_true(plan2.idx == plan.idx && plan2.action == plan.action);
+	assert_int_equal(proto_xfer_iter_next(&it), 1);
+	assert_int_equal(proto_xfer_get_sum(&it, &sum2), LR_EBADMSG);
+	assert_int_equal(proto_xfer_get_held(&it, &held2), 0);
+	assert_true(held2.idx == held.idx && held2.chunk == held.chunk &&
+		    !memcmp(held2.digest, held.digest, PROTO_XFER_DIGEST_LEN));
+	assert_int_equal(proto_xfer_iter_next(&it), 1);
+	assert_int_equal(proto_xfer_get_held(&it, &held2), LR_EBADMSG);
+	assert_int_equal(proto_xfer_get_sum(&it, &sum2), 0);
+	assert_true(sum2.idx == sum.idx && sum2.size == sum.size &&
+		    sum2.nchunks == sum.nchunks && sum2.sent == sum.sent &&
+		    !memcmp(sum2.digest, sum.digest, PROTO_XFER_DIGEST_LEN));
+	assert_int_equal(proto_xfer_iter_next(&it), 1);
+	assert_int_equal(proto_xfer_get_ack(&it, &ack2), 0);
+	assert_true(ack2.idx == ack.idx && ack2.chunk == ack.chunk &&
+		    ack2.status == ack.status && ack2.bytes == ack.bytes);
+	assert_int_equal(proto_xfer_iter_next(&it), 1);
+	assert_int_equal(proto_xfer_get_fail(&it, &fail2), 0);
+	assert_int_equal(fail2.idx, 8);
+	assert_int_equal(fail2.code, ENOSPC);
+	assert_string_equal(fail2.text, "no space left");
+	assert_int_equal(proto_xfer_iter_next(&it), 1);
+	assert_int_equal(proto_xfer_get_wait(&it, &wait2), 0);
+	assert_true(wait2.net_us == wait.net_us &&
+		    wait2.write_us == wait.write_us &&
+		    wait2.cipher_us == wait.cipher_us);
+	assert_int_equal(proto_xfer_iter_next(&it), 0);
+	assert_int_equal(proto_xfer_iter_next(&it), 0);
+	msg_free(&m);
+}
+
+/* A failure text of the maximum length, and an empty one. */
+static void test_fail_text_bounds(void **state)
+{
+	struct proto_xfer_fail f, g;
+	struct proto_xfer_iter it;
+	struct msg m;
+	uint8_t *body;
+	size_t len;
+
+	(void)state;
+	memset(f.text, 'x', sizeof(f.text));
+	f.text[PROTO_MAX_TEXT] = '\0';
+	f.idx = 1;
+	f.code = PROTO_ERR_LIMIT;
+	msg_init(&m, MSG_CAP);
+	proto_msg_begin(&m.b, PROTO_XFER_ACKS);
+	proto_put_xfer_fail(&m.b, &f);
+	f.text[0] = '\0';
+	proto_put_xfer_fail(&m.b, &f);
+	assert_int_equal(proto_msg_end(&m.b), 0);
+	body = msg_body(&m, PROTO_XFER_ACKS, &len);
+	proto_xfer_iter_init(&it, body, len);
+	assert_int_equal(proto_xfer_iter_next(&it), 1);
+	assert_int_equal(it.vlen, 8 + PROTO_MAX_TEXT);
+	assert_int_equal(proto_xfer_get_fail(&it, &g), 0);
+	assert_int_equal(strlen(g.text), PROTO_MAX_TEXT);
+	assert_int_equal(proto_xfer_iter_next(&it), 1);
+	assert_int_equal(proto_xfer_get_fail(&it, &g), 0);
+	assert_string_equal(g.text, "");
+	msg_free(&m);
+}
+
+static void test_batch_fill(void **state)
+{
+	char path[300];
+	struct proto_xfer_entry e = {
+		.kind = PROTO_XK_FILE, .mode = 0600, .size = 10, .path = path
+	};
+	struct proto_xfer_iter it;
+	struct msg m;
+	uint8_t *body;
+	size_t len, n = 0, before;
+	int r;
+
+	(void)state;
+	memset(path, 'p', sizeof(path));
+	e.path_len = 255;
+	msg_init(&m, MSG_CAP);
+	/* a message before this one: room counts from b->start */
+	assert_int_equal(proto_encode_xfer_totals(
+				 &m.b, &(struct proto_xfer_totals){ 1, 2 }),
+			 0);
+	proto_msg_begin(&m.b, PROTO_XFER_FILES);
+	while (proto_xfer_batch_room(&m.b, proto_xfer_entry_size(&e) - 4)) {
+		e.idx = (uint32_t)n++;
+		proto_put_xfer_entry(&m.b, &e);
+		assert_int_equal(m.b.err, 0);
+	}
+	assert_true(n > 100);
+	before = m.b.len;
+	/* less than one more entry of room remains */
+	assert_true(before - m.b.start - PROTO_HDR_LEN +
+			    proto_xfer_entry_size(&e) >
+		    PROTO_MAX_BODY);
+	/* a small item may still fit; the entry does not and is sticky */
+	proto_put_xfer_entry(&m.b, &e);
+	assert_int_equal(m.b.err, -ENOBUFS);
+	assert_int_equal(m.b.len, before);
+	proto_put_xfer_plan(&m.b, &(struct proto_xfer_plan){ 0, 0 });
+	assert_int_equal(m.b.len, before);
+	assert_false(proto_xfer_batch_room(&m.b, 0));
+	assert_int_equal(proto_msg_end(&m.b), -ENOBUFS);
+
+	/* the same without the failed put: a valid message <= MAX_BODY */
+	m.b.err = 0;
+	assert_int_equal(proto_msg_end(&m.b), 0);
+	body = m.mem + m.b.start + PROTO_HDR_LEN;
+	len = m.b.len - m.b.start - PROTO_HDR_LEN;
+	assert_true(len <= PROTO_MAX_BODY);
+	proto_xfer_iter_init(&it, body, len);
+	n = 0;
+	while ((r = proto_xfer_iter_next(&it)) == 1) {
+		struct proto_xfer_entry x;
+
+		assert_int_equal(proto_xfer_get_entry(&it, &x), 0);
+		assert_int_equal(x.idx, n);
+		n++;
+	}
+	assert_int_equal(r, 0);
+	assert_int_equal(n, e.idx + 1);
+	msg_free(&m);
+}
+
+/* The buffer's capacity, smaller than PROTO_MAX_BODY, bounds the room. */
+static void test_batch_room_cap(void **state)
+{
+	struct proto_xfer_plan p = { 1, PROTO_XA_SEND };
+	struct msg m;
+	size_t n = 0;
+
+	(void)state;
+	msg_init(&m, PROTO_HDR_LEN + 10 * (4 + PROTO_XFER_PLAN_LEN) + 3);
+	proto_msg_begin(&m.b, PROTO_XFER_PLAN);
+	while (proto_xfer_batch_room(&m.b, PROTO_XFER_PLAN_LEN)) {
+		proto_put_xfer_plan(&m.b, &p);
+		n++;
+	}
+	assert_int_equal(n, 10);
+	assert_int_equal(m.b.err, 0);
+	assert_true(proto_xfer_batch_room(&m.b, 0) == false);
+	proto_put_xfer_plan(&m.b, &p);
+	assert_int_equal(m.b.err, -ENOBUFS);
+	assert_false(proto_xfer_batch_room(&m.b, 0));
+	assert_false(proto_xfer_batch_room(&m.b, SIZE_MAX));
+	msg_free(&m);
+}
+
+/* ---- malformed items: one valid item, one mutation each ---- */
+
+enum item {
+	I_FILE,
+	I_DIR,
+	I_LINK,
+	I_PLAN,
+	I_HELD,
+	I_SUM,
+	I_ACK,
+	I_FAIL,
+	I_WAIT
+};
+
+struct item_case {
+	const char *name;
+	enum item item;
+	int off;      /* of the value byte to overwrite, -1 for none */
+	uint64_t v;   /* value written there */
+	int width;    /* its width in bytes */
+	int dvlen;    /* change of the TLV's length field (and body) */
+	uint16_t tag; /* nonzero: the TLV's tag instead */
+};
+
+static const struct item_case item_cases[] = {
+	{ "entry kind 0", I_FILE, 4, 0, 1, 0, 0 },
+	{ "entry kind 4", I_FILE, 4, 4, 1, 0, 0 },
+	{ "entry unknown eflag", I_FILE, 5, 2, 1, 0, 0 },
+	{ "entry mode 010000", I_FILE, 6, 010000, 2, 0, 0 },
+	{ "entry mode 0xffff", I_FILE, 6, 0xffff, 2, 0, 0 },
+	{ "entry nsec 1e9", I_FILE, 24, 1000000000, 4, 0, 0 },
+	{ "entry nsec max", I_FILE, 24, UINT32_MAX, 4, 0, 0 },
+	{ "entry path_len 0", I_FILE, 28, 0, 2, 0, 0 },
+	{ "entry path_len +1", I_FILE, 28, 9, 2, 0, 0 },
+	{ "entry path_len -1", I_FILE, 28, 7, 2, 0, 0 },
+	{ "entry path_len max", I_FILE, 28, 0xffff, 2, 0, 0 },
+	{ "entry target on a file", I_FILE, 30, 1, 2, 1, 0 },
+	{ "entry vlen short", I_FILE, -1, 0, 0, -1, 0 },
+	{ "entry vlen long", I_FILE, -1, 0, 0, 1, 0 },
+	{ "entry only fixed short", I_FILE, -1, 0, 0, -10, 0 },
+	{ "dir with size", I_DIR, 8, 1, 8, 0, 0 },
+	{ "dir size unknown", I_DIR, 8, UINT64_MAX, 8, 0, 0 },
+	{ "dir with target", I_DIR, 30, 1, 2, 1, 0 },
+	{ "symlink no target", I_LINK, 30, 0, 2, -4, 0 },
+	{ "symlink with size", I_LINK, 8, 4, 8, 0, 0 },
+	{ "symlink size unknown", I_LINK, 8, UINT64_MAX, 8, 0, 0 },
+	{ "symlink target_len long", I_LINK, 30, 5, 2, 0, 0 },
+	{ "entry as plan", I_FILE, -1, 0, 0, 0, PROTO_T_PLAN },
+	{ "plan action 4", I_PLAN, 4, 4, 1, 0, 0 },
+	{ "plan action 0xff", I_PLAN, 4, 0xff, 1, 0, 0 },
+	{ "plan short", I_PLAN, -1, 0, 0, -1, 0 },
+	{ "plan long", I_PLAN, -1, 0, 0, 1, 0 },
+	{ "plan as ack", I_PLAN, -1, 0, 0, 0, PROTO_T_ACK },
+	{ "held short", I_HELD, -1, 0, 0, -1, 0 },
+	{ "held long", I_HELD, -1, 0, 0, 1, 0 },
+	{ "held as sum", I_HELD, -1, 0, 0, 0, PROTO_T_SUM },
+	{ "sum size unknown", I_SUM, 4, UINT64_MAX, 8, 0, 0 },
+	{ "sum sent > nchunks", I_SUM, 16, 2, 4, 0, 0 },
+	{ "sum short", I_SUM, -1, 0, 0, -1, 0 },
+	{ "sum long", I_SUM, -1, 0, 0, 1, 0 },
+	{ "ack status 4", I_ACK, 8, 4, 1, 0, 0 },
+	{ "ack ok bytes 0", I_ACK, 9, 0, 4, 0, 0 },
+	{ "ack ok bytes > max", I_ACK, 9, PROTO_XFER_MAX_CHUNK + 1, 4, 0, 0 },
+	{ "ack short", I_ACK, -1, 0, 0, -1, 0 },
+	{ "ack long", I_ACK, -1, 0, 0, 1, 0 },
+	{ "fail control char", I_FAIL, 9, 0x1b, 1, 0, 0 },
+	{ "fail NUL", I_FAIL, 8, 0, 1, 0, 0 },
+	{ "fail DEL", I_FAIL, 10, 0x7f, 1, 0, 0 },
+	{ "fail high byte", I_FAIL, 10, 0xc3, 1, 0, 0 },
+	{ "fail short", I_FAIL, -1, 0, 0, -9, 0 },
+	{ "wait short", I_WAIT, -1, 0, 0, -1, 0 },
+	{ "wait long", I_WAIT, -1, 0, 0, 1, 0 },
+	{ "wait as held", I_WAIT, -1, 0, 0, 0, PROTO_T_HELD },
+};
+
+static void put_item(struct proto_buf *b, enum item item)
+{
+	struct proto_xfer_entry e = { .idx = 1,
+				      .kind = PROTO_XK_FILE,
+				      .mode = 0644,
+				      .size = 1,
+				      .path = "a/b/file",
+				      .path_len = 8 };
+
+	switch (item) {
+	case I_FILE: proto_put_xfer_entry(b, &e); break;
+	case I_DIR:
+		e.kind = PROTO_XK_DIR;
+		e.size = 0;
+		proto_put_xfer_entry(b, &e);
+		break;
+	case I_LINK:
+		e.kind = PROTO_XK_SYMLINK;
+		e.size = 0;
+		e.target = "tgt1";
+		e.target_len = 4;
+		proto_put_xfer_entry(b, &e);
+		break;
+	case I_PLAN:
+		proto_put_xfer_plan(b, &(struct proto_xfer_plan){ 1, 0 });
+		break;
+	case I_HELD:
+		proto_put_xfer_held(b,
+				    &(struct proto_xfer_held){ 1, 2, { 0 } });
+		break;
+	case I_SUM:
+		proto_put_xfer_sum(
+			b, &(struct proto_xfer_sum){ 1, 5, 1, 1, { 0 } });
+		break;
+	case I_ACK:
+		proto_put_xfer_ack(b, &(struct proto_xfer_ack){ 1, 0, 0, 5 });
+		break;
+	case I_FAIL:
+		proto_put_xfer_fail(b,
+				    &(struct proto_xfer_fail){ 1, 2, "oops" });
+		break;
+	case I_WAIT:
+		proto_put_xfer_wait(b, &(struct proto_xfer_wait){ 1, 2, 3 });
+		break;
+	}
+}
+
+static int get_item(const struct proto_xfer_iter *it, enum item item)
+{
+	union {
+		struct proto_xfer_entry e;
+		struct proto_xfer_plan p;
+		struct proto_xfer_held h;
+		struct proto_xfer_sum s;
+		struct proto_xfer_ack a;
+		struct proto_xfer_fail f;
+		struct proto_xfer_wait w;
+	} u;
+
+	switch (item) {
+	case I_FILE:
+	case I_DIR:
+	case I_LINK: return proto_xfer_get_entry(it, &u.e);
+	case I_PLAN: return proto_xfer_get_plan(it, &u.p);
+	case I_HELD: return proto_xfer_get_held(it, &u.h);
+	case I_SUM: return proto_xfer_get_sum(it, &u.s);
+	case I_ACK: return proto_xfer_get_ack(it, &u.a);
+	case I_FAIL: return proto_xfer_get_fail(it, &u.f);
+	case I_WAIT: return proto_xfer_get_wait(it, &u.w);
+	}
+	return -1;
+}
+
+/* Build the item, mutated by c (or not when c is NULL); return get's
+ * result. */
+static int item_try(enum item item, const struct item_case *c)
+{
+	uint8_t buf[512], raw[512];
+	struct proto_buf b;
+	struct proto_xfer_iter it;
+	size_t vlen;
+	int r;
+
+	proto_buf_init(&b, buf, sizeof(buf));
+	put_item(&b, item);
+	assert_int_equal(b.err, 0);
+	memset(raw, 'z', sizeof(raw));
+	memcpy(raw, buf, b.len);
+	vlen = b.len - 4;
+	if (c) {
+		if (c->off >= 0)
+			wr_be(raw + 4 + c->off, c->v, (size_t)c->width);
+		vlen = (size_t)((int)vlen + c->dvlen);
+		wr_be(raw + 2, vlen, 2);
+		if (c->tag)
+			wr_be(raw, c->tag, 2);
+	}
+	proto_xfer_iter_init(&it, raw, 4 + vlen);
+	assert_int_equal(proto_xfer_iter_next(&it), 1);
+	r = get_item(&it, item);
+	assert_int_equal(proto_xfer_iter_next(&it), 0);
+	return r;
+}
+
+static void test_items_malformed(void **state)
+{
+	size_t i;
+
+	(void)state;
+	for (i = I_FILE; i <= I_WAIT; i++)
+		assert_int_equal(item_try((enum item)i, NULL), 0);
+	for (i = 0; i < ARRAY_SIZE(item_cases); i++) {
+		const struct item_case *c = &item_cases[i];
+		int r = item_try(c->item, c);
+
+		if (r != LR_EBADMSG)
+			fail_msg("item case \"%s\": got %d", c->name, r);
+	}
+}
+
+static void test_entry_path_too_long(void **state)
+{
+	uint8_t *raw =
+		calloc(1, 4 + PROTO_XFER_ENTRY_FIXED + PROTO_XFER_MAX_PATH + 1);
+	struct proto_xfer_iter it;
+	struct proto_xfer_entry e;
+	size_t vlen = PROTO_XFER_ENTRY_FIXED + PROTO_XFER_MAX_PATH + 1;
+
+	(void)state;
+	assert_non_null(raw);
+	wr_be(raw, PROTO_T_ENTRY, 2);
+	wr_be(raw + 2, vlen, 2);
+	raw[4 + 4] = PROTO_XK_FILE;
+	wr_be(raw + 4 + 28, PROTO_XFER_MAX_PATH + 1, 2);
+	proto_xfer_iter_init(&it, raw, 4 + vlen);
+	assert_int_equal(proto_xfer_iter_next(&it), 1);
+	assert_int_equal(proto_xfer_get_entry(&it, &e), LR_EBADMSG);
+	/* at the maximum it is accepted */
+	vlen--;
+	wr_be(raw + 2, vlen, 2);
+	wr_be(raw + 4 + 28, PROTO_XFER_MAX_PATH, 2);
+	proto_xfer_iter_init(&it, raw, 4 + vlen);
+	assert_int_equal(proto_xfer_iter_next(&it), 1);
+	assert_int_equal(proto_xfer_get_entry(&it, &e), 0);
+	assert_int_equal(e.path_len, PROTO_XFER_MAX_PATH);
+	free(raw);
+}
+
+static void test_iter_truncated(void **state)
+{
+	uint8_t buf[256];
+	struct proto_buf b;
+	struct proto_xfer_iter it;
+	size_t full, cut;
+
+	(void)state;
+	proto_buf_init(&b, buf, sizeof(buf));
+	put_item(&b, I_PLAN);
+	put_item(&b, I_SUM);
+	full = b.len;
+	for (cut = 1; cut < full; cut++) {
+		int r, n = 0;
+
+		proto_xfer_iter_init(&it, buf, cut);
+		while ((r = proto_xfer_iter_next(&it)) == 1)
+			n++;
+		if (cut == 4 + PROTO_XFER_PLAN_LEN) {
+			assert_int_equal(r, 0);
+			assert_int_equal(n, 1);
+		} else {
+			assert_int_equal(r, LR_EBADMSG);
+			/* and it stays so */
+			assert_int_equal(proto_xfer_iter_next(&it), LR_EBADMSG);
+		}
+	}
+	proto_xfer_iter_init(&it, buf, 0);
+	assert_int_equal(proto_xfer_iter_next(&it), 0);
+}
+
+/* ---- malformed requests ---- */
+
+#define F_OP	  (1u << 0)
+#define F_STREAMS (1u << 1)
+#define F_CHUNK	  (1u << 2)
+#define F_FLAGS	  (1u << 3)
+#define F_RATE	  (1u << 4)
+
+struct rq_case {
+	const char *name;
+	uint8_t op;
+	uint16_t streams;
+	uint32_t chunk;
+	uint32_t flags;
+	const char *paths[3];
+	unsigned npaths;
+	unsigned omit; /* F_* not written */
+	unsigned dup;  /* F_* written twice */
+	bool ok;
+};
+
+static const struct rq_case rq_cases[] = {
+	{ "valid push", 1, 4, 0, 0, { "" }, 1, 0, 0, true },
+	{ "valid push dir", 1, 4, 0, 0, { "a/b" }, 1, 0, 0, true },
+	{ "valid pull", 2, 4, 0, 0, { "a", "b" }, 2, 0, 0, true },
+	{ "valid no optional",
+	  2,
+	  1,
+	  0,
+	  0,
+	  { "a" },
+	  1,
+	  F_CHUNK | F_FLAGS | F_RATE,
+	  0,
+	  true },
+	{ "valid dots in names",
+	  2,
+	  1,
+	  0,
+	  0,
+	  { "...", "a..", ".b" },
+	  3,
+	  0,
+	  0,
+	  true },
+	{ "missing op", 1, 4, 0, 0, { "" }, 1, F_OP, 0, false },
+	{ "missing streams", 1, 4, 0, 0, { "" }, 1, F_STREAMS, 0, false },
+	{ "duplicate op", 1, 4, 0, 0, { "" }, 1, 0, F_OP, false },
+	{ "duplicate streams", 1, 4, 0, 0, { "" }, 1, 0, F_STREAMS, false },
+	{ "duplicate chunk", 1, 4, 0, 0, { "" }, 1, 0, F_CHUNK, false },
+	{ "duplicate flags", 1, 4, 0, 0, { "" }, 1, 0, F_FLAGS, false },
+	{ "duplicate rate", 1, 4, 0, 0, { "" }, 1, 0, F_RATE, false },
+	{ "op 0", 0, 4, 0, 0, { "" }, 1, 0, 0, false },
+	{ "op 3", 3, 4, 0, 0, { "" }, 1, 0, 0, false },
+	{ "streams 0", 1, 0, 0, 0, { "" }, 1, 0, 0, false },
+	{ "streams max+1",
+	  1,
+	  PROTO_MAX_STREAMS + 1,
+	  0,
+	  0,
+	  { "" },
+	  1,
+	  0,
+	  0,
+	  false },
+	{ "chunk below min",
+	  1,
+	  4,
+	  PROTO_XFER_MIN_CHUNK - 1,
+	  0,
+	  { "" },
+	  1,
+	  0,
+	  0,
+	  false },
+	{ "chunk 1", 1, 4, 1, 0, { "" }, 1, 0, 0, false },
+	{ "chunk above max",
+	  1,
+	  4,
+	  PROTO_XFER_MAX_CHUNK + 1,
+	  0,
+	  { "" },
+	  1,
+	  0,
+	  0,
+	  false },
+	{ "unknown flag bit", 1, 4, 0, 1u << 5, { "" }, 1, 0, 0, false },
+	{ "high flag bit", 1, 4, 0, 1u << 31, { "" }, 1, 0, 0, false },
+	{ "push two paths", 1, 4, 0, 0, { "a", "b" }, 2, 0, 0, false },
+	{ "push no path", 1, 4, 0, 0, { "" }, 0, 0, 0, false },
+	{ "pull no path", 2, 4, 0, 0, { "" }, 0, 0, 0, false },
+	{ "pull empty path", 2, 4, 0, 0, { "a", "" }, 2, 0, 0, false },
+	{ "dotdot", 2, 4, 0, 0, { ".." }, 1, 0, 0, false },
+	{ "dotdot inside", 2, 4, 0, 0, { "a/../b" }, 1, 0, 0, false },
+	{ "dotdot last", 1, 4, 0, 0, { "a/.." }, 1, 0, 0, false },
+	{ "dot", 2, 4, 0, 0, { "a/./b" }, 1, 0, 0, false },
+	{ "absolute", 2, 4, 0, 0, { "/etc/passwd" }, 1, 0, 0, false },
+	{ "absolute push", 1, 4, 0, 0, { "/" }, 1, 0, 0, false },
+	{ "trailing slash", 2, 4, 0, 0, { "a/" }, 1, 0, 0, false },
+	{ "double slash", 2, 4, 0, 0, { "a//b" }, 1, 0, 0, false },
+	{ "control char", 2, 4, 0, 0, { "a\nb" }, 1, 0, 0, false },
+	{ "escape", 2, 4, 0, 0, { "a\x1b[2J" }, 1, 0, 0, false },
+	{ "DEL", 2, 4, 0, 0, { "a\x7f" }, 1, 0, 0, false },
+	{ "bad second path", 2, 4, 0, 0, { "ok", "../x" }, 2, 0, 0, false },
+};
+
+static void put_field(struct proto_buf *b, const struct rq_case *c, unsigned f)
+{
+	switch (f) {
+	case F_OP: proto_put_u8(b, PROTO_T_OP, c->op); break;
+	case F_STREAMS: proto_put_u16(b, PROTO_T_STREAMS, c->streams); break;
+	case F_CHUNK: proto_put_u32(b, PROTO_T_CHUNK_SIZE, c->chunk); break;
+	case F_FLAGS: proto_put_u32(b, PROTO_T_XFLAGS, c->flags); break;
+	case F_RATE: proto_put_u64(b, PROTO_T_RATE, 0); break;
+	}
+}
+
+static void test_request_malformed(void **state)
+{
+	struct proto_xfer_request r;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(rq_cases); i++) {
+		const struct rq_case *c = &rq_cases[i];
+		struct msg m;
+		uint8_t *body;
+		size_t len;
+		unsigned f, k;
+		int got;
+
+		msg_init(&m, 4096);
+		proto_msg_begin(&m.b, PROTO_XFER_REQUEST);
+		for (f = F_OP; f <= F_RATE; f <<= 1) {
+			if (!(c->omit & f))
+				put_field(&m.b, c, f);
+			if (c->dup & f)
+				put_field(&m.b, c, f);
+		}
+		for (k = 0; k < c->npaths; k++)
+			proto_put_str(&m.b, PROTO_T_PATH, c->paths[k]);
+		assert_int_equal(proto_msg_end(&m.b), 0);
+		body = msg_body(&m, PROTO_XFER_REQUEST, &len);
+		got = proto_decode_xfer_request(body, len, &r);
+		if (got != (c->ok ? 0 : LR_EBADMSG))
+			fail_msg("request case \"%s\": got %d", c->name, got);
+		msg_free(&m);
+	}
+}
+
+/* Paths that need explicit lengths: a NUL, too long, too many. */
+static void test_request_paths_raw(void **state)
+{
+	static const char *const many[PROTO_XFER_MAX_PATHS + 1] = { 0 };
+	struct proto_xfer_request r;
+	char *p = malloc(PROTO_XFER_MAX_PATH + 1);
+	struct msg m;
+	uint8_t *body;
+	size_t len;
+	unsigned i;
+
+	(void)state;
+	(void)many;
+	assert_non_null(p);
+	msg_init(&m, MSG_CAP);
+
+	/* NUL inside */
+	proto_msg_begin(&m.b, PROTO_XFER_REQUEST);
+	proto_put_u8(&m.b, PROTO_T_OP, PROTO_XFER_PULL);
+	proto_put_u16(&m.b, PROTO_T_STREAMS, 1);
+	proto_put_bytes(&m.b, PROTO_T_PATH, "a\0b", 3);
+	assert_int_equal(proto_msg_end(&m.b), 0);
+	body = msg_body(&m, PROTO_XFER_REQUEST, &len);
+	assert_int_equal(proto_decode_xfer_request(body, len, &r), LR_EBADMSG);
+
+	/* longer than PROTO_XFER_MAX_PATH */
+	for (i = 0; i <= PROTO_XFER_MAX_PATH; i++)
+		p[i] = (i % 100 == 99) ? '/' : 'q';
+	proto_buf_init(&m.b, m.mem, MSG_CAP);
+	proto_msg_begin(&m.b, PROTO_XFER_REQUEST);
+	proto_put_u8(&m.b, PROTO_T_OP, PROTO_XFER_PULL);
+	proto_put_u16(&m.b, PROTO_T_STREAMS, 1);
+	proto_put_bytes(&m.b, PROTO_T_PATH, p, PROTO_XFER_MAX_PATH + 1);
+	assert_int_equal(proto_msg_end(&m.b), 0);
+	body = msg_body(&m, PROTO_XFER_REQUEST, &len);
+	assert_int_equal(proto_decode_xfer_request(body, len, &r), LR_EBADMSG);
+
+	/* one component longer than PROTO_XFER_MAX_NAME */
+	memset(p, 'n', PROTO_XFER_MAX_NAME + 1);
+	proto_buf_init(&m.b, m.mem, MSG_CAP);
+	proto_msg_begin(&m.b, PROTO_XFER_REQUEST);
+	proto_put_u8(&m.b, PROTO_T_OP, PROTO_XFER_PULL);
+	proto_put_u16(&m.b, PROTO_T_STREAMS, 1);
+	proto_put_bytes(&m.b, PROTO_T_PATH, p, PROTO_XFER_MAX_NAME + 1);
+	assert_int_equal(proto_msg_end(&m.b), 0);
+	body = msg_body(&m, PROTO_XFER_REQUEST, &len);
+	assert_int_equal(proto_decode_xfer_request(body, len, &r), LR_EBADMSG);
+
+	/* more than PROTO_XFER_MAX_PATHS */
+	proto_buf_init(&m.b, m.mem, MSG_CAP);
+	proto_msg_begin(&m.b, PROTO_XFER_REQUEST);
+	proto_put_u8(&m.b, PROTO_T_OP, PROTO_XFER_PULL);
+	proto_put_u16(&m.b, PROTO_T_STREAMS, 1);
+	for (i = 0; i <= PROTO_XFER_MAX_PATHS; i++)
+		proto_put_str(&m.b, PROTO_T_PATH, "f");
+	assert_int_equal(proto_msg_end(&m.b), 0);
+	body = msg_body(&m, PROTO_XFER_REQUEST, &len);
+	assert_int_equal(proto_decode_xfer_request(body, len, &r), LR_EBADMSG);
+
+	/* unknown tags: skipped, unless critical */
+	proto_buf_init(&m.b, m.mem, MSG_CAP);
+	proto_msg_begin(&m.b, PROTO_XFER_REQUEST);
+	proto_put_u8(&m.b, PROTO_T_OP, PROTO_XFER_PULL);
+	proto_put_u16(&m.b, PROTO_T_STREAMS, 1);
+	proto_put_str(&m.b, PROTO_T_PATH, "f");
+	proto_put_u32(&m.b, 0x4fff, 1);
+	assert_int_equal(proto_msg_end(&m.b), 0);
+	body = msg_body(&m, PROTO_XFER_REQUEST, &len);
+	assert_int_equal(proto_decode_xfer_request(body, len, &r), 0);
+	proto_buf_init(&m.b, m.mem, MSG_CAP);
+	proto_msg_begin(&m.b, PROTO_XFER_REQUEST);
+	proto_put_u8(&m.b, PROTO_T_OP, PROTO_XFER_PULL);
+	proto_put_u16(&m.b, PROTO_T_STREAMS, 1);
+	proto_put_str(&m.b, PROTO_T_PATH, "f");
+	proto_put_u32(&m.b, PROTO_TAG_CRITICAL | 0x4fff, 1);
+	assert_int_equal(proto_msg_end(&m.b), 0);
+	body = msg_body(&m, PROTO_XFER_REQUEST, &len);
+	assert_int_equal(proto_decode_xfer_request(body, len, &r), LR_EBADMSG);
+
+	/* wrong value lengths */
+	proto_buf_init(&m.b, m.mem, MSG_CAP);
+	proto_msg_begin(&m.b, PROTO_XFER_REQUEST);
+	proto_put_u16(&m.b, PROTO_T_OP, PROTO_XFER_PULL);
+	proto_put_u16(&m.b, PROTO_T_STREAMS, 1);
+	proto_put_str(&m.b, PROTO_T_PATH, "f");
+	assert_int_equal(proto_msg_end(&m.b), 0);
+	body = msg_body(&m, PROTO_XFER_REQUEST, &len);
+	assert_int_equal(proto_decode_xfer_request(body, len, &r), LR_EBADMSG);
+	proto_buf_init(&m.b, m.mem, MSG_CAP);
+	proto_msg_begin(&m.b, PROTO_XFER_REQUEST);
+	proto_put_u8(&m.b, PROTO_T_OP, PROTO_XFER_PULL);
+	proto_put_u32(&m.b, PROTO_T_STREAMS, 1);
+	proto_put_str(&m.b, PROTO_T_PATH, "f");
+	assert_int_equal(proto_msg_end(&m.b), 0);
+	body = msg_body(&m, PROTO_XFER_REQUEST, &len);
+	assert_int_equal(proto_decode_xfer_request(body, len, &r), LR_EBADMSG);
+
+	msg_free(&m);
+	free(p);
+}
+
+/* Whether cut falls between two TLVs of the valid body. */
+static bool at_boundary(const uint8_t *body, size_t len, size_t cut)
+{
+	struct proto_xfer_iter it;
+
+	proto_xfer_iter_init(&it, body, len);
+	if (cut == 0)
+		return true;
+	while (proto_xfer_iter_next(&it) == 1)
+		if (it.off == cut)
+			return true;
+	return false;
+}
+
+/* Every proper prefix of a valid body that cuts a TLV is refused, and so
+ * is a TLV whose length runs past the body. */
+static void test_truncated_messages(void **state)
+{
+	static const char *const pull[] = { "a/b", "c" };
+	struct proto_xfer_request rq;
+	struct proto_xfer_accept ac;
+	struct proto_xfer_totals to = { 3, 4 };
+	struct proto_xfer_done dn;
+	struct msg m;
+	uint8_t *body;
+	size_t len, cut;
+	int k;
+
+	(void)state;
+	memset(&rq, 0, sizeof(rq));
+	rq.op = PROTO_XFER_PULL;
+	rq.streams = 3;
+	set_paths(&rq, pull, 2);
+	memset(&ac, 0, sizeof(ac));
+	ac.streams = 2;
+	ac.chunk_size = PROTO_XFER_MIN_CHUNK;
+	snprintf(ac.software, sizeof(ac.software), "lr");
+	memset(&dn, 0, sizeof(dn));
+	dn.files_ok = 3;
+
+	for (k = 0; k < 4; k++) {
+		msg_init(&m, MSG_CAP);
+		switch (k) {
+		case 0: proto_encode_xfer_request(&m.b, &rq); break;
+		case 1: proto_encode_xfer_accept(&m.b, &ac); break;
+		case 2: proto_encode_xfer_totals(&m.b, &to); break;
+		case 3: proto_encode_xfer_done(&m.b, &dn); break;
+		}
+		assert_int_equal(m.b.err, 0);
+		body = m.mem + PROTO_HDR_LEN;
+		len = m.b.len - PROTO_HDR_LEN;
+		for (cut = 0; cut <= len; cut++) {
+			uint8_t *copy = malloc(cut ? cut : 1);
+			int r = 0;
+
+			memcpy(copy, body, cut);
+			switch (k) {
+			case 0:
+				r = proto_decode_xfer_request(copy, cut, &rq);
+				break;
+			case 1:
+				r = proto_decode_xfer_accept(copy, cut, &ac);
+				break;
+			case 2:
+				r = proto_decode_xfer_totals(copy, cut, &to);
+				break;
+			case 3:
+				r = proto_decode_xfer_done(copy, cut, &dn);
+				break;
+			}
+			/* a cut between TLVs may leave a valid message
+			 * (optional fields or paths dropped); inside one
+			 * it never does */
+			if (cut == len)
+				assert_int_equal(r, 0);
+			else if (!at_boundary(body, len, cut))
+				assert_int_equal(r, LR_EBADMSG);
+			else
+				assert_true(r == 0 || r == LR_EBADMSG);
+			free(copy);
+		}
+		/* the first TLV's length grown past the body */
+		wr_be(body + 2, len, 2);
+		switch (k) {
+		case 0:
+			assert_int_equal(proto_decode_xfer_request(body, len,
+								   &rq),
+					 LR_EBADMSG);
+			break;
+		case 1:
+			assert_int_equal(proto_decode_xfer_accept(body, len,
+								  &ac),
+					 LR_EBADMSG);
+			break;
+		case 2:
+			assert_int_equal(proto_decode_xfer_totals(body, len,
+								  &to),
+					 LR_EBADMSG);
+			break;
+		case 3:
+			assert_int_equal(proto_decode_xfer_done(body, len, &dn),
+					 LR_EBADMSG);
+			break;
+		}
+		msg_free(&m);
+	}
+}
+
+/* ---- malformed accept, totals, done ---- */
+
+static int accept_with(unsigned omit, unsigned dup, uint16_t streams,
+		       uint32_t chunk, size_t idlen)
+{
+	struct proto_xfer_accept a;
+	uint8_t id[PROTO_TEST_ID_LEN + 1] = { 0 };
+	struct msg m;
+	uint8_t *body;
+	size_t len;
+	int r, n;
+
+	msg_init(&m, 4096);
+	proto_msg_begin(&m.b, PROTO_XFER_ACCEPT);
+	for (n = 0; n < ((dup & 1) ? 2 : 1) && !(omit & 1); n++)
+		proto_put_bytes(&m.b, PROTO_T_TEST_ID, id, idlen);
+	for (n = 0; n < ((dup & 2) ? 2 : 1) && !(omit & 2); n++)
+		proto_put_str(&m.b, PROTO_T_SOFTWARE, "sw");
+	for (n = 0; n < ((dup & 4) ? 2 : 1) && !(omit & 4); n++)
+		proto_put_u16(&m.b, PROTO_T_STREAMS, streams);
+	for (n = 0; n < ((dup & 8) ? 2 : 1) && !(omit & 8); n++)
+		proto_put_u32(&m.b, PROTO_T_CHUNK_SIZE, chunk);
+	assert_int_equal(proto_msg_end(&m.b), 0);
+	body = msg_body(&m, PROTO_XFER_ACCEPT, &len);
+	r = proto_decode_xfer_accept(body, len, &a);
+	msg_free(&m);
+	return r;
+}
+
+static void test_accept_malformed(void **state)
+{
+	const uint32_t c = PROTO_XFER_MIN_CHUNK;
+	unsigned f;
+
+	(void)state;
+	assert_int_equal(accept_with(0, 0, 1, c, 16), 0);
+	assert_int_equal(accept_with(2, 0, 1, c, 16), 0); /* no software */
+	assert_int_equal(accept_with(1, 0, 1, c, 16), LR_EBADMSG);
+	assert_int_equal(accept_with(4, 0, 1, c, 16), LR_EBADMSG);
+	assert_int_equal(accept_with(8, 0, 1, c, 16), LR_EBADMSG);
+	for (f = 1; f <= 8; f <<= 1)
+		assert_int_equal(accept_with(0, f, 1, c, 16), LR_EBADMSG);
+	assert_int_equal(accept_with(0, 0, 0, c, 16), LR_EBADMSG);
+	assert_int_equal(accept_with(0, 0, PROTO_MAX_STREAMS + 1, c, 16),
+			 LR_EBADMSG);
+	assert_int_equal(accept_with(0, 0, 1, 0, 16), LR_EBADMSG);
+	assert_int_equal(accept_with(0, 0, 1, c - 1, 16), LR_EBADMSG);
+	assert_int_equal(accept_with(0, 0, 1, PROTO_XFER_MAX_CHUNK + 1, 16),
+			 LR_EBADMSG);
+	assert_int_equal(accept_with(0, 0, 1, PROTO_XFER_MAX_CHUNK, 16), 0);
+	assert_int_equal(accept_with(0, 0, 1, c, 15), LR_EBADMSG);
+	assert_int_equal(accept_with(0, 0, 1, c, 17), LR_EBADMSG);
+}
+
+static void test_totals_done_malformed(void **state)
+{
+	static const uint16_t done_tags[] = { PROTO_T_FILES,
+					      PROTO_T_FILES_FAILED,
+					      PROTO_T_FILES_SKIPPED,
+					      PROTO_T_BYTES };
+	struct proto_xfer_totals t;
+	struct proto_xfer_done d;
+	uint8_t w[25] = { 0 };
+	struct msg m;
+	uint8_t *body;
+	size_t len, i, j;
+
+	(void)state;
+	msg_init(&m, 4096);
+	/* totals: files over the bound, missing, duplicated, wrong size */
+	proto_msg_begin(&m.b, PROTO_XFER_TOTALS);
+	proto_put_u64(&m.b, PROTO_T_FILES, PROTO_XFER_MAX_FILES + 1);
+	proto_put_u64(&m.b, PROTO_T_BYTES, 0);
+	assert_int_equal(proto_msg_end(&m.b), 0);
+	body = msg_body(&m, PROTO_XFER_TOTALS, &len);
+	assert_int_equal(proto_decode_xfer_totals(body, len, &t), LR_EBADMSG);
+
+	proto_buf_init(&m.b, m.mem, 4096);
+	proto_msg_begin(&m.b, PROTO_XFER_TOTALS);
+	proto_put_u64(&m.b, PROTO_T_BYTES, 0);
+	assert_int_equal(proto_msg_end(&m.b), 0);
+	body = msg_body(&m, PROTO_XFER_TOTALS, &len);
+	assert_int_equal(proto_decode_xfer_totals(body, len, &t), LR_EBADMSG);
+
+	proto_buf_init(&m.b, m.mem, 4096);
+	proto_msg_begin(&m.b, PROTO_XFER_TOTALS);
+	proto_put_u64(&m.b, PROTO_T_FILES, 1);
+	proto_put_u64(&m.b, PROTO_T_FILES, 1);
+	proto_put_u64(&m.b, PROTO_T_BYTES, 0);
+	assert_int_equal(proto_msg_end(&m.b), 0);
+	body = msg_body(&m, PROTO_XFER_TOTALS, &len);
+	assert_int_equal(proto_decode_xfer_totals(body, len, &t), LR_EBADMSG);
+
+	proto_buf_init(&m.b, m.mem, 4096);
+	proto_msg_begin(&m.b, PROTO_XFER_TOTALS);
+	proto_put_u32(&m.b, PROTO_T_FILES, 1);
+	proto_put_u64(&m.b, PROTO_T_BYTES, 0);
+	assert_int_equal(proto_msg_end(&m.b), 0);
+	body = msg_body(&m, PROTO_XFER_TOTALS, &len);
+	assert_int_equal(proto_decode_xfer_totals(body, len, &t), LR_EBADMSG);
+
+	/* done: each required field missing or duplicated */
+	for (i = 0; i < ARRAY_SIZE(done_tags); i++) {
+		for (j = 0; j < 2; j++) {
+			size_t k;
+
+			proto_buf_init(&m.b, m.mem, 4096);
+			proto_msg_begin(&m.b, PROTO_XFER_DONE);
+			for (k = 0; k < ARRAY_SIZE(done_tags); k++) {
+				if (k == i && j == 0)
+					continue;
+				proto_put_u64(&m.b, done_tags[k], 1);
+				if (k == i && j == 1)
+					proto_put_u64(&m.b, done_tags[k], 1);
+			}
+			assert_int_equal(proto_msg_end(&m.b), 0);
+			body = msg_body(&m, PROTO_XFER_DONE, &len);
+			assert_int_equal(proto_decode_xfer_done(body, len, &d),
+					 LR_EBADMSG);
+		}
+	}
+	/* counts over the bound, alone or summed; wait of a wrong size or
+	 * twice */
+	for (i = 0; i < 5; i++) {
+		proto_buf_init(&m.b, m.mem, 4096);
+		proto_msg_begin(&m.b, PROTO_XFER_DONE);
+		proto_put_u64(&m.b, PROTO_T_FILES,
+			      i == 0 ? PROTO_XFER_MAX_FILES + 1
+				     : (i == 1 ? PROTO_XFER_MAX_FILES : 0));
+		proto_put_u64(&m.b, PROTO_T_FILES_FAILED,
+			      i == 1 ? 1 : (i == 2 ? UINT64_MAX : 0));
+		proto_put_u64(&m.b, PROTO_T_FILES_SKIPPED, 0);
+		proto_put_u64(&m.b, PROTO_T_BYTES, 0);
+		if (i == 3)
+			proto_put_bytes(&m.b, PROTO_T_WAIT, w, 25);
+		if (i == 4) {
+			proto_put_bytes(&m.b, PROTO_T_WAIT, w, 24);
+			proto_put_bytes(&m.b, PROTO_T_WAIT, w, 24);
+		}
+		assert_int_equal(proto_msg_end(&m.b), 0);
+		body = msg_body(&m, PROTO_XFER_DONE, &len);
+		assert_int_equal(proto_decode_xfer_done(body, len, &d),
+				 LR_EBADMSG);
+	}
+	msg_free(&m);
+}
+
+/* ---- chunk header ---- */
+
+static void test_chunk(void **state)
+{
+	struct proto_xfer_chunk_hdr h = { PROTO_XC_DATA,
+					  0xa1b2c3d4,
+					  77,
+					  PROTO_XFER_MAX_CHUNK,
+					  { 9, 8, 7, 6, 5, 4, 3, 2, 1 } },
+				    g;
+	uint8_t out[PROTO_XFER_CHUNK_HDR_LEN], bad[PROTO_XFER_CHUNK_HDR_LEN];
+	static const struct {
+		int off;
+		uint32_t v;
+		int width;
+	} muts[] = {
+		{ 0, 0, 1 },	       { 0, 3, 1 },
+		{ 0, 0xff, 1 },	       { 1, 1, 1 },
+		{ 2, 0x80, 1 },	       { 3, 1, 1 },
+		{ 12, 0, 4 },	       { 12, PROTO_XFER_MAX_CHUNK + 1, 4 },
+		{ 12, UINT32_MAX, 4 },
+	};
+	size_t i;
+
+	(void)state;
+	memset(out, 0xee, sizeof(out));
+	proto_xfer_chunk_encode(out, &h);
+	assert_int_equal(out[0], PROTO_XC_DATA);
+	assert_int_equal(out[1] | out[2] | out[3], 0);
+	memset(&g, 0, sizeof(g));
+	assert_int_equal(proto_xfer_chunk_decode(out, &g), 0);
+	assert_true(g.kind == h.kind && g.idx == h.idx && g.chunk == h.chunk &&
+		    g.len == h.len &&
+		    !memcmp(g.digest, h.digest, PROTO_XFER_DIGEST_LEN));
+
+	h.kind = PROTO_XC_ZERO;
+	h.len = 1;
+	proto_xfer_chunk_encode(out, &h);
+	assert_int_equal(proto_xfer_chunk_decode(out, &g), 0);
+	assert_int_equal(g.kind, PROTO_XC_ZERO);
+	assert_int_equal(g.len, 1);
+
+	for (i = 0; i < ARRAY_SIZE(muts); i++) {
+		memcpy(bad, out, sizeof(bad));
+		wr_be(bad + muts[i].off, muts[i].v, (size_t)muts[i].width);
+		memset(&g, 0x5a, sizeof(g));
+		if (proto_xfer_chunk_decode(bad, &g) != LR_EBADMSG)
+			fail_msg("chunk mutation %zu accepted", i);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_request_roundtrip),
+		cmocka_unit_test(test_request_long_path),
+		cmocka_unit_test(test_accept_roundtrip),
+		cmocka_unit_test(test_totals_roundtrip),
+		cmocka_unit_test(test_done_roundtrip),
+		cmocka_unit_test(test_type_names),
+		cmocka_unit_test(test_items_roundtrip),
+		cmocka_unit_test(test_fail_text_bounds),
+		cmocka_unit_test(test_batch_fill),
+		cmocka_unit_test(test_batch_room_cap),
+		cmocka_unit_test(test_items_malformed),
+		cmocka_unit_test(test_entry_path_too_long),
+		cmocka_unit_test(test_iter_truncated),
+		cmocka_unit_test(test_request_malformed),
+		cmocka_unit_test(test_request_paths_raw),
+		cmocka_unit_test(test_truncated_messages),
+		cmocka_unit_test(test_accept_malformed),
+		cmocka_unit_test(test_totals_done_malformed),
+		cmocka_unit_test(test_chunk),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
