@@ -2,11 +2,15 @@
 # SPDX-License-Identifier: MIT
 # The main job on its embedded default: two test hosts on this machine
 # (network namespaces 198.18.0.1 and 198.18.0.2 joined by a veth link shaped
-# to 1 Gbit/s), `linerate serve` on one, `linerate bench` from the other,
-# authenticated with a fresh token and encrypted, then the hosts are
-# removed. Without root it runs over loopback instead.
+# to 1 Gbit/s), `linerate serve --root` on one, then from the other:
+# `linerate bench` (memory to memory), and a 1 GiB file made with
+# `linerate gen` sent with `linerate send` (with progress), compared byte
+# for byte, both rates side by side. Authenticated with a fresh token and
+# encrypted; the hosts and files are removed at the end. Without root it
+# runs over loopback instead.
 #
 # Usage: scripts/demo.sh [extra `linerate bench` options, e.g. -t 5 -P 2]
+# DEMO_SIZE (default 1G) sets the size of the file sent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,20 +18,21 @@ bash scripts/deps.sh
 [ -f build/build.ninja ] || meson setup build --buildtype=release >/dev/null
 ninja -C build >/dev/null
 bin="$PWD/build/linerate"
-srv_pid= log= tok=
+size=${DEMO_SIZE:-1G}
+srv_pid= log= tok= work= benchout=
 
 cleanup() {
 	[ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null || true
 	[ -n "$srv_pid" ] && wait "$srv_pid" 2>/dev/null || true
 	declare -F testhosts_down >/dev/null && testhosts_down
-	rm -f "${log:-}" "${tok:-}"
+	rm -f "${log:-}" "${tok:-}" "${benchout:-}"
+	[ -n "$work" ] && rm -rf "$work"
 	return 0
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# Wait (bounded) for the server to print its port.
 wait_port() {
 	local i
 	for i in $(seq 1 100); do
@@ -43,29 +48,52 @@ wait_port() {
 
 log=$(mktemp)
 tok=$(mktemp)
+benchout=$(mktemp)
 chmod 600 "$tok"
 "$bin" token >"$tok"
+# the file and the server's root on disk, not in memory
+work=$(mktemp -d /var/tmp/linerate-demo.XXXXXX)
+mkdir "$work/src" "$work/root"
 source scripts/testhosts.sh
 if testhosts_require_root 2>/dev/null; then
 	testhosts_up 1gbit
 	echo "Two test hosts: $TH_ADDR_A ($TH_A) and $TH_ADDR_B ($TH_B)," \
 		"veth shaped to 1 Gbit/s with tbf"
+	in_a=(ip netns exec "$TH_A")
 	ip netns exec "$TH_B" "$bin" serve -B "$TH_ADDR_B" --token-file "$tok" \
-		>"$log" 2>&1 &
+		--root "$work/root" >"$log" 2>&1 &
 	srv_pid=$!
-	wait_port "$log"
-	echo
-	ip netns exec "$TH_A" "$bin" bench --token-file "$tok" \
-		--link-speed 1gbit "$@" "$TH_ADDR_B"
+	target=$TH_ADDR_B
+	speed=(--link-speed 1gbit)
 else
 	echo "Not root: no test hosts; measuring over loopback instead"
-	"$bin" serve -B 127.0.0.1 -p 0 --token-file "$tok" >"$log" 2>&1 &
+	in_a=()
+	"$bin" serve -B 127.0.0.1 -p 0 --token-file "$tok" \
+		--root "$work/root" >"$log" 2>&1 &
 	srv_pid=$!
-	wait_port "$log"
-	port=$(sed -n 's/.*port \([0-9]*\).*/\1/p' "$log" | head -n1)
-	"$bin" bench --token-file "$tok" "$@" "127.0.0.1:$port"
+	speed=()
 fi
+wait_port "$log"
+port=$(sed -n 's/.*port \([0-9]*\).*/\1/p' "$log" | head -n1)
+[ -n "${target:-}" ] || target=127.0.0.1
+echo
+echo "== linerate bench: memory to memory"
+"${in_a[@]}" "$bin" bench --token-file "$tok" "${speed[@]}" -p "$port" \
+	"$@" "$target" | tee "$benchout"
+echo
+echo "== linerate gen: a $size file of random bytes"
+"$bin" gen "$work/src/file.bin" "$size"
+echo
+echo "== linerate send: the file to $target, with progress"
+"${in_a[@]}" "$bin" send --token-file "$tok" "${speed[@]}" -p "$port" \
+	"$work/src/file.bin" "$target:demo" 2>&1
+cmp "$work/src/file.bin" "$work/root/demo/file.bin"
+echo "Same bytes on both sides (cmp)."
+echo
+echo "== side by side"
+sed -n 's/.* \([0-9.]* [MG]bits\/sec\) .*receiver.*/  bench, memory to memory:  \1/p' \
+	"$benchout" | tail -n1
+echo "  send, $size file to disk: see the \"sent ...\" line above"
 echo
 echo "Server log:"
 sed 's/^/  /' "$log"
-rm -f "$log" "$tok"

@@ -219,6 +219,7 @@ static int recv_parse(int argc, char **argv, struct recv_cli *o,
 	o->s.family = AF_UNSPEC;
 	o->s.max_tests = 1;
 	o->s.once = true;
+	o->s.push_only = true;
 	o->s.max_duration_ms = SERVER_DEFAULT_MAX_DURATION_MS;
 	o->s.handshake_ms = SERVER_DEFAULT_HANDSHAKE_MS;
 	o->s.rootfd = -1;

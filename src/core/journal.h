@@ -10,7 +10,7 @@
 
 /*
  * The resume journal kept next to a file being received
- * (docs/PROTOCOL.md section 7.6): a header naming the source's size,
+ * (docs/PROTOCOL.md section 7.8): a header naming the source's size,
  * mtime and chunk size, then one record per chunk written, verified and
  * synced to the device. Records are appended; a torn last record (a crash
  * during the append) is ignored, any other damage makes the whole journal

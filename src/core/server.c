@@ -399,6 +399,12 @@ static int xfer_session(struct server_test *t, uint8_t *buf, uint32_t len,
 		send_error(&t->cc, PROTO_ERR_BAD_REQUEST, "%s", why);
 		return -EPERM;
 	}
+	if (req.op == PROTO_XFER_PULL && srv->o.push_only) {
+		snprintf(why, cap,
+			 "this receiver (linerate recv) accepts pushes only");
+		send_error(&t->cc, PROTO_ERR_BAD_REQUEST, "%s", why);
+		return -EPERM;
+	}
 	if (req.op == PROTO_XFER_PUSH && srv->o.read_only) {
 		snprintf(why, cap, "this server is --read-only: pulls only");
 		send_error(&t->cc, PROTO_ERR_BAD_REQUEST, "%s", why);

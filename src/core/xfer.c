@@ -32,6 +32,7 @@
 #define JOURNAL_MS	   1000
 #define JOURNAL_MIN_CHUNKS 4 /* smaller files simply start again */
 #define MSG_BUF		   (PROTO_MAX_BODY + PROTO_HDR_LEN + CONN_REC_HDR + CRYPTO_TAG_LEN)
+#define DIRTY_MAX	   64
 #define SLOT(i)		   ((i) % XFER_WINDOW)
 
 enum cstate {
@@ -53,6 +54,8 @@ struct xfile {
 	bool have_sum;	   /* receiver */
 	bool in_fifo;	   /* sender: in the work FIFO */
 	bool dead;	   /* sender: finished; released when inflight is 0 */
+	bool from_pipe;	   /* its size came from its SUM */
+	bool implicit_sum; /* one chunk or none: no SUM travels for it */
 	unsigned inflight; /* chunks a stream thread is working on */
 	uint32_t idx;
 	uint8_t kind, eflags;
@@ -114,12 +117,14 @@ struct xsess {
 	int evfd;
 	_Atomic bool abort;
 	_Atomic bool closing;
-	int error; /* first fatal error, under lock */
+	_Atomic unsigned ended; /* receiver: stream threads finished */
+	int error;		/* first fatal error, under lock */
 	struct lr_err err;
 	struct xfile win[XFER_WINDOW];
 	/* sender */
 	uint32_t fifo[XFER_WINDOW];
 	unsigned fifo_head, fifo_len;
+	unsigned waiters; /* stream threads waiting for work */
 	struct retry *retries;
 	unsigned nretries, cap_retries;
 	uint32_t sums[XFER_WINDOW]; /* entries whose SUM is ready */
@@ -129,12 +134,19 @@ struct xsess {
 	/* receiver */
 	struct proto_xfer_ack *acks;
 	unsigned nacks, cap_acks;
+	bool ack_wake; /* the ack queue went from empty to not empty */
 	uint32_t finals[XFER_WINDOW]; /* slots ready to finalize */
 	unsigned nfinals;
 	bool fail_pending[XFER_WINDOW];
 	int destfd, outfd;
-	uint32_t next_out;	      /* stdout: next chunk to write */
-	uint32_t announced;	      /* receiver: entries announced so far */
+	uint32_t next_out;  /* stdout: next chunk to write */
+	uint32_t announced; /* receiver: entries announced so far */
+	char late_reason[PROTO_MAX_TEXT + 1]; /* sender: a FAIL without ACK */
+	int dirty_fd[DIRTY_MAX]; /* receiver: directories to fsync */
+	ino_t dirty_ino[DIRTY_MAX];
+	dev_t dirty_dev[DIRTY_MAX];
+	unsigned ndirty;
+	struct fsio_dircache dirs;    /* receiver: the last directory opened */
 	uint64_t dropped, drop_limit; /* chunks of failed files drained */
 	pthread_cond_t out_cv;
 	/* both */
@@ -214,6 +226,14 @@ static int sess_init(struct xsess *x, struct xfer_conns *cs,
 	pthread_condattr_destroy(&ca);
 	x->t0_us = net_now_us();
 	atomic_store(&x->last_activity_ms, net_now_ms());
+	{
+		/* plans and acknowledgements are small and must not wait
+		 * for the peer's delayed ACK (Nagle) */
+		int one = 1;
+
+		setsockopt(cs->ctrl->fd, IPPROTO_TCP, TCP_NODELAY, &one,
+			   sizeof(one));
+	}
 	memset(res, 0, sizeof(*res));
 	res->is_sender = sender;
 	res->streams = cs->n;
@@ -314,6 +334,45 @@ static void progress_fill(struct xsess *x, struct xfer_progress *p,
 	p->total_known = known;
 	p->files_total = files_total;
 	p->elapsed = (double)(net_now_us() - x->t0_us) / 1e6;
+}
+
+/* Progress events every o->progress_ms, the current rate over the last
+ * two seconds (acknowledgements come in bursts of whole chunks). */
+struct pclock {
+	int64_t next;
+	int64_t ms[9];
+	uint64_t bytes[9];
+	unsigned n;
+};
+
+static void progress_tick(struct xsess *x, struct pclock *pc, int64_t now,
+			  uint64_t total, bool known, uint64_t files)
+{
+	struct xfer_event ev = { .kind = XFER_EV_PROGRESS };
+	int period = x->o->progress_ms ? x->o->progress_ms : 1000;
+	unsigned keep = (unsigned)(2000 / period) + 1, i;
+
+	if (now < pc->next)
+		return;
+	if (keep > 9)
+		keep = 9;
+	progress_fill(x, &ev.p, total, known, files);
+	if (pc->n == keep) {
+		for (i = 1; i < keep; i++) {
+			pc->ms[i - 1] = pc->ms[i];
+			pc->bytes[i - 1] = pc->bytes[i];
+		}
+		pc->n--;
+	}
+	pc->ms[pc->n] = now;
+	pc->bytes[pc->n] = ev.p.bytes_done;
+	pc->n++;
+	if (pc->n > 1 && now > pc->ms[0])
+		ev.p.rate_now = (double)(ev.p.bytes_done - pc->bytes[0]) *
+				1000.0 / (double)(now - pc->ms[0]);
+	if (x->o->progress_ms)
+		emit(x, &ev);
+	pc->next = now + period;
 }
 
 static void file_event(struct xsess *x, const struct xfile *f, bool ok,
@@ -437,6 +496,7 @@ static void add_waits(struct xsess *x, const struct conn *c, uint64_t disk_ns,
 
 static bool window_empty(struct xsess *x);
 static int recv_service(struct xsess *x, uint8_t *buf, bool force);
+static int finish_file(struct xsess *x, struct xfile *f, bool synced);
 
 /* ======================== the sending side ======================== */
 
@@ -771,10 +831,13 @@ static void pace(struct xsess *x, uint32_t len)
 
 	if (!rate)
 		return;
+	/* a chunk goes once the time its bytes take at the rate has
+	 * passed, so the first one does not come for free */
 	pthread_mutex_lock(&x->lock);
 	now = net_now_us();
 	at = x->pace_next_us > now ? x->pace_next_us : now;
-	x->pace_next_us = at + (int64_t)((double)len * 1e6 / (double)rate);
+	at += (int64_t)((double)len * 1e6 / (double)rate);
+	x->pace_next_us = at;
 	pthread_mutex_unlock(&x->lock);
 	wait = at - now;
 	while (wait > 0 && !atomic_load(&x->abort)) {
@@ -789,10 +852,16 @@ static void pace(struct xsess *x, uint32_t len)
 }
 
 /* A file's chunks are all hashed: its SUM can go. Under lock. */
-static void sum_ready(struct xsess *x, struct xfile *f)
+static bool sum_ready(struct xsess *x, struct xfile *f)
 {
-	x->sums[x->nsums++] = f->idx;
 	f->done = true;
+	if (!f->from_pipe && f->nchunks <= 1) {
+		/* the receiver derives it from the one chunk's digest */
+		f->sum_sent = true;
+		return false;
+	}
+	x->sums[x->nsums++] = f->idx;
+	return true;
 }
 
 static void chunk_put(struct xfile *f);
@@ -844,8 +913,17 @@ static int take_work(struct xsess *x, uint32_t *slot, uint32_t *chunk,
 		}
 		if (atomic_load(&x->closing))
 			return 0;
+		x->waiters++;
 		pthread_cond_wait(&x->cv, &x->lock);
+		x->waiters--;
 	}
+}
+
+/* After taking work: wake one more thread when work is left. Under lock. */
+static void pass_on(struct xsess *x)
+{
+	if (x->waiters && (x->fifo_len || x->nretries))
+		pthread_cond_signal(&x->cv);
 }
 
 static int read_full_at(int fd, uint8_t *p, size_t len, uint64_t off)
@@ -934,6 +1012,7 @@ static void *send_stream(void *arg)
 			pthread_mutex_unlock(&x->lock);
 			break;
 		}
+		pass_on(x);
 		f = &x->win[slot];
 		fd = f->fd;
 		if (f->dead) {
@@ -985,8 +1064,8 @@ static void *send_stream(void *arg)
 					x->fifo_len--;
 				}
 				if (f->finished == f->nchunks) {
-					sum_ready(x, f);
-					wake(x);
+					if (sum_ready(x, f))
+						wake(x);
 				}
 				chunk_put(f);
 				pthread_mutex_unlock(&x->lock);
@@ -1059,8 +1138,8 @@ static void *send_stream(void *arg)
 				f->finished++;
 				if (f->finished == f->nchunks &&
 				    f->cursor == f->nchunks && !f->done) {
-					sum_ready(x, f);
-					wake(x);
+					if (sum_ready(x, f))
+						wake(x);
 				}
 			}
 			if (same || f->dead) {
@@ -1095,8 +1174,8 @@ static void *send_stream(void *arg)
 			f->finished++;
 			if (f->finished == f->nchunks && !f->pipe &&
 			    f->cursor == f->nchunks && !f->done) {
-				sum_ready(x, f);
-				wake(x);
+				if (sum_ready(x, f))
+					wake(x);
 			}
 		}
 		chunk_put(f);
@@ -1158,7 +1237,8 @@ static void queue_file(struct xsess *x, struct xfile *f)
 	f->in_fifo = true;
 	x->fifo[(x->fifo_head + x->fifo_len) % XFER_WINDOW] = SLOT(f->idx);
 	x->fifo_len++;
-	pthread_cond_broadcast(&x->cv);
+	if (x->waiters)
+		pthread_cond_signal(&x->cv); /* it passes the word on */
 }
 
 /* Sender: a file is finished one way or another. Under lock. */
@@ -1386,6 +1466,12 @@ static int on_acks(struct xsess *x, const uint8_t *body, size_t len)
 		}
 		pthread_mutex_unlock(&x->lock);
 	}
+	if (!r && reason[0]) {
+		/* a FAIL with no ACK after it: a failure found at the end */
+		pthread_mutex_lock(&x->lock);
+		snprintf(x->late_reason, sizeof(x->late_reason), "%s", reason);
+		pthread_mutex_unlock(&x->lock);
+	}
 	return r;
 }
 
@@ -1413,8 +1499,7 @@ int xfer_send(struct xfer_conns *cs, const struct xfer_source *src,
 	bool walk_done = false, end_sent = false, got_done = false;
 	bool streams_closed = false;
 	bool has_pipe;
-	int64_t next_progress, last_ms;
-	uint64_t last_bytes = 0;
+	struct pclock pc = { 0 };
 	int r;
 
 	raise_nofile();
@@ -1447,8 +1532,7 @@ int xfer_send(struct xfer_conns *cs, const struct xfer_source *src,
 	if (r)
 		goto out_join;
 	walk_init(&w, src, true, err);
-	next_progress = net_now_ms() + (o->progress_ms ? o->progress_ms : 1000);
-	last_ms = net_now_ms();
+	pc.next = net_now_ms() + (o->progress_ms ? o->progress_ms : 1000);
 	while (!got_done) {
 		struct pollfd pf[2] = {
 			{ .fd = cs->ctrl->fd, .events = POLLIN },
@@ -1522,6 +1606,7 @@ int xfer_send(struct xfer_conns *cs, const struct xfer_source *src,
 				f->mode = pe.mode;
 				f->size = pe.size;
 				f->pipe = e.is_stdin;
+				f->from_pipe = e.is_stdin;
 				f->fd = e.fd;
 				snprintf(f->path, sizeof(f->path), "%s",
 					 w.path);
@@ -1589,7 +1674,7 @@ int xfer_send(struct xfer_conns *cs, const struct xfer_source *src,
 			}
 		}
 		now = net_now_ms();
-		tmo = next_progress - now;
+		tmo = pc.next - now;
 		if (tmo < 0)
 			tmo = 0;
 		if (poll(pf, 2, (int)tmo) < 0 && errno != EINTR) {
@@ -1666,25 +1751,20 @@ int xfer_send(struct xfer_conns *cs, const struct xfer_source *src,
 				       IDLE_MS / 1000);
 			goto out_walk;
 		}
-		if (now >= next_progress) {
-			ev = (struct xfer_event){ .kind = XFER_EV_PROGRESS };
-			progress_fill(&x, &ev.p, tot.bytes, !has_pipe,
-				      tot.files);
-			ev.p.rate_now =
-				(double)(ev.p.bytes_done - last_bytes) *
-				1000.0 /
-				(double)(now - last_ms > 0 ? now - last_ms : 1);
-			last_bytes = ev.p.bytes_done;
-			last_ms = now;
-			if (o->progress_ms)
-				emit(&x, &ev);
-			next_progress =
-				now + (o->progress_ms ? o->progress_ms : 1000);
-		}
+		progress_tick(&x, &pc, now, tot.bytes, !has_pipe, tot.files);
 	}
 	res->remote.disk_us = done.wait.write_us;
 	res->remote.net_us = done.wait.net_us;
 	res->remote.cipher_us = done.wait.cipher_us;
+	if (done.files_failed > res->files_failed) {
+		/* failures only the receiver saw (symlinks made last) */
+		res->files_failed = done.files_failed;
+		if (!res->first_failure[0])
+			snprintf(res->first_failure, sizeof(res->first_failure),
+				 "%s",
+				 x.late_reason[0] ? x.late_reason
+						  : "see the receiver's log");
+	}
 	r = 0;
 out_walk:
 	walk_fini(&w);
@@ -1698,7 +1778,7 @@ out_join:
 	res->seconds = (double)(net_now_us() - x.t0_us) / 1e6;
 	if (!r && res->files_failed) {
 		r = lr_err_set(err, -EIO,
-			       "%llu of %llu files failed; first: %s",
+			       "%llu of %llu entries failed; first: %s",
 			       (unsigned long long)res->files_failed,
 			       (unsigned long long)tot.files,
 			       res->first_failure);
@@ -1732,15 +1812,24 @@ static int push_ack(struct xsess *x, uint32_t idx, uint32_t chunk,
 	}
 	x->acks[x->nacks++] =
 		(struct proto_xfer_ack){ idx, chunk, status, bytes };
+	if (x->nacks == 1)
+		x->ack_wake = true;
 	return 0;
 }
 
 /* A file has every chunk and its SUM: hand it to the control thread.
  * Under lock. */
+static bool final_ready(const struct xfile *f)
+{
+	return f->used && (f->have_sum || f->implicit_sum) && !f->done &&
+	       !f->failed && f->finished == f->nchunks &&
+	       (f->implicit_sum || f->sent == f->sum.sent);
+}
+
+/* Queue a complete file for the control thread. Under lock. */
 static void maybe_final(struct xsess *x, struct xfile *f)
 {
-	if (f->used && f->have_sum && !f->done && !f->failed &&
-	    f->finished == f->nchunks && f->sent == f->sum.sent) {
+	if (final_ready(f)) {
 		f->done = true;
 		x->finals[x->nfinals++] = SLOT(f->idx);
 	}
@@ -1762,6 +1851,20 @@ static void recv_file_fail(struct xsess *x, struct xfile *f, const char *fmt,
 	vsnprintf(f->reason, sizeof(f->reason), fmt, ap);
 	va_end(ap);
 	x->fail_pending[SLOT(f->idx)] = true;
+	x->ack_wake = true;
+}
+
+/* Wake the control thread when there is something new to send. */
+static void wake_if(struct xsess *x)
+{
+	bool w;
+
+	pthread_mutex_lock(&x->lock);
+	w = x->ack_wake;
+	x->ack_wake = false;
+	pthread_mutex_unlock(&x->lock);
+	if (w)
+		wake(x);
 }
 
 static int write_full_at(int fd, const uint8_t *p, size_t len, uint64_t off)
@@ -1822,6 +1925,7 @@ static void *recv_stream(void *arg)
 		uint8_t type, d[DIGEST_LEN], prev;
 		size_t n;
 		uint64_t off;
+		bool mine;
 		int fd;
 
 		r = conn_recv_data(c, buf, cap, &type, &n);
@@ -1984,17 +2088,30 @@ static void *recv_stream(void *arg)
 				     h.len);
 			if (!r && f->jfd >= 0)
 				f->jpend[f->njpend++] = h.chunk;
-			maybe_final(x, f);
 		}
 		f->inflight--;
+		mine = !r && !f->inflight && final_ready(f);
+		if (mine && f->implicit_sum &&
+		    !(x->o->flags & PROTO_XF_NO_FSYNC)) {
+			/* small files: the control thread syncs them in
+			 * batches, one syncfs for many fsyncs */
+			maybe_final(x, f);
+			x->ack_wake = true;
+			mine = false;
+		} else if (mine) {
+			f->done = true;
+		}
 		pthread_mutex_unlock(&x->lock);
-		wake(x);
+		if (mine)
+			r = finish_file(x, f, false);
+		wake_if(x);
 		if (r) {
 			fatal(x, r, "out of memory");
 			break;
 		}
 	}
 	add_waits(x, c, disk_ns, hash_ns, t0);
+	atomic_fetch_add(&x->ended, 1);
 	free(buf);
 	return NULL;
 }
@@ -2117,6 +2234,7 @@ static int plan_file(struct xsess *x, struct xfile *f,
 	plan->action = PROTO_XA_SEND;
 	if (!f->pipe) {
 		f->nchunks = chunks_of(e->size, x->chunk);
+		f->implicit_sum = f->nchunks <= 1;
 		if (file_grow(f, f->nchunks ? f->nchunks : 1))
 			return -ENOMEM;
 		f->jpend = malloc((size_t)(f->nchunks ? f->nchunks : 1) *
@@ -2129,7 +2247,12 @@ static int plan_file(struct xsess *x, struct xfile *f,
 	if (flags & PROTO_XF_STDOUT)
 		return 0;
 	fsio_split(e->path, e->path_len, parent, f->name);
-	dfd = fsio_open_dir(x->destfd, parent, true, 0755);
+	dfd = fsio_dircache_get(&x->dirs, parent, true, 0755);
+	if (dfd >= 0) {
+		dfd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+		if (dfd < 0)
+			dfd = -errno;
+	}
 	if (dfd < 0) {
 		plan->action = PROTO_XA_REFUSE;
 		snprintf(f->reason, sizeof(f->reason),
@@ -2186,11 +2309,19 @@ static int plan_file(struct xsess *x, struct xfile *f,
 		}
 		return 0;
 	}
-	unlinkat(dfd, f->tmp, 0);
-	unlinkat(dfd, jname, 0);
+	if (f->nchunks >= JOURNAL_MIN_CHUNKS)
+		unlinkat(dfd, jname, 0);
 	f->fd = openat(dfd, f->tmp,
 		       O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC,
 		       0600);
+	if (f->fd < 0 && errno == EEXIST) {
+		/* left by an earlier attempt that cannot be resumed */
+		unlinkat(dfd, f->tmp, 0);
+		f->fd = openat(dfd, f->tmp,
+			       O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW |
+				       O_CLOEXEC,
+			       0600);
+	}
 	if (f->fd < 0) {
 		plan->action = PROTO_XA_REFUSE;
 		snprintf(f->reason, sizeof(f->reason),
@@ -2198,7 +2329,7 @@ static int plan_file(struct xsess *x, struct xfile *f,
 			 lr_strerror(-errno));
 		return 0;
 	}
-	if (!f->pipe && e->size) {
+	if (!f->pipe && f->nchunks > 1) {
 		r = 0;
 		if (e->eflags & PROTO_XE_SPARSE)
 			r = ftruncate(f->fd, (off_t)e->size) ? -errno : 0;
@@ -2221,7 +2352,9 @@ static int plan_file(struct xsess *x, struct xfile *f,
 			return 0;
 		}
 	}
-	if (!f->pipe && f->nchunks >= JOURNAL_MIN_CHUNKS) {
+	/* without fsync a journal could claim data the disk lost: none */
+	if (!f->pipe && f->nchunks >= JOURNAL_MIN_CHUNKS &&
+	    !(x->o->flags & PROTO_XF_NO_FSYNC)) {
 		struct journal_hdr jh = {
 			.size = e->size,
 			.mtime_sec = e->mtime_sec,
@@ -2246,7 +2379,7 @@ static int plan_file(struct xsess *x, struct xfile *f,
 }
 
 /* Give a complete file its final name. Returns 0 or fills f->reason. */
-static int finalize(struct xsess *x, struct xfile *f)
+static int finalize(struct xsess *x, struct xfile *f, bool synced)
 {
 	uint8_t d[DIGEST_LEN];
 	char jname[FSIO_MAX_NAME + 1];
@@ -2255,7 +2388,7 @@ static int finalize(struct xsess *x, struct xfile *f)
 	mode_t mode;
 
 	digest_file(f->size, x->chunk, f->nchunks, f->digests, d);
-	if (memcmp(d, f->sum.digest, DIGEST_LEN)) {
+	if (!f->implicit_sum && memcmp(d, f->sum.digest, DIGEST_LEN)) {
 		snprintf(f->reason, sizeof(f->reason),
 			 "file digest mismatch (the source changed during "
 			 "the transfer?)");
@@ -2263,12 +2396,11 @@ static int finalize(struct xsess *x, struct xfile *f)
 	}
 	if (flags & PROTO_XF_STDOUT)
 		return 0;
-	{
-		if (ftruncate(f->fd, (off_t)f->size)) {
-			snprintf(f->reason, sizeof(f->reason), "truncate: %s",
-				 lr_strerror(-errno));
-			return -errno;
-		}
+	if ((f->from_pipe || (f->eflags & PROTO_XE_SPARSE)) &&
+	    ftruncate(f->fd, (off_t)f->size)) {
+		snprintf(f->reason, sizeof(f->reason), "truncate: %s",
+			 lr_strerror(-errno));
+		return -errno;
 	}
 	mode = f->mode & ((flags & PROTO_XF_KEEP_SETID) ? 07777 : 01777);
 	if (fchmod(f->fd, mode)) {
@@ -2285,7 +2417,7 @@ static int finalize(struct xsess *x, struct xfile *f)
 			 lr_strerror(-errno));
 		return -errno;
 	}
-	if (!(flags & PROTO_XF_NO_FSYNC) && fsync(f->fd)) {
+	if (!(flags & PROTO_XF_NO_FSYNC) && !synced && fsync(f->fd)) {
 		snprintf(f->reason, sizeof(f->reason), "fsync: %s",
 			 lr_strerror(-errno));
 		return -errno;
@@ -2305,9 +2437,83 @@ static int finalize(struct xsess *x, struct xfile *f)
 		fsio_journal_name(f->name, jname);
 		unlinkat(f->dirfd, jname, 0);
 	}
-	if (!(flags & PROTO_XF_NO_FSYNC))
-		fsync(f->dirfd);
 	return 0;
+}
+
+/* Note a directory whose entries changed, to fsync it once per batch. */
+static void dir_dirty(struct xsess *x, int dirfd)
+{
+	unsigned i;
+
+	if (x->o->flags & (PROTO_XF_NO_FSYNC | PROTO_XF_STDOUT))
+		return;
+	pthread_mutex_lock(&x->lock);
+	{
+		struct stat st;
+
+		if (!fstat(dirfd, &st)) {
+			for (i = 0; i < x->ndirty; i++)
+				if (x->dirty_ino[i] == st.st_ino &&
+				    x->dirty_dev[i] == st.st_dev)
+					break;
+			if (i == x->ndirty && x->ndirty < DIRTY_MAX) {
+				int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+
+				if (fd >= 0) {
+					x->dirty_fd[x->ndirty] = fd;
+					x->dirty_ino[x->ndirty] = st.st_ino;
+					x->dirty_dev[x->ndirty] = st.st_dev;
+					x->ndirty++;
+				}
+			} else if (i == x->ndirty) {
+				fsync(dirfd); /* the list is full */
+			}
+		}
+	}
+	pthread_mutex_unlock(&x->lock);
+}
+
+/* fsync the directories noted since the last time. */
+static void dirs_sync(struct xsess *x)
+{
+	int fds[DIRTY_MAX];
+	unsigned n, i;
+
+	pthread_mutex_lock(&x->lock);
+	n = x->ndirty;
+	memcpy(fds, x->dirty_fd, n * sizeof(fds[0]));
+	x->ndirty = 0;
+	pthread_mutex_unlock(&x->lock);
+	for (i = 0; i < n; i++) {
+		fsync(fds[i]);
+		close(fds[i]);
+	}
+}
+
+/* Finalize a file that is complete (f->done set, no chunk in flight) and
+ * account for it. Called without the lock. */
+static int finish_file(struct xsess *x, struct xfile *f, bool synced)
+{
+	int fr = finalize(x, f, synced), r = 0;
+
+	if (!fr && f->dirfd >= 0)
+		dir_dirty(x, f->dirfd);
+	pthread_mutex_lock(&x->lock);
+	if (fr) {
+		char why[sizeof(f->reason)];
+
+		memcpy(why, f->reason, sizeof(why));
+		f->done = false;
+		recv_file_fail(x, f, "%s", why);
+	} else {
+		r = push_ack(x, f->idx, 0, PROTO_XS_FILE_DONE, 0);
+		x->res->files_ok++;
+		x->files_done++;
+		file_event(x, f, true, false, NULL);
+		file_release(f);
+	}
+	pthread_mutex_unlock(&x->lock);
+	return r;
 }
 
 /* Abandon a file: a resumable one keeps its temporary file and journal. */
@@ -2432,7 +2638,9 @@ static void late_apply(struct xsess *x, struct late *l, struct proto_buf *fb,
 		dfd = fsio_open_dir(x->destfd, i->path, false, 0);
 		if (dfd < 0)
 			continue;
-		fchmod(dfd, i->mode & 01777);
+		fchmod(dfd,
+		       i->mode & ((x->o->flags & PROTO_XF_KEEP_SETID) ? 07777
+								      : 01777));
 		futimens(dfd, ts);
 		if (!(x->o->flags & PROTO_XF_NO_FSYNC))
 			fsync(dfd);
@@ -2447,6 +2655,7 @@ static int recv_service(struct xsess *x, uint8_t *buf, bool force)
 	uint32_t finals[XFER_WINDOW];
 	unsigned nacks, nfinals, i;
 	struct proto_buf b;
+	bool synced;
 	int r = 0;
 
 	pthread_mutex_lock(&x->lock);
@@ -2454,27 +2663,16 @@ static int recv_service(struct xsess *x, uint8_t *buf, bool force)
 	memcpy(finals, x->finals, nfinals * sizeof(finals[0]));
 	x->nfinals = 0;
 	pthread_mutex_unlock(&x->lock);
+	/* one syncfs for a batch of files costs less than an fsync each */
+	synced = nfinals > 2 && x->destfd >= 0 &&
+		 !(x->o->flags & (PROTO_XF_NO_FSYNC | PROTO_XF_STDOUT)) &&
+		 !syncfs(x->destfd);
 	for (i = 0; i < nfinals; i++) {
-		struct xfile *f = &x->win[finals[i]];
-		int fr = finalize(x, f);
-
-		pthread_mutex_lock(&x->lock);
-		if (fr) {
-			f->done = false;
-			recv_file_fail(x, f, "%s", f->reason);
-		} else {
-			r = push_ack(x, f->idx, 0, PROTO_XS_FILE_DONE, 0);
-			x->res->files_ok++;
-			x->files_done++;
-			file_event(x, f, true, false, NULL);
-			if (f->dirfd >= 0 && !(x->o->flags & PROTO_XF_STDOUT))
-				f->tmp[0] = 0;
-			file_release(f);
-		}
-		pthread_mutex_unlock(&x->lock);
+		r = finish_file(x, &x->win[finals[i]], synced);
 		if (r)
 			return r;
 	}
+	dirs_sync(x);
 	proto_buf_init(&b, buf, MSG_BUF);
 	proto_msg_begin(&b, PROTO_XFER_ACKS);
 	pthread_mutex_lock(&x->lock);
@@ -2580,6 +2778,12 @@ static int on_files(struct xsess *x, const uint8_t *body, size_t len,
 			/* a failed file's last chunks are still draining */
 			int64_t until = net_now_ms() + 5000;
 
+			/* plans before any acknowledgement */
+			r = proto_msg_end(&b) ?: ctrl_send(x, &b);
+			if (r)
+				return lr_err_setc(err, r, "sending a plan");
+			proto_msg_begin(&b, PROTO_XFER_PLAN);
+
 			pthread_mutex_lock(&x->lock);
 			while (f->used &&
 			       (f->inflight || x->fail_pending[SLOT(e.idx)]) &&
@@ -2661,6 +2865,7 @@ static int on_files(struct xsess *x, const uint8_t *body, size_t len,
 
 			pthread_mutex_lock(&x->lock);
 			f->planned = true;
+			r = 0;
 			if (dfd < 0) {
 				recv_file_fail(x, f, "%s", lr_strerror(dfd));
 			} else {
@@ -2707,10 +2912,17 @@ static int on_files(struct xsess *x, const uint8_t *body, size_t len,
 			x->files_done++;
 			note_failure(x, f, f->reason);
 			file_event(x, f, false, false, f->reason);
-		} else if (f->nchunks == 0 && !f->pipe) {
-			/* empty: complete once its SUM comes */
 		}
 		pthread_mutex_unlock(&x->lock);
+		if (plan.action == PROTO_XA_SEND && f->nchunks == 0 &&
+		    !f->pipe) {
+			/* empty: complete now (its PLAN goes out before any
+			 * acknowledgement, which waits for recv_service) */
+			f->done = true;
+			r = finish_file(x, f, false);
+			if (r)
+				return lr_err_setc(err, r, "memory");
+		}
 put_plan:
 		if (plan.action == PROTO_XA_REFUSE) {
 			struct proto_xfer_fail fl = { .idx = e.idx,
@@ -2821,9 +3033,10 @@ int xfer_recv(struct xfer_conns *cs, int destfd, int outfd,
 	struct proto_hdr h;
 	uint8_t *buf, *rbuf;
 	uint32_t next_idx = 0;
-	uint64_t nfiles = 0, nbytes = 0, last_bytes = 0;
+	uint64_t nfiles = 0, nbytes = 0;
+	struct pclock pc = { 0 };
 	bool got_end = false;
-	int64_t next_tick, next_journal, next_progress, last_ms;
+	int64_t next_tick, next_journal;
 	int r;
 
 	raise_nofile();
@@ -2832,6 +3045,7 @@ int xfer_recv(struct xfer_conns *cs, int destfd, int outfd,
 		return lr_err_setc(err, r, "starting the transfer");
 	x.destfd = destfd;
 	x.outfd = outfd;
+	fsio_dircache_init(&x.dirs, destfd);
 	buf = malloc(MSG_BUF);
 	rbuf = malloc(MSG_BUF);
 	ts = calloc(cs->n, sizeof(*ts));
@@ -2863,8 +3077,7 @@ int xfer_recv(struct xfer_conns *cs, int destfd, int outfd,
 	}
 	next_tick = net_now_ms() + ACK_FLUSH_MS;
 	next_journal = net_now_ms() + JOURNAL_MS;
-	next_progress = net_now_ms() + (o->progress_ms ? o->progress_ms : 1000);
-	last_ms = net_now_ms();
+	pc.next = net_now_ms() + (o->progress_ms ? o->progress_ms : 1000);
 	for (;;) {
 		struct pollfd pf[2] = {
 			{ .fd = cs->ctrl->fd, .events = POLLIN },
@@ -2959,21 +3172,8 @@ int xfer_recv(struct xfer_conns *cs, int destfd, int outfd,
 				       IDLE_MS / 1000);
 			goto out_join;
 		}
-		if (now >= next_progress) {
-			ev = (struct xfer_event){ .kind = XFER_EV_PROGRESS };
-			progress_fill(&x, &ev.p, tot.bytes,
-				      tot.bytes != UINT64_MAX, tot.files);
-			ev.p.rate_now =
-				(double)(ev.p.bytes_done - last_bytes) *
-				1000.0 /
-				(double)(now - last_ms > 0 ? now - last_ms : 1);
-			last_bytes = ev.p.bytes_done;
-			last_ms = now;
-			if (o->progress_ms)
-				emit(&x, &ev);
-			next_progress =
-				now + (o->progress_ms ? o->progress_ms : 1000);
-		}
+		progress_tick(&x, &pc, now, tot.bytes, tot.bytes != UINT64_MAX,
+			      tot.files);
 	}
 	/* every file is done: symlinks and directories, then the outcome */
 	proto_buf_init(&b, buf, MSG_BUF);
@@ -2991,7 +3191,20 @@ int xfer_recv(struct xfer_conns *cs, int destfd, int outfd,
 	done.wait.net_us = x.waits.net_us;
 	done.wait.cipher_us = x.waits.cipher_us;
 	pthread_mutex_unlock(&x.lock);
-	/* stream threads end at the sender's END records */
+	/* stream threads end at the sender's END records, within bounds */
+	{
+		int64_t until = net_now_ms() + IDLE_MS;
+
+		while (atomic_load(&x.ended) < cs->n &&
+		       !atomic_load(&x.abort)) {
+			if (net_now_ms() > until) {
+				fatal(&x, LR_ETIMEOUT,
+				      "the sender did not end its streams");
+				break;
+			}
+			usleep(2000);
+		}
+	}
 	for (unsigned i = 0; i < cs->n; i++)
 		if (ts[i].started)
 			pthread_join(ts[i].th, NULL), ts[i].started = false;
@@ -3026,7 +3239,7 @@ out_join:
 	res->seconds = (double)(net_now_us() - x.t0_us) / 1e6;
 	if (!r && res->files_failed)
 		r = lr_err_set(err, -EIO,
-			       "%llu of %llu files failed; first: %s",
+			       "%llu of %llu entries failed; first: %s",
 			       (unsigned long long)res->files_failed,
 			       (unsigned long long)tot.files,
 			       res->first_failure);
@@ -3034,7 +3247,9 @@ out_join:
 	progress_fill(&x, &ev.p, tot.bytes, tot.bytes != UINT64_MAX, tot.files);
 	ev.ok = r == 0;
 	emit(&x, &ev);
+	dirs_sync(&x);
 out:
+	fsio_dircache_fini(&x.dirs);
 	late_free(late);
 	free(ts);
 	free(buf);

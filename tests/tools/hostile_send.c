@@ -3,13 +3,13 @@
  * hostile_send: a sender holding the token that breaks the transfer rules
  * on purpose, for tests/integration/test_hostile.py.
  *
- *   LINERATE_TOKEN=... hostile_send HOST PORT CASE [OUTSIDE]
+ *   LINERATE_TOKEN=... hostile_send HOST PORT CASE OUTSIDE
  *
  * It pushes to the root ("") of `linerate serve --root` and misbehaves as
- * CASE says (see the table at the end). OUTSIDE is an absolute directory
- * beside the receiver's root that must stay empty (default
- * /tmp/linerate-hostile-outside): absolute paths and symlink targets point
- * into it, and relative targets use "../<its basename>".
+ * CASE says. OUTSIDE is an absolute directory
+ * beside the receiver's root that must stay empty: absolute paths and
+ * symlink targets point into it, and relative targets use
+ * "../<its basename>". Cases: see run_case.
  *
  * A case runs one or more acts, each a session of its own. Every act
  * prints what the receiver answered ("ERROR: <text>", plans, failures,
@@ -62,6 +62,7 @@ enum misdeed {
 	M_UNASKED_DIR,	   /* a chunk for entry 0, a directory */
 	M_WRONG_DIGEST,	   /* every copy of chunk 0 with a wrong digest */
 	M_BAD_SUM,	   /* right chunks, wrong file digest */
+	M_FLOOD_FAILED,	   /* wrong digests, then chunks of the failed file */
 };
 
 struct ent {
@@ -83,6 +84,8 @@ struct act {
 	enum misdeed mis;
 	const uint8_t *raw;
 	size_t raw_len;
+	const char *dest; /* of the push; NULL = "" (the root) */
+	bool refusal_ok;  /* the session itself may be refused */
 };
 
 struct sess {
@@ -171,7 +174,7 @@ static int send_msg(struct conn *c, struct proto_buf *b)
 	return conn_send_msg(c, b->p, b->len, net_now_ms() + WAIT_MS);
 }
 
-static int sess_open(struct sess *s, uint32_t flags)
+static int sess_open(struct sess *s, uint32_t flags, const char *dest)
 {
 	struct proto_ctrl_open co = { .features = 0 };
 	struct proto_xfer_request req = { 0 };
@@ -203,8 +206,8 @@ static int sess_open(struct sess *s, uint32_t flags)
 	req.chunk_size = CHUNK;
 	req.flags = flags;
 	req.npaths = 1;
-	req.paths[0] = "";
-	req.path_lens[0] = 0;
+	req.paths[0] = dest ? dest : "";
+	req.path_lens[0] = (uint16_t)strlen(req.paths[0]);
 	proto_buf_init(&b, s->mbuf, MSG_CAP);
 	if (!r)
 		r = proto_encode_xfer_request(&b, &req)
@@ -583,7 +586,12 @@ static int run_act(const struct act *a, unsigned no)
 		r = -ENOMEM;
 		goto out;
 	}
-	r = sess_open(&s, a->flags);
+	r = sess_open(&s, a->flags, a->dest);
+	if (r && a->refusal_ok) {
+		say("the session was refused, as it should be");
+		r = 0;
+		goto out;
+	}
 	if (r)
 		goto out;
 
@@ -656,7 +664,9 @@ static int run_act(const struct act *a, unsigned no)
 
 				if (send_chunk(&s, c, PROTO_XC_DATA, i, c, l, l,
 					       fill_of(i),
-					       a->mis == M_WRONG_DIGEST))
+					       a->mis == M_WRONG_DIGEST ||
+						       a->mis ==
+							       M_FLOOD_FAILED))
 					break;
 				s.chunks_sent[i]++;
 			}
@@ -699,7 +709,9 @@ static int run_act(const struct act *a, unsigned no)
 			e = &a->ents[idx];
 			l = len_of(e->size, c, s.chunk);
 			send_chunk(&s, c, PROTO_XC_DATA, idx, c, l, l,
-				   fill_of(idx), a->mis == M_WRONG_DIGEST);
+				   fill_of(idx),
+				   a->mis == M_WRONG_DIGEST ||
+					   a->mis == M_FLOOD_FAILED);
 			s.chunks_sent[idx]++;
 		}
 		s.nresend = 0;
@@ -707,6 +719,17 @@ static int run_act(const struct act *a, unsigned no)
 	if (a->mis == M_WRONG_DIGEST)
 		say("chunk 0 of entry 0 sent %u times, BAD answered %u times",
 		    s.chunks_sent[0], s.bad[0]);
+	if (a->mis == M_FLOOD_FAILED && !s.terminal) {
+		/* 80 MiB of a file that failed: drained, within a bound */
+		for (k = 0; k < 1280 && !s.terminal; k++) {
+			if (send_chunk(&s, k, PROTO_XC_DATA, 0, 0, s.chunk,
+				       s.chunk, fill_of(0), false))
+				break;
+			if (k % 64 == 0)
+				pump(&s, 0);
+		}
+		say("sent %u chunks of the failed file", k);
+	}
 	/* end the streams, then the outcome */
 	if (!s.terminal) {
 		for (i = 0; i < s.n; i++)
@@ -881,6 +904,40 @@ static int run_case(const char *name)
 				  FILE10("ok_symlink_escape_dir") },
 			.nents = 4,
 		};
+	} else if (!strcmp(name, "dest_escape")) {
+		acts[n++] = (struct act){
+			.what = "symlink 'dl' to OUTSIDE",
+			.ents = { LINK("dl", g_outside) },
+			.nents = 1,
+		};
+		acts[n++] = (struct act){
+			.what = "a push into 'dl'",
+			.dest = "dl",
+			.refusal_ok = true,
+			.ents = { FILE10("x") },
+			.nents = 1,
+		};
+		acts[n++] = (struct act){
+			.what = "a push into 'dl/sub'",
+			.dest = "dl/sub",
+			.refusal_ok = true,
+			.ents = { FILE10("x") },
+			.nents = 1,
+		};
+		acts[n++] = (struct act){
+			.what = "a push into '..'",
+			.dest = "..",
+			.refusal_ok = true,
+			.ents = { FILE10("dest_dotdot") },
+			.nents = 1,
+		};
+		acts[n++] = (struct act){
+			.what = "a push into OUTSIDE (absolute)",
+			.dest = g_outside,
+			.refusal_ok = true,
+			.ents = { FILE10("x") },
+			.nents = 1,
+		};
 	} else if (!strcmp(name, "planted_temp")) {
 		acts[n++] = (struct act){
 			.what = "symlinks named as the temporary file and "
@@ -948,11 +1005,16 @@ static int run_case(const char *name)
 						  M_LEN_VS_RECORD,
 						  M_CHUNK_TWICE };
 
+		static const char *const names[] = {
+			"more_bytes_1", "more_bytes_2", "more_bytes_3",
+			"more_bytes_4", "more_bytes_5",
+		};
+
 		for (i = 0; i < 5; i++)
 			acts[n++] = (struct act){
 				.what = w[i],
 				.mis = m[i],
-				.ents = { FILE10("more_bytes") },
+				.ents = { FILE10(names[i]) },
 				.nents = 1,
 				.totals_set = true,
 				.tot_files = 1,
@@ -995,8 +1057,17 @@ static int run_case(const char *name)
 			.what = "chunk 0 with a wrong digest, again and again",
 			.mis = M_WRONG_DIGEST,
 			.ents = { FILE10("wrong_digest"),
-				  FILE10("ok_wrong_digest") },
+				  FILE10("wrong_digest_2") },
 			.nents = 2,
+		};
+		acts[n++] = (struct act){
+			.what = "wrong digests until the file fails, then 80 "
+				"MiB more of it",
+			.mis = M_FLOOD_FAILED,
+			.ents = { { .kind = PROTO_XK_FILE,
+				    .path = "flood_failed",
+				    .size = CHUNK } },
+			.nents = 1,
 		};
 	} else if (!strcmp(name, "bad_sum")) {
 		acts[n++] = (struct act){
@@ -1024,10 +1095,10 @@ int main(int argc, char **argv)
 	char *end;
 	unsigned long port;
 
-	if (argc < 4 || argc > 5) {
+	if (argc != 5) {
 		fprintf(stderr,
 			"usage: LINERATE_TOKEN=... hostile_send HOST PORT CASE "
-			"[OUTSIDE]\n");
+			"OUTSIDE\n");
 		return 2;
 	}
 	g_host = argv[1];
@@ -1042,8 +1113,7 @@ int main(int argc, char **argv)
 			"hostile_send: LINERATE_TOKEN missing or bad\n");
 		return 1;
 	}
-	snprintf(g_outside, sizeof(g_outside), "%s",
-		 argc == 5 ? argv[4] : "/tmp/linerate-hostile-outside");
+	snprintf(g_outside, sizeof(g_outside), "%s", argv[4]);
 	if (g_outside[0] != '/') {
 		fprintf(stderr, "hostile_send: OUTSIDE must be absolute\n");
 		return 2;

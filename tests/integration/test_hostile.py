@@ -1,0 +1,301 @@
+# SPDX-License-Identifier: MIT
+"""A hostile sender holding the token against `linerate serve --root`
+(docs/SECURITY.md: the receiver trusts no one).
+
+tests/tools/hostile_send.c (built as build/tests/unit/hostile_send)
+authenticates with the server's token, pushes to the root and breaks the
+rules as its CASE says: absolute and '..' paths, a NUL or control
+characters in names, symlinks leading out of the root, lengths and totals
+that lie, chunks nobody asked for, wrong digests.  After each case:
+
+* nothing appeared outside the root: a sentinel directory beside it (the
+  target of the absolute paths and of the symlinks) stays empty, the
+  directory holding both has nothing else, /tmp/x does not appear;
+* entries that were refused have no final file, and no temporary file
+  (".NAME.lrpart") or journal is left behind;
+* hostile_send ran to the end (exit 0: the receiver answered every step
+  within its deadlines; 3 means the receiver hung);
+* the server or hostile_send names a clear reason;
+* names from the sender reach the server's log escaped (no raw ESC);
+* the server still serves: a normal `linerate send` of a small file works.
+
+Every test starts its own server (127.0.0.1) with its own token and root.
+"""
+
+import os
+import pathlib
+import re
+import stat
+import subprocess
+
+import pytest
+
+from lrproc import describe
+
+LOOP = "127.0.0.1"
+CHUNK = 64 << 10  # what hostile_send asks for
+HOSTILE_TIMEOUT = 200  # s; each act of a case is bounded at 30 s
+
+# What each case must leave, and the reason it must give.
+#   present:  {path below the root: size}  files that must land (regular)
+#   absent:   paths below the root that must not exist at all
+#   maybe10:  files that may land only complete and verified (10 bytes)
+#   reason:   regexes, each to be found in hostile_send's output or the
+#             server log
+REFUSED_PATH = r"refused: "
+CASES = {
+    "abs_path": dict(
+        present={"ok_abs_path": 10},
+        absent=[],
+        reason=[REFUSED_PATH + r"absolute path"]),
+    "dotdot": dict(
+        present={"ok_dotdot": 10},
+        absent=[],
+        reason=[REFUSED_PATH + r'"\." or "\.\." component']),
+    "dotdot_mid": dict(
+        present={"ok_dotdot_mid": 10},
+        absent=["a", "escape"],
+        reason=[REFUSED_PATH + r'"\." or "\.\." component']),
+    "nul_in_path": dict(
+        present={"ok_nul_in_path": 10},
+        absent=["nul", "nul_tail"],
+        reason=[REFUSED_PATH + r"NUL in path"]),
+    "control_chars": dict(
+        present={"ok_control_chars": 10},
+        absent=["a", "b"],
+        reason=[REFUSED_PATH + r"control character"]),
+    "empty_component": dict(
+        present={"ok_empty_component": 10},
+        absent=["a", "trail"],
+        reason=[REFUSED_PATH + r"empty component"]),
+    "symlink_then_write": dict(
+        present={"ok_symlink_then_write": 10, "f": 10},
+        absent=[],
+        reason=[r"link2/pwned: cannot open its directory: "
+                r"(Not a directory|Too many levels of symbolic links)"]),
+    "symlink_escape_dir": dict(
+        present={"ok_symlink_escape_dir": 10},
+        absent=["d2/x", "d2/sub"],
+        reason=[r"d2\S*: .*(Not a directory|Too many levels of symbolic "
+                r"links)"]),
+    "dest_escape": dict(
+        present={},
+        absent=["x", "dl/sub"],
+        reason=[r"the receiver refused the session: destination 'dl': "
+                r"(Not a directory|Too many levels of symbolic links)",
+                r"the receiver refused the session: .*(refused|malformed)"]),
+    "planted_temp": dict(
+        present={"g": 5 * CHUNK - 7},
+        absent=[".g.lrpart", ".g.lrjournal"],
+        reason=[]),
+    "oversize_length": dict(
+        present={},
+        absent=["over_zero", "over_data", "aaaaa"],
+        reason=[r"malformed entry",
+                r"chunk length does not match its record"]),
+    "more_bytes": dict(
+        present={},
+        absent=[],
+        maybe10=[f"more_bytes_{i}" for i in range(1, 6)],
+        reason=[r"not asked for \(entry 0, chunk 0\): cut off",
+                r"not asked for \(entry 0, chunk 1\): cut off"]),
+    "more_files": dict(
+        present={},
+        absent=[f"more_files_{i}" for i in range(1, 5)],
+        reason=[r"announced more than the 1 entries it said: cut off",
+                r"announced more bytes than the 10 it said: cut off"]),
+    "unasked_chunk": dict(
+        present={},
+        absent=["unasked"],
+        reason=[r"not asked for \(entry 7, chunk 0\): cut off"]),
+    "wrong_digest_forever": dict(
+        present={},
+        absent=["wrong_digest", "wrong_digest_2", "flood_failed"],
+        reason=[r"chunk 0 failed verification 4 times",
+                r"sent 4 times, BAD answered 3 times",
+                r"keeps sending chunks of files that failed: cut off"]),
+    "bad_sum": dict(
+        present={},
+        absent=["bad_sum"],
+        reason=[r"bad_sum: file digest mismatch"]),
+}
+
+
+@pytest.fixture
+def hostile_bin(linerate_bin):
+    env = os.environ.get("HOSTILE_SEND")
+    path = (pathlib.Path(env) if env else
+            pathlib.Path(linerate_bin).parent / "tests" / "unit" /
+            "hostile_send")
+    if not path.is_file() or not os.access(path, os.X_OK):
+        pytest.skip(f"hostile_send not found at {path}; build it first "
+                    f"(ninja -C build) or set HOSTILE_SEND")
+    return str(path)
+
+
+def clean_env(**extra):
+    env = {k: v for k, v in os.environ.items() if k != "LINERATE_TOKEN"}
+    env.update(extra)
+    return env
+
+
+@pytest.fixture
+def token(linerate_bin):
+    res = subprocess.run([linerate_bin, "token"], stdin=subprocess.DEVNULL,
+                         capture_output=True, text=True, timeout=30,
+                         env=clean_env())
+    assert res.returncode == 0, describe(res)
+    return res.stdout.strip()
+
+
+@pytest.fixture
+def token_file(tmp_path, token):
+    path = tmp_path / "token"
+    path.write_text(token + "\n")
+    path.chmod(0o600)
+    return str(path)
+
+
+@pytest.fixture
+def area(tmp_path):
+    """base/root (the server's root) and base/outside (the sentinel),
+    siblings so that "../outside" from the root is the sentinel."""
+    base = tmp_path / "base"
+    root, outside = base / "root", base / "outside"
+    root.mkdir(parents=True)
+    outside.mkdir()
+    return base, root, outside
+
+
+def tree(path):
+    """Every path below PATH (relative, sorted), symlinks not followed."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(path):
+        for name in dirnames + filenames:
+            full = os.path.join(dirpath, name)
+            out.append(os.path.relpath(full, path))
+    return sorted(out)
+
+
+def leftovers(root):
+    return [p for p in tree(root)
+            if re.search(r"(^|/)\.[^/]*\.(lrpart|lrjournal)$", p)]
+
+
+def normal_send(linerate_bin, srv, token_file, tmp_path, dest):
+    """A well-behaved `linerate send` of one small file to DEST."""
+    src = tmp_path / "hello.txt"
+    src.write_bytes(b"hello after a hostile sender\n")
+    res = subprocess.run(
+        [linerate_bin, "send", "-q", "-p", str(srv.port), "--token-file",
+         token_file, str(src), f"{LOOP}:{dest}"],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        timeout=60, env=clean_env())
+    return res, src.read_bytes()
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_hostile_sender(case, linerate_bin, hostile_bin, serve, token,
+                        token_file, area, tmp_path):
+    exp = CASES[case]
+    base, root, outside = area
+    tmp_x = pathlib.Path("/tmp/x")
+    tmp_x_before = os.path.lexists(tmp_x)
+    srv = serve("-B", LOOP, "--root", str(root), "--token-file", token_file)
+
+    res = subprocess.run(
+        [hostile_bin, LOOP, str(srv.port), case, str(outside)],
+        stdin=subprocess.DEVNULL, capture_output=True, timeout=HOSTILE_TIMEOUT,
+        env=clean_env(LINERATE_TOKEN=token))
+    out = res.stdout.decode("utf-8", errors="replace")
+    err = res.stderr.decode("utf-8", errors="replace")
+    # hostile_send may be gone before the receiver has cleaned up: wait
+    # for the server to log the end of each of its sessions
+    acts = len(re.findall(r"^== act ", out, re.M))
+    for i in range(1, acts + 1):
+        try:
+            srv.wait_log(rf"transfer {i} from ", timeout=15)
+        except (TimeoutError, EOFError):
+            break
+    what = (f"hostile_send {case} exited {res.returncode}\n--- its output\n"
+            f"{out}\n--- its stderr\n{err}\n--- server log\n"
+            f"{srv.log.text()}\n--- root\n{tree(root)}")
+
+    # nothing outside the root
+    assert os.listdir(outside) == [], f"written OUTSIDE the root!\n{what}"
+    assert sorted(os.listdir(base)) == ["outside", "root"], \
+        f"written beside the root!\n{what}"
+    if not tmp_x_before:
+        assert not os.path.lexists(tmp_x), f"/tmp/x appeared!\n{what}"
+
+    assert res.returncode != 3, f"the receiver hung\n{what}"
+    assert res.returncode == 0, what
+    assert srv.alive(), f"the server died\n{what}"
+
+    # what must and must not be below the root
+    for rel, size in exp["present"].items():
+        st = os.lstat(root / rel) if os.path.lexists(root / rel) else None
+        assert st is not None and stat.S_ISREG(st.st_mode) and \
+            st.st_size == size, f"{rel}: expected a {size}-byte file\n{what}"
+    for rel in exp["absent"]:
+        assert not os.path.lexists(root / rel), f"{rel} exists\n{what}"
+    for rel in exp.get("maybe10", []):
+        if os.path.lexists(root / rel):
+            data = (root / rel).read_bytes()
+            assert data == b"A" * 10, f"{rel} holds {data[:64]!r}\n{what}"
+    assert leftovers(root) == [], f"temporary files left\n{what}"
+    for p in tree(root):
+        assert not re.search(r"[\x00-\x1f\x7f]", p), \
+            f"a name with a control character was made: {p!r}\n{what}"
+    for p in tree(root):
+        full = root / p
+        if os.path.islink(full):
+            # a symlink is data; it must not have been written through
+            assert not os.listdir(outside)
+
+    # a clear reason
+    text = out + "\n" + srv.log.text()
+    assert "memory: Operation not permitted" not in text, \
+        (f"the session was cut off with a bogus 'memory' error instead of "
+         f"failing the one entry\n{what}")
+    for rx in exp["reason"]:
+        assert re.search(rx, text), f"no {rx!r} in the output\n{what}"
+
+    # names from the sender reach the log escaped
+    raw_log = srv.log.text() + srv.out.text()
+    assert "\x1b" not in raw_log and "\x07" not in raw_log, \
+        f"a raw control character in the server's output\n{what}"
+
+    # and the server still serves
+    dest = f"after_{case}"
+    res2, content = normal_send(linerate_bin, srv, token_file, tmp_path,
+                                dest)
+    assert res2.returncode == 0, f"{describe(res2)}\n{what}"
+    assert (root / dest / "hello.txt").read_bytes() == content
+    assert srv.alive()
+    assert os.listdir(outside) == []
+
+
+def test_symlink_in_root_is_not_followed_by_overwrite(
+        linerate_bin, hostile_bin, serve, token, token_file, area):
+    """After symlink_then_write, 'f' (a symlink to OUTSIDE/target that a
+    later --overwrite session replaced by a file) is a plain file and the
+    target was never made; 'link2' is still the sender's symlink."""
+    base, root, outside = area
+    srv = serve("-B", LOOP, "--root", str(root), "--token-file", token_file)
+    res = subprocess.run(
+        [hostile_bin, LOOP, str(srv.port), "symlink_then_write",
+         str(outside)],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        timeout=HOSTILE_TIMEOUT, env=clean_env(LINERATE_TOKEN=token))
+    assert res.returncode == 0, describe(res)
+    assert os.path.islink(root / "link2")
+    assert os.readlink(root / "link2") == str(outside)
+    assert os.path.islink(root / "rel")
+    assert not os.path.islink(root / "f") and (root / "f").is_file()
+    assert (root / "f").read_bytes() == b"A" * 10
+    assert os.listdir(outside) == [], res.stdout
+    # 'link' was made a directory by 'link/pwned' first: the symlink of
+    # the same name then failed, and pwned landed inside the root
+    assert (root / "link").is_dir() and not os.path.islink(root / "link")
+    assert (root / "link" / "pwned").read_bytes() == b"B" * 10

@@ -1,0 +1,491 @@
+# SPDX-License-Identifier: MIT
+"""`linerate send / get / recv / serve --root` as users run them: the
+server (or one-shot receiver) in host B (198.18.0.2), the client in host A
+(198.18.0.1), files in the test's tmp dir.  Needs root for the namespaces
+(the fixtures skip with the reason otherwise); the IPv6 case runs on
+loopback.
+"""
+
+import os
+import re
+import socket
+import stat
+import subprocess
+import time
+
+import pytest
+
+from lrproc import LineCollector, describe
+from xferutil import (MiB, XferEnv, compare_tree, end_event, env_without_token,
+                      json_events, kill_and_reap, make_tree, same_file,
+                      set_link, sh_quote, sha256_file, temp_leftovers,
+                      tree_files, wait_exit, wait_partial, write_random)
+
+
+@pytest.fixture
+def xenv(hosts, linerate_bin, serve, tmp_path):
+    return XferEnv(hosts, linerate_bin, serve, tmp_path)
+
+
+@pytest.fixture
+def xsrv(xenv):
+    """xenv with `linerate serve --root` running in host B."""
+    xenv.start_server()
+    return xenv
+
+
+def output(res):
+    out = res.stdout + res.stderr
+    return out if isinstance(out, str) else out.decode(errors="replace")
+
+
+# 1 ---------------------------------------------------------------------
+
+def test_single_file_push(xsrv):
+    x = xsrv
+    src = write_random(x.src / "big.bin", 20 * MiB)
+    os.chmod(src, 0o640)
+    os.utime(src, ns=(1_650_000_000_987_654_321,) * 2)
+    x.send_ok("-P", "4", "-q", src, x.dest("in"))
+    same_file(src, x.root / "in" / "big.bin")
+    assert not temp_leftovers(x.root)
+
+
+# 2 ---------------------------------------------------------------------
+
+def test_tree_push(xsrv):
+    x = xsrv
+    top = x.src / "tree"
+    make_tree(top)
+    x.send_ok("-q", top, x.dest("d"))
+    dst = x.root / "d" / "tree"
+    compare_tree(top, dst)
+    # symlinks arrive as symlinks, never followed
+    assert os.readlink(dst / "link_out") == "/etc/passwd"
+    assert os.readlink(dst / "link_rel") == "a/b/c/deep.bin"
+    assert os.path.islink(dst / "link_dangling")
+    # setuid dropped by default
+    assert stat.S_IMODE(os.lstat(dst / "suid.bin").st_mode) == 0o755
+    # sparse: content equal (compare_tree) and holes kept
+    sp = os.stat(dst / "sparse.img")
+    assert sp.st_size == 64 * MiB
+    assert sp.st_blocks * 512 < 8 * MiB, (
+        f"sparse file arrived with {sp.st_blocks * 512} bytes allocated")
+    assert not temp_leftovers(x.root)
+
+
+def test_tree_push_keep_setid(xsrv):
+    x = xsrv
+    top = x.src / "tree"
+    make_tree(top)
+    x.send_ok("-q", "--keep-setid", top, x.dest("k"))
+    dst = x.root / "k" / "tree"
+    compare_tree(top, dst, keep_setid=True)
+    assert stat.S_IMODE(os.lstat(dst / "suid.bin").st_mode) == 0o4755
+
+
+# 3 ---------------------------------------------------------------------
+
+def test_empty_file_alone(xsrv):
+    x = xsrv
+    src = x.src / "empty"
+    src.touch()
+    os.utime(src, ns=(1_500_000_000_000_000_001,) * 2)
+    x.send_ok("-q", src, x.dest())
+    same_file(src, x.root / "empty")
+
+
+def test_empty_dir_alone(xsrv):
+    x = xsrv
+    src = x.src / "nothing"
+    src.mkdir(mode=0o750)
+    os.chmod(src, 0o750)
+    os.utime(src, ns=(1_500_000_000_000_000_002,) * 2)
+    x.send_ok("-q", src, x.dest("e"))
+    dst = x.root / "e" / "nothing"
+    assert dst.is_dir() and not dst.is_symlink()
+    assert os.listdir(dst) == []
+    compare_tree(src, dst)
+
+
+# 4 ---------------------------------------------------------------------
+
+def test_pipe_in(xsrv):
+    x = xsrv
+    src = write_random(x.src / "piped", 5 * MiB)
+    res = x.shell_a(f"cat {sh_quote(src)} | "
+                    f"{sh_quote(*x.client_argv('send', '-q', '-'))} "
+                    f"{sh_quote(x.dest('dir/name.bin'))}")
+    assert res.returncode == 0, describe(res)
+    dst = x.root / "dir" / "name.bin"
+    assert sha256_file(dst) == sha256_file(src)
+
+
+def test_pipe_in_from_head(xsrv):
+    x = xsrv
+    res = x.shell_a(f"head -c 5M /dev/urandom | tee {sh_quote(x.src / 'h')}"
+                    f" | {sh_quote(*x.client_argv('send', '-q', '-'))} "
+                    f"{sh_quote(x.dest('dir/head.bin'))}")
+    assert res.returncode == 0, describe(res)
+    assert os.path.getsize(x.src / "h") == 5 * MiB
+    assert sha256_file(x.root / "dir" / "head.bin") == \
+        sha256_file(x.src / "h")
+
+
+def test_recv_stdout(xenv):
+    x = xenv
+    h = x.h
+    src = write_random(x.src / "out.bin", 6 * MiB)
+    sink = open(x.tmp / "sink", "wb")
+    try:
+        recv = h.popen_b([x.bin, "recv", "--stdout", "--token-file",
+                          x.token_file, "-p", "0", "-B", h.addr_b],
+                         stdin=subprocess.DEVNULL, stdout=sink,
+                         stderr=subprocess.PIPE, env=env_without_token())
+    finally:
+        sink.close()
+    err = LineCollector(recv.stderr, "recv stderr")
+    try:
+        port = int(err.wait_for(r"^\s*port: (\d+)", 10).group(1))
+        res = x.send("-q", src, x.dest(), port=port, timeout=60)
+        assert res.returncode == 0, describe(res)
+        rc = recv.wait(timeout=30)
+        assert rc == 0, err.text()
+    finally:
+        kill_and_reap(recv)
+    assert sha256_file(x.tmp / "sink") == sha256_file(src)
+
+
+def test_get_to_stdout(xsrv):
+    x = xsrv
+    src = write_random(x.root / "pub.bin", 3 * MiB + 5)
+    res = x.get("-q", x.dest("pub.bin"), "-", text=False)
+    assert res.returncode == 0, describe(res)
+    assert res.stdout == src.read_bytes()
+
+
+# 5 ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("streams", ["1", "4"])
+def test_pull_tree(xsrv, streams):
+    x = xsrv
+    make_tree(x.root / "tree")
+    dest = x.tmp / "pulled"
+    dest.mkdir()
+    x.get_ok("-q", "-P", streams, x.dest("tree"), dest)
+    compare_tree(x.root / "tree", dest / "tree")
+    sp = os.stat(dest / "tree" / "sparse.img")
+    assert sp.st_blocks * 512 < 8 * MiB
+
+
+def test_pull_single_file(xsrv):
+    x = xsrv
+    src = write_random(x.root / "one.bin", 2 * MiB)
+    os.utime(src, ns=(1_600_000_000_000_000_123,) * 2)
+    dest = x.tmp / "pulled"
+    dest.mkdir()
+    x.get_ok("-q", x.dest("one.bin"), dest)
+    same_file(src, dest / "one.bin")
+
+
+# 6 ---------------------------------------------------------------------
+
+def test_existing_file(xsrv):
+    x = xsrv
+    src = write_random(x.src / "f.bin", MiB)
+    dst = x.root / "f.bin"
+    dst.write_bytes(b"old content")
+    res = x.send("-q", src, x.dest())
+    assert res.returncode == 1, describe(res)
+    assert "f.bin" in output(res)
+    assert re.search(r"exist", output(res)), output(res)
+    assert dst.read_bytes() == b"old content"
+    assert not temp_leftovers(x.root)
+
+    x.send_ok("-q", "--overwrite", src, x.dest())
+    same_file(src, dst)
+
+    res = x.send_ok("--json", "--update", src, x.dest())
+    end = end_event(res.stdout)
+    assert end["ok"] is True and end["files_skipped"] == 1, end
+    assert end["bytes"] == 0, end
+    same_file(src, dst)
+
+    # --update replaces a file whose size or mtime differ
+    write_random(src, MiB + 1)
+    res = x.send_ok("--json", "--update", src, x.dest())
+    end = end_event(res.stdout)
+    assert end["files_skipped"] == 0 and end["files_ok"] == 1, end
+    same_file(src, dst)
+
+
+# 7 ---------------------------------------------------------------------
+
+RESUME_SIZE = 64 * MiB
+
+
+def _start_slow_push(x, src):
+    # --limit slows it as the user would; the link is shaped as well so
+    # that the interruption lands mid-transfer whatever --limit does.
+    x.shape_a("160mbit")
+    proc, out, err = x.popen_send("--json", "--limit", "20M", src,
+                                  x.dest("r"))
+    t0 = time.monotonic()
+    wait_partial(x.root / "r", src.name, 4 * MiB, timeout=20)
+    left = 1.5 - (time.monotonic() - t0)
+    if left > 0:
+        time.sleep(left)
+    assert proc.poll() is None, (
+        f"the transfer finished before it could be interrupted: "
+        f"{out.text()} {err.text()}")
+    return proc, out, err
+
+
+def _check_interrupted(x, name):
+    d = x.root / "r"
+    assert not (d / name).exists(), "final name present after interruption"
+    assert (d / f".{name}.lrpart").exists(), os.listdir(d)
+    assert (d / f".{name}.lrjournal").exists(), os.listdir(d)
+
+
+def _resume(x, src):
+    x.unshape_a()
+    res = x.send_ok("--json", src, x.dest("r"), timeout=60)
+    end = end_event(res.stdout)
+    assert end["ok"] is True, end
+    assert end["bytes_already_held"] > 0, end
+    assert end["bytes"] < RESUME_SIZE, end
+    same_file(src, x.root / "r" / src.name)
+    assert not temp_leftovers(x.root)
+
+
+def test_resume_after_sender_killed(xsrv):
+    x = xsrv
+    src = write_random(x.src / "resume.bin", RESUME_SIZE)
+    proc, _out, _err = _start_slow_push(x, src)
+    kill_and_reap(proc)
+    _check_interrupted(x, src.name)
+    _resume(x, src)
+
+
+def test_resume_after_server_killed(xsrv):
+    x = xsrv
+    src = write_random(x.src / "resume.bin", RESUME_SIZE)
+    proc, out, err = _start_slow_push(x, src)
+    port = x.srv.port
+    kill_and_reap(x.srv.proc)
+    rc, _ = wait_exit(proc, 60)
+    assert rc == 1, f"{out.text()} {err.text()}"
+    _check_interrupted(x, src.name)
+    x.start_server(port=port)
+    _resume(x, src)
+
+
+# 8 ---------------------------------------------------------------------
+
+def test_resume_after_link_cut(xsrv):
+    x = xsrv
+    src = write_random(x.src / "resume.bin", RESUME_SIZE)
+    proc, out, err = _start_slow_push(x, src)
+    set_link(x.h, up=False)
+    try:
+        rc, waited = wait_exit(proc, 75)
+    except subprocess.TimeoutExpired:
+        kill_and_reap(proc)
+        pytest.fail("the sender did not give up within 75 s of the link "
+                    "going down")
+    finally:
+        set_link(x.h, up=True)
+    assert rc == 1, f"{out.text()} {err.text()}"
+    assert waited <= 60, f"the sender took {waited:.1f} s to give up"
+    _check_interrupted(x, src.name)
+    _resume(x, src)
+
+
+# 9 ---------------------------------------------------------------------
+
+def test_destination_full(xenv):
+    x = xenv
+    small = x.tmp / "small"
+    small.mkdir()
+    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs",
+                          small], capture_output=True, text=True, timeout=10)
+    if res.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {res.stderr.strip()}")
+    try:
+        x.start_server(root=small)
+        src = write_random(x.src / "huge.bin", 40 * MiB)
+        res = x.send("-q", src, x.dest(), timeout=60)
+        assert res.returncode == 1, describe(res)
+        assert re.search(r"no space", output(res), re.I), output(res)
+        assert tree_files(small) == [], tree_files(small)
+    finally:
+        if x.srv is not None:
+            x.srv.stop()
+        r = subprocess.run(["umount", small], capture_output=True,
+                           timeout=30)
+        if r.returncode != 0:
+            subprocess.run(["umount", "-l", small], capture_output=True,
+                           timeout=30)
+
+
+# 10 --------------------------------------------------------------------
+
+def test_no_token(xsrv):
+    x = xsrv
+    src = write_random(x.src / "f.bin", 4096)
+    res = x.send("-q", src, x.dest(), token=False, timeout=30)
+    assert res.returncode != 0, describe(res)
+    assert re.search(r"token", output(res), re.I), output(res)
+    assert tree_files(x.root) == []
+
+
+def test_wrong_token(xsrv):
+    x = xsrv
+    src = write_random(x.src / "f.bin", 4096)
+    env = env_without_token({"LINERATE_TOKEN": x.new_token()})
+    res = x.send("-q", src, x.dest(), token=False, env=env, timeout=30)
+    assert res.returncode == 1, describe(res)
+    assert "authentication failed" in output(res), output(res)
+    assert tree_files(x.root) == []
+
+
+def test_server_without_root(xenv):
+    x = xenv
+    x.start_server(with_root=False)
+    src = write_random(x.src / "f.bin", 4096)
+    res = x.send("-q", src, x.dest(), timeout=30)
+    assert res.returncode == 1, describe(res)
+    assert "--root" in output(res), output(res)
+    res = x.get("-q", x.dest("f.bin"), x.tmp, timeout=30)
+    assert res.returncode == 1, describe(res)
+    assert "--root" in output(res), output(res)
+
+
+def test_read_only(xenv):
+    x = xenv
+    x.start_server("--read-only")
+    pub = write_random(x.root / "pub.bin", MiB)
+    src = write_random(x.src / "f.bin", 4096)
+    res = x.send("-q", src, x.dest(), timeout=30)
+    assert res.returncode == 1, describe(res)
+    assert "read-only" in output(res), output(res)
+    assert tree_files(x.root) == ["pub.bin"]
+    dest = x.tmp / "pulled"
+    dest.mkdir()
+    x.get_ok("-q", x.dest("pub.bin"), dest)
+    same_file(pub, dest / "pub.bin")
+
+
+# 11 --------------------------------------------------------------------
+
+def test_json_events(xsrv):
+    x = xsrv
+    top = x.src / "j"
+    (top / "sub").mkdir(parents=True)
+    sizes = {"a.bin": 3 * MiB, "sub/b.bin": 1234, "sub/c.bin": 0}
+    for rel, n in sizes.items():
+        write_random(top / rel, n)
+    res = x.send_ok("--json", top, x.dest())
+    events = json_events(res.stdout)
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "start" and kinds[-1] == "end", kinds
+    assert kinds.count("start") == 1 and kinds.count("end") == 1, kinds
+    end = events[-1]
+    assert end["ok"] is True, end
+    assert end["bytes"] == sum(sizes.values()), end
+    assert end["seconds"] > 0, end
+    assert end["files_ok"] == len(sizes), end
+    assert end["files_failed"] == 0, end
+    compare_tree(top, x.root / "j")
+
+
+# 12 --------------------------------------------------------------------
+
+def _ipv6_loopback_reason():
+    if not socket.has_ipv6:
+        return "no IPv6 support in Python"
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as s:
+            s.bind(("::1", 0))
+    except OSError as exc:
+        return f"cannot bind [::1]: {exc}"
+    return None
+
+
+def test_ipv6_loopback(linerate_bin, serve, tmp_path):
+    reason = _ipv6_loopback_reason()
+    if reason:
+        print(f"skipping: {reason}")
+        pytest.skip(reason)
+    root, srcdir = tmp_path / "root", tmp_path / "src"
+    root.mkdir()
+    srcdir.mkdir()
+    tok = tmp_path / "token"
+    res = subprocess.run([linerate_bin, "token"], capture_output=True,
+                         text=True, timeout=10)
+    tok.write_text(res.stdout)
+    srv = serve("-B", "::1", "--root", root, "--token-file", tok)
+    src = write_random(srcdir / "six.bin", 3 * MiB)
+    res = subprocess.run([linerate_bin, "send", "-q", "-p", str(srv.port),
+                          "--token-file", tok, src, "[::1]:v6"],
+                         stdin=subprocess.DEVNULL, capture_output=True,
+                         text=True, timeout=60, env=env_without_token())
+    assert res.returncode == 0, describe(res)
+    same_file(src, root / "v6" / "six.bin")
+
+
+# 13 --------------------------------------------------------------------
+
+def test_recv_one_shot(xenv):
+    x = xenv
+    h = x.h
+    dest = x.tmp / "inbox"
+    recv = h.popen_b([x.bin, "recv", dest, "-p", "0"],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                     stderr=subprocess.PIPE, env=env_without_token())
+    out = LineCollector(recv.stdout, "recv stdout")
+    err = LineCollector(recv.stderr, "recv stderr")
+    try:
+        token = out.wait_for(r"^\s+token: (\S+)$", 10).group(1)
+        port = int(out.wait_for(r"^\s+port: (\d+)$", 10).group(1))
+        src = write_random(x.src / "gift.bin", 4 * MiB)
+        res = x.send("-q", src, f"{h.addr_b}:", port=port, token=False,
+                     env=env_without_token({"LINERATE_TOKEN": token}))
+        assert res.returncode == 0, describe(res)
+        rc = recv.wait(timeout=30)
+        assert rc == 0, f"{out.text()}\n{err.text()}"
+    finally:
+        kill_and_reap(recv)
+    same_file(src, dest / "gift.bin")
+
+
+# --limit ---------------------------------------------------------------
+
+LIMIT = 8e6  # "8M": bytes/s per `send --help` ("e.g. 50M (bytes/s)")
+
+
+def _assert_limited(end):
+    bps = end["bytes_per_second"]
+    assert 0.5 * LIMIT <= bps <= 1.25 * LIMIT, (
+        f"--limit 8M: {end['bytes']} bytes in {end['seconds']:.2f} s = "
+        f"{bps / 1e6:.2f} MB/s, want about 8 MB/s")
+
+
+def test_send_limit_caps_rate(xsrv):
+    x = xsrv
+    top = x.src / "lim"
+    top.mkdir()
+    write_random(top / "f.bin", 4 * MiB)
+    res = x.send_ok("--json", "--limit", "8M", top, x.dest(), timeout=60)
+    _assert_limited(end_event(res.stdout))
+
+
+def test_get_limit_caps_rate(xsrv):
+    x = xsrv
+    write_random(x.root / "lim.bin", 4 * MiB)
+    dest = x.tmp / "pulled"
+    dest.mkdir()
+    res = x.get_ok("--json", "--limit", "8M", x.dest("lim.bin"), dest,
+                   timeout=60)
+    _assert_limited(end_event(res.stdout))
