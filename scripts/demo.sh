@@ -86,14 +86,23 @@ echo "== linerate gen: a $size file of random bytes"
 echo
 echo "== linerate send: the file to $target, with progress"
 "${in_a[@]}" "$bin" send --token-file "$tok" "${speed[@]}" -p "$port" \
-	"$work/src/file.bin" "$target:demo" 2>&1
+	"$work/src/file.bin" "$target:demo" 2>&1 | tee -a "$benchout"
 cmp "$work/src/file.bin" "$work/root/demo/file.bin"
 echo "Same bytes on both sides (cmp)."
 echo
 echo "== side by side"
-sed -n 's/.* \([0-9.]* [MG]bits\/sec\) .*receiver.*/  bench, memory to memory:  \1/p' \
-	"$benchout" | tail -n1
-echo "  send, $size file to disk: see the \"sent ...\" line above"
+awk '
+	/receiver$/ { for (i = 1; i < NF; i++) if ($(i + 1) ~ /bits\/sec/) {
+		v = $i; u = $(i + 1) } }
+	/^sent / { for (i = 1; i < NF - 1; i++) if ($i == "s:") {
+		s = $(i + 1); if ($(i + 2) ~ /^GB/) s *= 1000; break } }
+	END {
+		m = (u ~ /^G/) ? v * 1000 / 8 : (u ~ /^M/) ? v / 8 : v / 8000
+		printf "  linerate bench, memory to memory:   %7.1f MB/s\n", m
+		printf "  linerate send, the file to disk:    %7.1f MB/s", s
+		if (m > 0) printf "  (%.2fx the bench)", s / m
+		printf "\n"
+	}' "$benchout"
 echo
 echo "Server log:"
 sed 's/^/  /' "$log"

@@ -12,6 +12,7 @@ int cmd_disk(int argc, char **argv);
 int cmd_send(int argc, char **argv);
 int cmd_get(int argc, char **argv);
 int cmd_recv(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
 
 /* Usage text of each subcommand. */
 extern const char cmd_bench_usage[];
@@ -23,5 +24,6 @@ extern const char cmd_disk_usage[];
 extern const char cmd_send_usage[];
 extern const char cmd_get_usage[];
 extern const char cmd_recv_usage[];
+extern const char cmd_doctor_usage[];
 
 #endif

@@ -24,6 +24,8 @@ static const struct cmd cmds[] = {
 	  "measure sequential write and read speed of a file system's disk" },
 	{ "get", cmd_get, cmd_get_usage,
 	  "pull files and directory trees from a linerate server" },
+	{ "doctor", cmd_doctor, cmd_doctor_usage,
+	  "measure each stage of a transfer and name the bottleneck" },
 	{ "gen", cmd_gen, cmd_gen_usage,
 	  "write test data, incompressible or PCT% compressible" },
 	{ "recv", cmd_recv, cmd_recv_usage,

@@ -10,6 +10,7 @@
 #include "disk.h"
 #include "server.h"
 #include "xfer.h"
+#include "doctor.h"
 
 /*
  * The only formatter: human text in iperf3's layout, one JSON document in
@@ -75,5 +76,11 @@ void report_xfer_callbacks(struct report_xfer *rx, struct xfer_callbacks *cb);
 /* link_speed_bps overrides what /sys said (0 = use the result's). */
 void report_xfer_end(struct report_xfer *rx, const struct xfer_result *res,
 		     uint64_t link_speed_bps, const char *error);
+
+/* linerate doctor: the stage table, the verdict, facts and advice; or one
+ * JSON document (error may be NULL). */
+void report_doctor_human(FILE *out, const struct doctor_report *r);
+void report_doctor_json(FILE *out, const struct doctor_report *r,
+			const char *error);
 
 #endif

@@ -665,7 +665,7 @@ int proto_decode_results(const uint8_t *body, size_t len,
 
 #define XF_ALL                                                      \
 	(PROTO_XF_OVERWRITE | PROTO_XF_UPDATE | PROTO_XF_NO_FSYNC | \
-	 PROTO_XF_KEEP_SETID | PROTO_XF_STDOUT)
+	 PROTO_XF_KEEP_SETID | PROTO_XF_STDOUT | PROTO_XF_SCRATCH)
 #define XE_ALL	       (PROTO_XE_SPARSE)
 #define XFER_WAIT_LEN  24u
 #define XFER_MAX_DEPTH 256u /* components, as fsio_path_check */
@@ -1294,6 +1294,167 @@ const char *proto_type_name(uint8_t type)
 	case PROTO_XFER_ACKS: return "XFER_ACKS";
 	case PROTO_XFER_END: return "XFER_END";
 	case PROTO_XFER_DONE: return "XFER_DONE";
+	case PROTO_PROBE_REQUEST: return "PROBE_REQUEST";
+	case PROTO_PROBE_RESULT: return "PROBE_RESULT";
 	default: return "unknown";
 	}
+}
+
+/* ---------------- linerate doctor ---------------- */
+
+int proto_encode_probe_request(struct proto_buf *b,
+			       const struct proto_probe_request *m)
+{
+	proto_msg_begin(b, PROTO_PROBE_REQUEST);
+	proto_put_u64(b, PROTO_T_DISK_BYTES, m->disk_bytes);
+	proto_put_u32(b, PROTO_T_CIPHER_MS, m->cipher_ms);
+	if (m->dir[0])
+		proto_put_str(b, PROTO_T_PATH, m->dir);
+	return proto_msg_end(b);
+}
+
+int proto_decode_probe_request(const uint8_t *body, size_t len,
+			       struct proto_probe_request *m)
+{
+	size_t off = 0;
+	uint32_t seen = 0;
+	struct tlv t;
+	int r;
+
+	memset(m, 0, sizeof(*m));
+	while ((r = tlv_next(body, len, &off, &t)) == 1) {
+		switch (t.tag) {
+		case PROTO_T_DISK_BYTES:
+			r = once(&seen, 0) ?: get_u64(&t, &m->disk_bytes);
+			break;
+		case PROTO_T_CIPHER_MS:
+			r = once(&seen, 1) ?: get_u32(&t, &m->cipher_ms);
+			break;
+		case PROTO_T_PATH:
+			r = once(&seen, 2)
+				    ?: get_str(&t, m->dir, sizeof(m->dir));
+			break;
+		default: r = unknown_tag(&t);
+		}
+		if (r)
+			return r;
+	}
+	if (r)
+		return r;
+	if ((seen & 3) != 3 || m->disk_bytes > PROTO_PROBE_MAX_DISK ||
+	    m->cipher_ms > PROTO_PROBE_MAX_MS)
+		return LR_EBADMSG;
+	return 0;
+}
+
+int proto_encode_probe_result(struct proto_buf *b,
+			      const struct proto_probe_result *m)
+{
+	uint8_t v[16];
+	unsigned i;
+
+	proto_msg_begin(b, PROTO_PROBE_RESULT);
+	proto_put_str(b, PROTO_T_CPU_MODEL, m->model);
+	proto_put_u32(b, PROTO_T_CENTICORES, m->centicores);
+	proto_put_str(b, PROTO_T_GOVERNOR, m->governor);
+	proto_put_u8(b, PROTO_T_AES, m->aes);
+	for (i = 0; i < m->nrates && i < PROTO_PROBE_MAX_RATES; i++) {
+		uint8_t rv[17];
+
+		rv[0] = m->rates[i].cipher;
+		be64(rv + 1, m->rates[i].seal);
+		be64(rv + 9, m->rates[i].open);
+		proto_put_bytes(b, PROTO_T_CIPHER_RATE, rv, sizeof(rv));
+	}
+	proto_put_str(b, PROTO_T_STORAGE, m->storage);
+	for (i = 0; i < 4; i++)
+		be32(v + 4 * i, m->sockbuf[i]);
+	proto_put_bytes(b, PROTO_T_SOCKBUF, v, sizeof(v));
+	proto_put_str(b, PROTO_T_CC, m->cc);
+	proto_put_u64(b, PROTO_T_DISK_BYTES, m->disk_bytes);
+	proto_put_u64(b, PROTO_T_DISK_USEC, m->disk_usec);
+	if (m->disk_error[0])
+		proto_put_str(b, PROTO_T_TEXT, m->disk_error);
+	return proto_msg_end(b);
+}
+
+int proto_decode_probe_result(const uint8_t *body, size_t len,
+			      struct proto_probe_result *m)
+{
+	size_t off = 0;
+	uint32_t seen = 0;
+	struct tlv t;
+	unsigned i;
+	int r;
+
+	memset(m, 0, sizeof(*m));
+	while ((r = tlv_next(body, len, &off, &t)) == 1) {
+		switch (t.tag) {
+		case PROTO_T_CPU_MODEL:
+			r = once(&seen, 0)
+				    ?: get_str(&t, m->model, sizeof(m->model));
+			break;
+		case PROTO_T_CENTICORES:
+			r = once(&seen, 1) ?: get_u32(&t, &m->centicores);
+			break;
+		case PROTO_T_GOVERNOR:
+			r = once(&seen, 2)
+				    ?: get_str(&t, m->governor,
+					       sizeof(m->governor));
+			break;
+		case PROTO_T_AES:
+			r = once(&seen, 3) ?: get_u8(&t, &m->aes);
+			if (!r && m->aes > 1)
+				r = LR_EBADMSG;
+			break;
+		case PROTO_T_CIPHER_RATE:
+			if (t.len != 17 || m->nrates >= PROTO_PROBE_MAX_RATES) {
+				r = LR_EBADMSG;
+				break;
+			}
+			m->rates[m->nrates].cipher = t.v[0];
+			m->rates[m->nrates].seal = rd64(t.v + 1);
+			m->rates[m->nrates].open = rd64(t.v + 9);
+			m->nrates++;
+			r = 0;
+			break;
+		case PROTO_T_STORAGE:
+			r = once(&seen, 4)
+				    ?: get_str(&t, m->storage,
+					       sizeof(m->storage));
+			break;
+		case PROTO_T_SOCKBUF:
+			r = once(&seen, 5);
+			if (!r && t.len != 16)
+				r = LR_EBADMSG;
+			for (i = 0; !r && i < 4; i++)
+				m->sockbuf[i] = rd32(t.v + 4 * i);
+			break;
+		case PROTO_T_CC:
+			r = once(&seen, 6) ?: get_str(&t, m->cc, sizeof(m->cc));
+			break;
+		case PROTO_T_DISK_BYTES:
+			r = once(&seen, 7) ?: get_u64(&t, &m->disk_bytes);
+			break;
+		case PROTO_T_DISK_USEC:
+			r = once(&seen, 8) ?: get_u64(&t, &m->disk_usec);
+			break;
+		case PROTO_T_TEXT:
+			r = once(&seen, 9)
+				    ?: get_str(&t, m->disk_error,
+					       sizeof(m->disk_error));
+			break;
+		default: r = unknown_tag(&t);
+		}
+		if (r)
+			return r;
+	}
+	if (r)
+		return r;
+	if ((seen & 0x1ff) != 0x1ff || m->disk_bytes > PROTO_PROBE_MAX_DISK)
+		return LR_EBADMSG;
+	for (i = 0; i < m->nrates; i++)
+		if (m->rates[i].cipher != 1 && m->rates[i].cipher != 2)
+			return LR_EBADMSG;
+	return 0;
 }

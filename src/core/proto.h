@@ -57,6 +57,9 @@ enum proto_type {
 	PROTO_XFER_ACKS = 0x36,	   /* receiver: chunks and files done */
 	PROTO_XFER_END = 0x37,	   /* sender: every entry and sum sent */
 	PROTO_XFER_DONE = 0x38,	   /* receiver: the outcome */
+	/* 0x40-0x4f: linerate doctor */
+	PROTO_PROBE_REQUEST = 0x40, /* client: the server's facts, please */
+	PROTO_PROBE_RESULT = 0x41,  /* server: CPU, ciphers, disk, buffers */
 };
 
 enum proto_tag {
@@ -100,6 +103,17 @@ enum proto_tag {
 	 * files written come in PROTO_T_FILES */
 	PROTO_T_FILES_FAILED = 0x003e,
 	PROTO_T_FILES_SKIPPED = 0x003f,
+	/* linerate doctor */
+	PROTO_T_DISK_BYTES = 0x0050,
+	PROTO_T_DISK_USEC = 0x0051,
+	PROTO_T_CPU_MODEL = 0x0052,
+	PROTO_T_CENTICORES = 0x0053,
+	PROTO_T_GOVERNOR = 0x0054,
+	PROTO_T_AES = 0x0055,
+	PROTO_T_CIPHER_RATE = 0x0056,
+	PROTO_T_STORAGE = 0x0057,
+	PROTO_T_SOCKBUF = 0x0058,
+	PROTO_T_CIPHER_MS = 0x0059,
 };
 
 /* A tag with this bit set must be understood; unknown ones are skipped. */
@@ -217,7 +231,8 @@ enum proto_xfer_flag {
 	PROTO_XF_UPDATE = 1u << 1, /* overwrite when size or mtime differ */
 	PROTO_XF_NO_FSYNC = 1u << 2,
 	PROTO_XF_KEEP_SETID = 1u << 3, /* keep setuid/setgid bits */
-	PROTO_XF_STDOUT = 1u << 4, /* pull into a pipe: one file, in order */
+	PROTO_XF_STDOUT = 1u << 4,  /* pull into a pipe: one file, in order */
+	PROTO_XF_SCRATCH = 1u << 5, /* doctor: verify, then remove, no name */
 };
 
 struct proto_xfer_request {
@@ -363,6 +378,50 @@ struct proto_xfer_chunk_hdr {
 	uint32_t len; /* <= PROTO_XFER_MAX_CHUNK */
 	uint8_t digest[PROTO_XFER_DIGEST_LEN];
 };
+
+/* ---------------- linerate doctor ---------------- */
+
+struct proto_buf;
+
+#define PROTO_PROBE_MAX_DISK  (1ull << 30) /* bytes the server writes */
+#define PROTO_PROBE_MAX_MS    2000u	   /* per cipher measurement */
+#define PROTO_PROBE_MAX_RATES 2u
+
+struct proto_probe_request {
+	uint64_t disk_bytes; /* 0 = no disk test; <= PROTO_PROBE_MAX_DISK */
+	uint32_t cipher_ms;  /* 0 = no cipher test; <= PROTO_PROBE_MAX_MS */
+	char dir[PROTO_XFER_MAX_PATH + 1]; /* below the root; "" = root */
+};
+
+/* PROTO_T_CIPHER_RATE: cipher:u8 seal:u64 open:u64 (bytes/s, one core) */
+struct proto_probe_rate {
+	uint8_t cipher;
+	uint64_t seal, open;
+};
+
+struct proto_probe_result {
+	char model[PROTO_MAX_TEXT + 1];
+	uint32_t centicores; /* usable CPU (a cgroup quota counts), x100 */
+	char governor[PROTO_MAX_NAME + 1];
+	uint8_t aes;
+	unsigned nrates;
+	struct proto_probe_rate rates[PROTO_PROBE_MAX_RATES];
+	char storage[PROTO_MAX_TEXT + 1]; /* the root's device, described */
+	/* SOCKBUF: rmem_max wmem_max tcp_rmem_max tcp_wmem_max, u32 each */
+	uint32_t sockbuf[4];
+	char cc[PROTO_CC_LEN];
+	uint64_t disk_bytes, disk_usec; /* write with fdatasync; 0 = none */
+	char disk_error[PROTO_MAX_TEXT + 1];
+};
+
+int proto_encode_probe_request(struct proto_buf *b,
+			       const struct proto_probe_request *m);
+int proto_decode_probe_request(const uint8_t *body, size_t len,
+			       struct proto_probe_request *m);
+int proto_encode_probe_result(struct proto_buf *b,
+			      const struct proto_probe_result *m);
+int proto_decode_probe_result(const uint8_t *body, size_t len,
+			      struct proto_probe_result *m);
 
 /* Preamble: encode into out[PROTO_PREAMBLE_LEN]. */
 void proto_encode_preamble(uint8_t *out, uint8_t vmin, uint8_t vmax,

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "bench.h"
 #include "conn.h"
+#include "doctor.h"
 #include "fsio.h"
 #include "xfer.h"
 #include "crypto.h"
@@ -227,6 +228,10 @@ static int test_request(struct server_test *t, uint8_t *buf,
 		*xlen = h.len;
 		return 1;
 	}
+	if (h.type == PROTO_PROBE_REQUEST) {
+		*xlen = h.len;
+		return 2;
+	}
 	if (h.type != PROTO_TEST_REQUEST) {
 		snprintf(why, cap, "expected TEST_REQUEST, got %s (0x%02x)",
 			 proto_type_name(h.type), h.type);
@@ -361,6 +366,49 @@ static int test_data_phase(struct server_test *t, uint8_t *buf, char *why,
 			return LR_ETIMEOUT;
 		}
 	}
+}
+
+/* linerate doctor's questions: facts, ciphers, a disk write in the root. */
+static int probe_session(struct server_test *t, uint8_t *buf, uint32_t len,
+			 char *why, size_t cap)
+{
+	struct server *srv = t->srv;
+	struct proto_probe_request req;
+	struct proto_probe_result *res;
+	struct proto_buf b;
+	const char *bad = NULL;
+	int r;
+
+	if (proto_decode_probe_request(buf, len, &req) ||
+	    (req.dir[0] && fsio_path_check(req.dir, strlen(req.dir), &bad))) {
+		snprintf(why, cap, "malformed PROBE_REQUEST%s%s",
+			 bad ? ": " : "", bad ? bad : "");
+		send_error(&t->cc, PROTO_ERR_BAD_REQUEST, "%s", why);
+		return LR_EBADMSG;
+	}
+	if (!srv->o.psk || !t->cc.secure) {
+		snprintf(why, cap,
+			 "linerate doctor needs a server started with "
+			 "--token-file, and a client holding that token");
+		send_error(&t->cc, PROTO_ERR_AUTH, "%s", why);
+		return LR_EAUTH;
+	}
+	res = malloc(sizeof(*res));
+	if (!res) {
+		snprintf(why, cap, "out of memory");
+		send_error(&t->cc, PROTO_ERR_INTERNAL, "%s", why);
+		return -ENOMEM;
+	}
+	doctor_probe_answer(&req, srv->o.rootfd, res);
+	proto_buf_init(&b, buf, PROTO_MAX_BODY);
+	r = proto_encode_probe_result(&b, res);
+	if (!r)
+		r = conn_send_msg(&t->cc, buf, b.len,
+				  net_now_ms() + CTRL_TIMEOUT_MS);
+	if (r)
+		snprintf(why, cap, "sending PROBE_RESULT: %s", lr_strerror(r));
+	free(res);
+	return r;
 }
 
 /* A file transfer on this control connection: body holds its request. */
@@ -545,6 +593,11 @@ static void *test_main(void *arg)
 	if (r == 1) {
 		ev.kind = SERVER_EV_XFER_DONE;
 		r = xfer_session(t, buf, xlen, why, sizeof(why), &ev);
+		goto out;
+	}
+	if (r == 2) {
+		ev.kind = SERVER_EV_PROBE_DONE;
+		r = probe_session(t, buf, xlen, why, sizeof(why));
 		goto out;
 	}
 	if (r)

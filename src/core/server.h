@@ -43,6 +43,7 @@ enum server_event_kind {
 	SERVER_EV_CONN_REJECTED, /* peer, reason */
 	SERVER_EV_TEST_DONE,	 /* peer, test, figures, reason if failed */
 	SERVER_EV_XFER_DONE,	 /* peer, test, xfer figures, reason */
+	SERVER_EV_PROBE_DONE,	 /* peer, test: linerate doctor's probe */
 };
 
 /* What the server tells its caller; the CLI formats it. */

@@ -2260,7 +2260,8 @@ static int plan_file(struct xsess *x, struct xfile *f,
 		return 0;
 	}
 	f->dirfd = dfd;
-	if (!fstatat(dfd, f->name, &st, AT_SYMLINK_NOFOLLOW)) {
+	if (!(flags & PROTO_XF_SCRATCH) &&
+	    !fstatat(dfd, f->name, &st, AT_SYMLINK_NOFOLLOW)) {
 		if (S_ISDIR(st.st_mode)) {
 			plan->action = PROTO_XA_REFUSE;
 			snprintf(f->reason, sizeof(f->reason),
@@ -2284,7 +2285,7 @@ static int plan_file(struct xsess *x, struct xfile *f,
 	fsio_temp_name(f->name, f->tmp);
 	fsio_journal_name(f->name, jname);
 	if (!f->pipe && f->nchunks >= JOURNAL_MIN_CHUNKS &&
-	    try_resume(x, f, e, jname)) {
+	    !(flags & PROTO_XF_SCRATCH) && try_resume(x, f, e, jname)) {
 		uint32_t i;
 
 		plan->action = PROTO_XA_RESUME;
@@ -2354,7 +2355,7 @@ static int plan_file(struct xsess *x, struct xfile *f,
 	}
 	/* without fsync a journal could claim data the disk lost: none */
 	if (!f->pipe && f->nchunks >= JOURNAL_MIN_CHUNKS &&
-	    !(x->o->flags & PROTO_XF_NO_FSYNC)) {
+	    !(x->o->flags & (PROTO_XF_NO_FSYNC | PROTO_XF_SCRATCH))) {
 		struct journal_hdr jh = {
 			.size = e->size,
 			.mtime_sec = e->mtime_sec,
@@ -2421,6 +2422,11 @@ static int finalize(struct xsess *x, struct xfile *f, bool synced)
 		snprintf(f->reason, sizeof(f->reason), "fsync: %s",
 			 lr_strerror(-errno));
 		return -errno;
+	}
+	if (flags & PROTO_XF_SCRATCH) {
+		/* doctor: written, verified and synced; never named */
+		unlinkat(f->dirfd, f->tmp, 0);
+		return 0;
 	}
 	if (renameat2(f->dirfd, f->tmp, f->dirfd, f->name,
 		      (flags & (PROTO_XF_OVERWRITE | PROTO_XF_UPDATE))

@@ -850,7 +850,7 @@ static const struct rq_case rq_cases[] = {
 	  0,
 	  0,
 	  false },
-	{ "unknown flag bit", 1, 4, 0, 1u << 5, { "" }, 1, 0, 0, false },
+	{ "unknown flag bit", 1, 4, 0, 1u << 6, { "" }, 1, 0, 0, false },
 	{ "high flag bit", 1, 4, 0, 1u << 31, { "" }, 1, 0, 0, false },
 	{ "push two paths", 1, 4, 0, 0, { "a", "b" }, 2, 0, 0, false },
 	{ "push no path", 1, 4, 0, 0, { "" }, 0, 0, 0, false },

@@ -1,0 +1,792 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <signal.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "conn.h"
+#include "crypto.h"
+#include "cryptobench.h"
+#include "disk.h"
+#include "doctor.h"
+#include "fsio.h"
+#include "gen.h"
+#include "net.h"
+#include "session.h"
+#include "sysfs.h"
+#include "banned.h"
+
+#define CTRL_TIMEOUT_MS	 10000
+#define PROBE_TIMEOUT_MS 180000 /* a slow disk writing its test file */
+#define CPU_BOUND	 0.85	/* share of usable CPU that counts as full */
+
+static uint64_t read_u64_file(const char *path)
+{
+	char buf[128];
+	unsigned long long v = 0;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return 0;
+	if (fgets(buf, sizeof(buf), f)) {
+		char *end;
+
+		v = strtoull(buf, &end, 10);
+	}
+	fclose(f);
+	return (uint64_t)v;
+}
+
+/* The last of the three numbers of tcp_rmem / tcp_wmem. */
+static uint64_t read_third(const char *path)
+{
+	unsigned long long a = 0, b = 0, c = 0;
+	char buf[128];
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return 0;
+	if (fgets(buf, sizeof(buf), f)) {
+		char *p = buf, *end;
+
+		a = strtoull(p, &end, 10);
+		p = end;
+		b = strtoull(p, &end, 10);
+		p = end;
+		c = strtoull(p, &end, 10);
+	}
+	fclose(f);
+	(void)a;
+	(void)b;
+	return (uint64_t)c;
+}
+
+/* A cgroup's quota in cores from its cpu directory, or 0 for none. */
+static double quota_v1(const char *dir)
+{
+	char path[512];
+	long long q, p;
+
+	snprintf(path, sizeof(path), "%s/cpu.cfs_quota_us", dir);
+	q = (long long)read_u64_file(path);
+	if (q <= 0) {
+		/* -1 reads as 0 through strtoull's wrap: check by text */
+		FILE *f = fopen(path, "r");
+		char buf[32] = "";
+
+		if (!f)
+			return 0;
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = 0;
+		fclose(f);
+		if (buf[0] == '-' || !buf[0])
+			return 0;
+	}
+	snprintf(path, sizeof(path), "%s/cpu.cfs_period_us", dir);
+	p = (long long)read_u64_file(path);
+	return q > 0 && p > 0 ? (double)q / (double)p : 0;
+}
+
+double doctor_usable_cores(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	double cores = n > 0 ? (double)n : 1, q = 0;
+	char line[512];
+	FILE *f = fopen("/proc/self/cgroup", "r");
+
+	if (!f)
+		return cores;
+	while (fgets(line, sizeof(line), f)) {
+		char *c1 = strchr(line, ':'), *c2, dir[700];
+
+		if (!c1)
+			continue;
+		c2 = strchr(c1 + 1, ':');
+		if (!c2)
+			continue;
+		c2[strcspn(c2, "\n")] = 0;
+		*c2 = 0;
+		if (c1[1] == 0) {
+			/* cgroup v2: cpu.max "QUOTA PERIOD" or "max ..." */
+			char path[760], buf[64] = "";
+			FILE *m;
+
+			snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpu.max",
+				 c2 + 1);
+			m = fopen(path, "r");
+			if (m) {
+				long long qq, pp;
+
+				if (fgets(buf, sizeof(buf), m) &&
+				    sscanf(buf, "%lld %lld", &qq, &pp) == 2 &&
+				    qq > 0 && pp > 0)
+					q = (double)qq / (double)pp;
+				fclose(m);
+			}
+			continue;
+		}
+		if (!strstr(c1 + 1, "cpu") || strstr(c1 + 1, "cpuset"))
+			if (!strstr(c1 + 1, "cpu,") && strcmp(c1 + 1, "cpu"))
+				continue;
+		snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s%s", c1 + 1,
+			 c2 + 1);
+		q = quota_v1(dir);
+		if (!q) {
+			snprintf(dir, sizeof(dir), "/sys/fs/cgroup/cpu%s",
+				 c2 + 1);
+			q = quota_v1(dir);
+		}
+		if (q)
+			break;
+	}
+	fclose(f);
+	return q > 0 && q < cores ? q : cores;
+}
+
+void doctor_local_facts(struct proto_probe_result *f, const char *dir)
+{
+	struct cryptobench_cpu cpu;
+	struct disk_info di;
+	struct lr_err e = { 0 };
+	FILE *cc;
+
+	memset(f, 0, sizeof(*f));
+	cryptobench_cpu_probe(&cpu);
+	snprintf(f->model, sizeof(f->model), "%s",
+		 cpu.model[0] ? cpu.model : cpu.arch);
+	snprintf(f->governor, sizeof(f->governor), "%s", cpu.governor);
+	f->aes = cpu.aes;
+	f->centicores = (uint32_t)(doctor_usable_cores() * 100 + 0.5);
+	f->sockbuf[0] = (uint32_t)read_u64_file("/proc/sys/net/core/rmem_max");
+	f->sockbuf[1] = (uint32_t)read_u64_file("/proc/sys/net/core/wmem_max");
+	f->sockbuf[2] = (uint32_t)read_third("/proc/sys/net/ipv4/tcp_rmem");
+	f->sockbuf[3] = (uint32_t)read_third("/proc/sys/net/ipv4/tcp_wmem");
+	cc = fopen("/proc/sys/net/ipv4/tcp_congestion_control", "r");
+	if (cc) {
+		if (fgets(f->cc, sizeof(f->cc), cc))
+			f->cc[strcspn(f->cc, "\n")] = 0;
+		fclose(cc);
+	}
+	if (dir && !disk_identify(dir, "/sys", "/proc/self/mountinfo", &di, &e))
+		snprintf(f->storage, sizeof(f->storage), "%s%s%s%s%s",
+			 disk_kind_desc(di.kind), di.part[0] ? " " : "",
+			 di.part, di.fstype[0] ? ", " : "", di.fstype);
+}
+
+/* Per-core seal and open of both ciphers, large records. */
+static void cipher_rates(uint32_t ms, struct proto_probe_result *f)
+{
+	struct cryptobench_result res;
+	struct lr_err e = { 0 };
+	unsigned i;
+
+	f->nrates = 0;
+	if (!ms || cryptobench_run(ms, &res, &e))
+		return;
+	for (i = 0; i < res.nrows && f->nrates < PROTO_PROBE_MAX_RATES; i++) {
+		const struct cryptobench_row *row = &res.rows[i];
+
+		if (row->record != CRYPTOBENCH_BIG_RECORD)
+			continue;
+		f->rates[f->nrates].cipher = (uint8_t)row->cipher;
+		f->rates[f->nrates].seal = (uint64_t)(row->seal.mbps * 1e6);
+		f->rates[f->nrates].open = (uint64_t)(row->open.mbps * 1e6);
+		f->nrates++;
+	}
+}
+
+void doctor_probe_answer(const struct proto_probe_request *req, int rootfd,
+			 struct proto_probe_result *out)
+{
+	char dir[64];
+	int dfd = -1;
+
+	if (rootfd >= 0) {
+		dfd = fsio_open_dir(rootfd, req->dir, false, 0);
+		if (dfd >= 0)
+			snprintf(dir, sizeof(dir), "/proc/self/fd/%d", dfd);
+	}
+	doctor_local_facts(out, dfd >= 0 ? dir : NULL);
+	cipher_rates(req->cipher_ms, out);
+	if (rootfd < 0) {
+		snprintf(out->disk_error, sizeof(out->disk_error),
+			 "the server has no --root");
+	} else if (dfd < 0) {
+		snprintf(out->disk_error, sizeof(out->disk_error),
+			 "cannot open the directory below the root: %s",
+			 lr_strerror(dfd));
+	} else if (req->disk_bytes) {
+		static const volatile sig_atomic_t never;
+		struct disk_result dr;
+		struct lr_err e = { 0 };
+		uint64_t size = req->disk_bytes & ~((1ull << 20) - 1);
+
+		if (!size)
+			size = 1u << 20;
+		if (!disk_run(dir, size, 1u << 20, &never, NULL, NULL, &dr,
+			      &e)) {
+			out->disk_bytes = dr.bytes;
+			out->disk_usec = (uint64_t)(dr.write_sec * 1e6);
+		} else {
+			snprintf(out->disk_error, sizeof(out->disk_error), "%s",
+				 e.msg);
+		}
+	}
+	if (dfd >= 0)
+		close(dfd);
+}
+
+int doctor_pick(const struct doctor_stage st[DOCTOR_NSTAGES])
+{
+	static const int order[] = { DOCTOR_SOURCE, DOCTOR_NET, DOCTOR_CIPHER,
+				     DOCTOR_DEST };
+	double best = 0;
+	int pick = -1;
+	unsigned i;
+
+	for (i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		const struct doctor_stage *s = &st[order[i]];
+
+		if (!s->measured || s->bps <= 0)
+			continue;
+		if (pick < 0 || s->bps < best) {
+			best = s->bps;
+			pick = order[i];
+		}
+	}
+	/* the network measured with a CPU at its limit: the CPU held it */
+	if (pick == DOCTOR_NET && st[DOCTOR_NET].cpu_bound)
+		pick = DOCTOR_CIPHER;
+	return pick;
+}
+
+static void advise(struct doctor_report *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void advise(struct doctor_report *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (r->nadvice >= sizeof(r->advice) / sizeof(r->advice[0]))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(r->advice[r->nadvice++], sizeof(r->advice[0]), fmt, ap);
+	va_end(ap);
+}
+
+static void advise_side(struct doctor_report *r, const char *who,
+			const struct doctor_side *s)
+{
+	const struct proto_probe_result *p = &s->p;
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (p->governor[0] && strcmp(p->governor, "performance"))
+		advise(r,
+		       "%s: CPU frequency governor '%s': for transfers set "
+		       "'performance' (cpupower frequency-set -g performance)",
+		       who, p->governor);
+	if (s->cores > 0 && s->cores < 1.0)
+		advise(r,
+		       "%s: only %.2f of a core is usable (a cgroup CPU "
+		       "quota): the cipher and the network stack share it",
+		       who, s->cores);
+	else if (n > 0 && s->cores > 0 && s->cores + 0.01 < (double)n &&
+		 !strcmp(who, "this side"))
+		advise(r, "%s: %.2f cores usable of %ld (a cgroup CPU quota)",
+		       who, s->cores, n);
+	if (!p->aes)
+		advise(r,
+		       "%s: no AES instructions: ChaCha20-Poly1305 is the "
+		       "faster cipher there (auto chooses it)",
+		       who);
+	if (strstr(p->storage, "SD") || strstr(p->storage, "MMC") ||
+	    strstr(p->storage, "USB"))
+		advise(r,
+		       "%s: storage is %s: expect slow writes; a USB 3 "
+		       "SSD is several times faster",
+		       who, p->storage);
+}
+
+void doctor_advise(struct doctor_report *r)
+{
+	r->nadvice = 0;
+	if (r->link_known) {
+		if (r->link.wireless)
+			advise(r,
+			       "%s is Wi-Fi: retries and a shared medium cost "
+			       "throughput; use Ethernet for big transfers",
+			       r->link.ifname);
+		if (r->link.speed_bps && r->link.speed_bps < 1000000000ull &&
+		    !r->link.virtual_if)
+			advise(r,
+			       "%s negotiated %.0f Mbit/s: check the cable "
+			       "(Cat5e or better) and the port at the other end",
+			       r->link.ifname, (double)r->link.speed_bps / 1e6);
+	}
+	advise_side(r, "this side", &r->local);
+	advise_side(r, "the server", &r->remote);
+	if (r->bdp_bytes > 0) {
+		uint32_t rmax = r->local.p.sockbuf[2] < r->remote.p.sockbuf[2]
+					? r->local.p.sockbuf[2]
+					: r->remote.p.sockbuf[2];
+
+		if (rmax && (double)rmax < 2 * r->bdp_bytes)
+			advise(r,
+			       "socket buffers: tcp_rmem max %u bytes is below "
+			       "twice the path's bandwidth-delay product "
+			       "(%.0f bytes): raise net.ipv4.tcp_rmem and "
+			       "net.core.rmem_max",
+			       rmax, r->bdp_bytes);
+	}
+	if (r->bottleneck == DOCTOR_NET && r->ceiling_bps > 0 &&
+	    r->stage[DOCTOR_NET].bps < 0.8 * r->ceiling_bps)
+		advise(r,
+		       "the network reached %.0f%% of the link's TCP ceiling: "
+		       "look for a slower hop, Wi-Fi on the way, or traffic "
+		       "from others",
+		       100.0 * r->stage[DOCTOR_NET].bps / r->ceiling_bps);
+}
+
+static double side_cores(const struct proto_probe_result *p)
+{
+	return p->centicores ? (double)p->centicores / 100.0 : 1.0;
+}
+
+static const struct proto_probe_rate *
+rate_of(const struct proto_probe_result *p, enum crypto_cipher c)
+{
+	unsigned i;
+
+	for (i = 0; i < p->nrates; i++)
+		if (p->rates[i].cipher == c)
+			return &p->rates[i];
+	return NULL;
+}
+
+static void stage_label(struct doctor_report *r)
+{
+	char extra[120] = "";
+	const struct doctor_stage *s;
+
+	if (r->bottleneck < 0) {
+		snprintf(r->bottleneck_label, sizeof(r->bottleneck_label),
+			 "nothing could be measured");
+		return;
+	}
+	s = &r->stage[r->bottleneck];
+	switch (r->bottleneck) {
+	case DOCTOR_SOURCE:
+		snprintf(r->bottleneck_label, sizeof(r->bottleneck_label),
+			 "source disk (%s)", s->detail);
+		break;
+	case DOCTOR_DEST:
+		snprintf(r->bottleneck_label, sizeof(r->bottleneck_label),
+			 "destination disk (%s)", s->detail);
+		break;
+	case DOCTOR_CIPHER:
+		snprintf(r->bottleneck_label, sizeof(r->bottleneck_label),
+			 "cipher / CPU (%s)", r->stage[DOCTOR_CIPHER].detail);
+		break;
+	default:
+		if (r->link_known && r->link.speed_bps && !r->link.virtual_if)
+			snprintf(extra, sizeof(extra), ", %s %.0f Mbit/s%s",
+				 r->link.ifname,
+				 (double)r->link.speed_bps / 1e6,
+				 r->link.wireless ? " Wi-Fi" : "");
+		snprintf(r->bottleneck_label, sizeof(r->bottleneck_label),
+			 "network%s", extra);
+	}
+}
+
+/* Open a control connection with the handshake and CTRL_OPEN sent. */
+static int open_ctrl(const struct doctor_opts *o, struct conn *c,
+		     struct net_addr *addr, char *where, size_t cap,
+		     struct lr_err *err)
+{
+	struct net_sockopts so = { .nodelay = true };
+	struct proto_ctrl_open co = { .features = 0 };
+	uint8_t buf[1024];
+	struct proto_buf b;
+	int fd, r;
+
+	r = net_resolve(o->host, o->port, o->family, false, addr, err);
+	if (r)
+		return r;
+	net_addr_str((struct sockaddr *)&addr->ss, where, cap);
+	fd = net_connect(addr, NULL, &so, 10000, err);
+	if (fd < 0)
+		return fd;
+	r = conn_client_open(fd, o->psk, o->cipher_wish, where,
+			     net_now_ms() + CTRL_TIMEOUT_MS, c, err);
+	if (r) {
+		close(fd);
+		return r;
+	}
+	snprintf(co.software, sizeof(co.software), "linerate %s",
+		 LINERATE_VERSION);
+	proto_buf_init(&b, buf, sizeof(buf));
+	r = proto_encode_ctrl_open(&b, &co);
+	if (!r)
+		r = conn_send_msg(c, buf, b.len,
+				  net_now_ms() + CTRL_TIMEOUT_MS);
+	if (r) {
+		close(fd);
+		conn_fini(c);
+		return lr_err_setc(err, r, "talking to %s", where);
+	}
+	return 0;
+}
+
+static int probe(const struct doctor_opts *o, const char *dir,
+		 struct proto_probe_result *out, struct lr_err *err)
+{
+	struct proto_probe_request req = {
+		.disk_bytes = o->size,
+		.cipher_ms = 150,
+	};
+	uint8_t *buf = malloc(PROTO_MAX_BODY + 64);
+	char where[NET_ADDRSTR];
+	struct net_addr addr;
+	struct proto_buf b;
+	struct proto_hdr h;
+	struct conn c;
+	int r;
+
+	if (!buf)
+		return lr_err_setc(err, -ENOMEM, "buffer");
+	snprintf(req.dir, sizeof(req.dir), "%s", dir ? dir : "");
+	if (req.disk_bytes > PROTO_PROBE_MAX_DISK)
+		req.disk_bytes = PROTO_PROBE_MAX_DISK;
+	r = open_ctrl(o, &c, &addr, where, sizeof(where), err);
+	if (r) {
+		free(buf);
+		return r;
+	}
+	proto_buf_init(&b, buf, PROTO_MAX_BODY);
+	r = proto_encode_probe_request(&b, &req);
+	if (!r)
+		r = conn_send_msg(&c, buf, b.len,
+				  net_now_ms() + CTRL_TIMEOUT_MS);
+	if (!r)
+		r = conn_recv_msg(&c, buf, PROTO_MAX_BODY + 64, &h,
+				  net_now_ms() + PROBE_TIMEOUT_MS, err);
+	if (!r && h.type == PROTO_ERROR) {
+		struct proto_error pe;
+
+		r = proto_decode_error(buf, h.len, &pe)
+			    ? lr_err_set(err, LR_EBADMSG, "malformed error")
+			    : lr_err_set(err, LR_EPEER, "server: %s", pe.text);
+	} else if (!r && (h.type != PROTO_PROBE_RESULT ||
+			  proto_decode_probe_result(buf, h.len, out))) {
+		r = lr_err_set(err, LR_EBADMSG,
+			       "%s did not answer the probe (an older "
+			       "linerate?)",
+			       where);
+	} else if (r && !err->msg[0]) {
+		lr_err_setc(err, r, "probe of %s", where);
+	}
+	close(c.fd);
+	conn_fini(&c);
+	free(buf);
+	return r;
+}
+
+static double now_s(void)
+{
+	return (double)net_now_us() / 1e6;
+}
+
+/* Read the source from the device (page cache dropped first). */
+static int source_read(const char *path, uint64_t size, double *bps, char *desc,
+		       size_t cap, struct lr_err *err)
+{
+	struct disk_info di;
+	struct lr_err e2 = { 0 };
+	uint8_t *buf;
+	uint64_t done = 0;
+	double t0;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return lr_err_setc(err, -errno, "%s", path);
+	buf = malloc(1u << 20);
+	if (!buf) {
+		close(fd);
+		return lr_err_setc(err, -ENOMEM, "buffer");
+	}
+	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	t0 = now_s();
+	while (!size || done < size) {
+		ssize_t k = read(fd, buf, 1u << 20);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		done += (uint64_t)k;
+	}
+	*bps = done ? (double)done / (now_s() - t0 + 1e-9) : 0;
+	close(fd);
+	free(buf);
+	if (!disk_identify(path, "/sys", "/proc/self/mountinfo", &di, &e2))
+		snprintf(desc, cap, "%s%s%s", disk_kind_desc(di.kind),
+			 di.part[0] ? " " : "", di.part);
+	else
+		snprintf(desc, cap, "%s", path);
+	return 0;
+}
+
+/* A generated source in memory (tmpfs): its path into out. */
+static int make_source(uint64_t size, char *out, size_t cap, double *bps,
+		       struct lr_err *err)
+{
+	const char *base = access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm";
+	struct gen *g;
+	double t0;
+	int fd, r;
+
+	snprintf(out, cap, "%s/.linerate-doctor-%ld.bin", base, (long)getpid());
+	fd = open(out, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return lr_err_setc(err, -errno, "%s", out);
+	r = gen_new(NULL, 0, &g);
+	if (r) {
+		close(fd);
+		unlink(out);
+		return lr_err_setc(err, r, "test data");
+	}
+	t0 = now_s();
+	r = gen_write(g, fd, size, NULL, NULL);
+	*bps = (double)size / (now_s() - t0 + 1e-9);
+	gen_free(g);
+	close(fd);
+	if (r) {
+		unlink(out);
+		return lr_err_setc(err, r, "writing %s", out);
+	}
+	return 0;
+}
+
+static bool cpu_full(const struct proto_cpu *c, double cores)
+{
+	double used;
+
+	if (!c->wall_us || cores <= 0)
+		return false;
+	used = (double)(c->user_us + c->sys_us) / (double)c->wall_us;
+	return used >= CPU_BOUND * cores;
+}
+
+static int net_stage(const struct doctor_opts *o, bool reverse,
+		     struct doctor_report *rep, struct doctor_stage *st,
+		     struct lr_err *err)
+{
+	struct bench_opts bo = { 0 };
+	struct bench_callbacks cb = { 0 };
+	struct bench_result res;
+	uint64_t bytes = 0;
+	unsigned i;
+	int r;
+
+	bo.host = o->host;
+	bo.port = o->port;
+	bo.family = o->family;
+	bo.psk = o->psk;
+	bo.cipher_wish = o->cipher_wish;
+	bo.connect_timeout_ms = 10000;
+	bo.link_speed_bps = o->link_speed_bps;
+	bo.req.mode = reverse ? PROTO_MODE_REVERSE : PROTO_MODE_FORWARD;
+	bo.req.streams = (uint16_t)o->streams;
+	bo.req.duration_ms = o->net_ms;
+	bo.req.blksize = BENCH_DEFAULT_BLKSIZE;
+	r = bench_client_run(&bo, &cb, &res, err);
+	if (r)
+		return r;
+	for (i = 0; i < res.nstreams; i++)
+		bytes += res.streams[i].receiver.bytes;
+	st->measured = true;
+	st->bps = res.duration > 0 ? (double)bytes / res.duration : 0;
+	st->cpu_bound = cpu_full(&res.local_cpu, rep->local.cores) ||
+			cpu_full(&res.remote_cpu, rep->remote.cores);
+	snprintf(st->detail, sizeof(st->detail), "%u stream%s, %s%s",
+		 o->streams, o->streams == 1 ? "" : "s",
+		 res.authenticated ? crypto_cipher_name(res.cipher) : "clear",
+		 st->cpu_bound ? ", a CPU at its limit" : "");
+	if (!reverse) {
+		rep->cipher = res.cipher;
+		rep->link_known = res.link_known;
+		rep->ipv6 = res.ipv6;
+		snprintf(rep->link.ifname, sizeof(rep->link.ifname), "%s",
+			 res.link_if);
+		rep->link.speed_bps = res.link_speed_bps;
+		rep->link.mtu = res.link_mtu;
+		rep->link.wireless = res.link_wireless;
+		rep->link.virtual_if = res.link_virtual;
+		rep->ceiling_bps = res.link_ceiling_bps / 8.0;
+		if (res.nstreams)
+			rep->rtt_us = res.streams[0].sender.mean_rtt;
+	}
+	bench_result_free(&res);
+	return 0;
+}
+
+int doctor_run(const struct doctor_opts *o, const struct doctor_callbacks *cb,
+	       struct doctor_report *rep, struct lr_err *err)
+{
+	char src[512] = "", dir[PROTO_XFER_MAX_PATH + 1] = "";
+	const char *slash = NULL;
+	double gen_bps = 0;
+	bool made = false;
+	int r;
+
+	memset(rep, 0, sizeof(*rep));
+	rep->bottleneck = -1;
+	rep->streams = o->streams;
+	if (cb && cb->stage)
+		cb->stage(cb->ctx, "the server's CPU, ciphers and disk");
+	r = probe(o, dir, &rep->remote.p, err);
+	if (r)
+		return r;
+	rep->remote.cores = side_cores(&rep->remote.p);
+	if (cb && cb->stage)
+		cb->stage(cb->ctx, "this side's CPU and ciphers");
+	doctor_local_facts(&rep->local.p, o->source ? o->source : ".");
+	cipher_rates(150, &rep->local.p);
+	rep->local.cores = side_cores(&rep->local.p);
+
+	/* source */
+	if (cb && cb->stage)
+		cb->stage(cb->ctx, "source read");
+	if (o->source) {
+		struct doctor_stage *s = &rep->stage[DOCTOR_SOURCE];
+
+		r = source_read(o->source, o->size, &s->bps, s->detail,
+				sizeof(s->detail), err);
+		if (r)
+			return r;
+		s->measured = true;
+		snprintf(src, sizeof(src), "%s", o->source);
+		snprintf(rep->source_desc, sizeof(rep->source_desc), "%s",
+			 o->source);
+	} else {
+		r = make_source(o->size, src, sizeof(src), &gen_bps, err);
+		if (r)
+			return r;
+		made = true;
+		snprintf(rep->source_desc, sizeof(rep->source_desc),
+			 "generated data (%.0f MB/s from linerate gen)",
+			 gen_bps / 1e6);
+	}
+	(void)slash;
+
+	/* network, both ways */
+	if (cb && cb->stage)
+		cb->stage(cb->ctx, "network, this side to the server");
+	r = net_stage(o, false, rep, &rep->stage[DOCTOR_NET], err);
+	if (!r) {
+		if (cb && cb->stage)
+			cb->stage(cb->ctx, "network, the server to this side");
+		r = net_stage(o, true, rep, &rep->stage[DOCTOR_NET_BACK], err);
+	}
+	if (r)
+		goto out;
+	if (rep->ceiling_bps > 0 && rep->rtt_us)
+		rep->bdp_bytes = rep->ceiling_bps * rep->rtt_us / 1e6;
+
+	/* cipher: this side seals, the server opens, each on the streams'
+	 * threads, as many as there are usable cores */
+	if (rep->cipher != CRYPTO_NONE) {
+		const struct proto_probe_rate *a =
+			rate_of(&rep->local.p, rep->cipher);
+		const struct proto_probe_rate *b =
+			rate_of(&rep->remote.p, rep->cipher);
+		double lc = rep->local.cores < o->streams ? rep->local.cores
+							  : o->streams;
+		double rc = rep->remote.cores < o->streams ? rep->remote.cores
+							   : o->streams;
+
+		if (a && b) {
+			double ls = (double)a->seal * lc,
+			       ro = (double)b->open * rc;
+			struct doctor_stage *s = &rep->stage[DOCTOR_CIPHER];
+
+			s->measured = true;
+			s->bps = ls < ro ? ls : ro;
+			snprintf(s->detail, sizeof(s->detail),
+				 "%s; %s at %.0f MB/s per core x %.2f cores",
+				 cryptobench_cipher_label(rep->cipher),
+				 ls < ro ? "this side seals"
+					 : "the server opens",
+				 (double)(ls < ro ? a->seal : b->open) / 1e6,
+				 ls < ro ? lc : rc);
+		}
+	}
+
+	/* destination */
+	if (rep->remote.p.disk_bytes && rep->remote.p.disk_usec) {
+		struct doctor_stage *s = &rep->stage[DOCTOR_DEST];
+
+		s->measured = true;
+		s->bps = (double)rep->remote.p.disk_bytes * 1e6 /
+			 (double)rep->remote.p.disk_usec;
+		snprintf(s->detail, sizeof(s->detail), "%s",
+			 rep->remote.p.storage[0] ? rep->remote.p.storage
+						  : "the server's disk");
+	}
+
+	/* a real transfer, verified, never named on the server */
+	if (cb && cb->stage)
+		cb->stage(cb->ctx, "a transfer");
+	{
+		struct xfer_client_opts xo = { 0 };
+		struct xfer_callbacks xcb = { 0 };
+		struct xfer_result xr;
+		const char *paths[1] = { src };
+
+		xo.host = o->host;
+		xo.port = o->port;
+		xo.family = o->family;
+		xo.psk = o->psk;
+		xo.cipher_wish = o->cipher_wish;
+		xo.streams = o->streams;
+		xo.connect_timeout_ms = 10000;
+		xo.req.op = PROTO_XFER_PUSH;
+		xo.req.flags = PROTO_XF_SCRATCH;
+		xo.req.npaths = 1;
+		xo.req.paths[0] = dir;
+		xo.req.path_lens[0] = (uint16_t)strlen(dir);
+		xo.x.flags = PROTO_XF_SCRATCH;
+		xo.x.cancel = o->cancel;
+		xo.src.rootfd = -1;
+		xo.src.npaths = 1;
+		xo.src.paths = paths;
+		xo.destfd = xo.outfd = -1;
+		r = xfer_client_run(&xo, &xcb, &xr, err);
+		if (r)
+			goto out;
+		rep->xfer_done = true;
+		rep->xfer_bytes = xr.bytes;
+		rep->xfer_bps = xr.seconds > 0 ? (double)xr.bytes / xr.seconds
+					       : 0;
+	}
+	rep->bottleneck = doctor_pick(rep->stage);
+	stage_label(rep);
+	if (rep->bottleneck >= 0 && rep->stage[rep->bottleneck].bps > 0)
+		rep->xfer_share =
+			rep->xfer_bps /
+			(rep->bottleneck == DOCTOR_CIPHER &&
+					 rep->stage[DOCTOR_NET].cpu_bound
+				 ? rep->stage[DOCTOR_NET].bps
+				 : rep->stage[rep->bottleneck].bps);
+	doctor_advise(rep);
+out:
+	if (made)
+		unlink(src);
+	return r;
+}

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef LINERATE_DOCTOR_H
+#define LINERATE_DOCTOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bench.h"
+#include "err.h"
+#include "link.h"
+#include "proto.h"
+#include "xfer.h"
+
+/*
+ * linerate doctor: measure each stage of a transfer (source read, the
+ * network both ways, the cipher on both CPUs, destination write, then a
+ * real transfer), name the slowest, and gather the facts that explain it.
+ */
+
+enum doctor_stage_id {
+	DOCTOR_SOURCE,	 /* reading the source on this side */
+	DOCTOR_NET,	 /* network, this side to the server */
+	DOCTOR_NET_BACK, /* network, the server to this side */
+	DOCTOR_CIPHER,	 /* sealing and opening on both CPUs */
+	DOCTOR_DEST,	 /* writing on the server's disk */
+	DOCTOR_NSTAGES,
+};
+
+struct doctor_stage {
+	bool measured;
+	double bps;	  /* bytes/s */
+	bool cpu_bound;	  /* NET: a CPU was saturated while measuring */
+	char detail[160]; /* e.g. "SD/MMC card mmcblk0", "AES-256-GCM" */
+};
+
+/* One side's facts (the server's arrive in a PROBE_RESULT). */
+struct doctor_side {
+	struct proto_probe_result p;
+	double cores; /* usable CPU */
+};
+
+struct doctor_report {
+	struct doctor_stage stage[DOCTOR_NSTAGES];
+	struct doctor_side local, remote;
+	enum crypto_cipher cipher; /* what the transfer used */
+	unsigned streams;
+	/* the link of this side's connection */
+	bool link_known, ipv6;
+	struct link_info link;
+	double ceiling_bps; /* TCP goodput, bytes/s; 0 = unknown */
+	uint32_t rtt_us;
+	double bdp_bytes;
+	char source_desc[200]; /* the file, or "generated data" */
+	/* the transfer */
+	bool xfer_done;
+	double xfer_bps;
+	uint64_t xfer_bytes;
+	/* the verdict */
+	int bottleneck; /* enum doctor_stage_id, -1 = none measured */
+	char bottleneck_label[200];
+	double xfer_share; /* transfer / bottleneck stage */
+	unsigned nadvice;
+	char advice[10][240];
+};
+
+struct doctor_opts {
+	const char *host;
+	uint16_t port;
+	int family;
+	const uint8_t *psk;
+	uint8_t cipher_wish;
+	unsigned streams;
+	const char *source;	 /* a file to read and send; NULL = generated */
+	uint64_t size;		 /* bytes per stage (transfer, disk) */
+	uint64_t net_ms;	 /* each network direction */
+	uint64_t link_speed_bps; /* --link-speed; 0 = from /sys */
+	const _Atomic bool *cancel;
+};
+
+struct doctor_callbacks {
+	void *ctx;
+	/* a stage starts ("network", ...) */
+	void (*stage)(void *ctx, const char *what);
+};
+
+/* This machine's facts: CPU (model, usable cores with a cgroup quota,
+ * governor, AES), socket buffer limits, congestion control; storage of
+ * dir (may be NULL). */
+void doctor_local_facts(struct proto_probe_result *f, const char *dir);
+
+/* Usable cores: online CPUs, or fewer under a cgroup v1/v2 CPU quota. */
+double doctor_usable_cores(void);
+
+/* The slowest measured stage (the network: the direction of the data),
+ * or -1. A network stage measured while a CPU was saturated counts as
+ * the cipher's (CPU). Pure: unit-tested on sample figures. */
+int doctor_pick(const struct doctor_stage st[DOCTOR_NSTAGES]);
+
+/* Facts worth a line, each with its fix where there is one. Pure. */
+void doctor_advise(struct doctor_report *r);
+
+/* Run every stage against the server; fills *rep. */
+int doctor_run(const struct doctor_opts *o, const struct doctor_callbacks *cb,
+	       struct doctor_report *rep, struct lr_err *err);
+
+/* The server's side of PROBE_REQUEST: facts, ciphers, a disk write below
+ * rootfd (-1 = none). */
+void doctor_probe_answer(const struct proto_probe_request *req, int rootfd,
+			 struct proto_probe_result *out);
+
+#endif
