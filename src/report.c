@@ -1453,11 +1453,7 @@ void report_doctor_human(FILE *out, const struct doctor_report *r)
 			r->xfer_bps / 1e6);
 	fputc('\n', out);
 	if (r->bottleneck >= 0 && r->xfer_done) {
-		const struct doctor_stage *s = &r->stage[r->bottleneck];
-		double lim = r->bottleneck == DOCTOR_CIPHER &&
-					     r->stage[DOCTOR_NET].cpu_bound
-				     ? r->stage[DOCTOR_NET].bps
-				     : s->bps;
+		double lim = r->limit_bps;
 
 		fprintf(out, "Limited by ");
 		report_escaped(out, r->bottleneck_label);
@@ -1583,6 +1579,7 @@ void report_doctor_json(FILE *out, const struct doctor_report *r,
 			cJSON_AddStringToObject(b, "label",
 						r->bottleneck_label);
 			add_num(b, "transfer_share", json_num(r->xfer_share));
+			add_num(b, "bytes_per_second", json_num(r->limit_bps));
 		}
 	}
 	cJSON_AddStringToObject(o, "source", r->source_desc);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -92,6 +93,32 @@ static double quota_v1(const char *dir)
 	return q > 0 && p > 0 ? (double)q / (double)p : 0;
 }
 
+/* Spin for 300 ms and return the thread's CPU time over wall time: 1.0
+ * on a free core, the quota's share under a CFS quota below one core. */
+static double measured_share(void)
+{
+	struct timespec w0, w1, c0, c1;
+	volatile uint64_t spin = 0;
+	double wall, cpu;
+
+	clock_gettime(CLOCK_MONOTONIC, &w0);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+	do {
+		for (unsigned i = 0; i < 100000; i++)
+			spin += i;
+		clock_gettime(CLOCK_MONOTONIC, &w1);
+	} while ((w1.tv_sec - w0.tv_sec) * 1000000000ll +
+			 (w1.tv_nsec - w0.tv_nsec) <
+		 300000000ll);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+	wall = (double)(w1.tv_sec - w0.tv_sec) +
+	       (double)(w1.tv_nsec - w0.tv_nsec) / 1e9;
+	cpu = (double)(c1.tv_sec - c0.tv_sec) +
+	      (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
+	(void)spin;
+	return wall > 0 ? cpu / wall : 0;
+}
+
 double doctor_usable_cores(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -145,6 +172,14 @@ double doctor_usable_cores(void)
 			break;
 	}
 	fclose(f);
+	if (q <= 0) {
+		/* no cgroup files to read (a fresh sysfs, as under `ip netns
+		 * exec`): measure how much of one core this thread gets */
+		double m = measured_share();
+
+		if (m > 0 && m < 0.9)
+			q = m;
+	}
 	return q > 0 && q < cores ? q : cores;
 }
 
@@ -241,6 +276,23 @@ void doctor_probe_answer(const struct proto_probe_request *req, int rootfd,
 		close(dfd);
 }
 
+double doctor_limit(const struct doctor_report *r)
+{
+	const struct doctor_stage *net = &r->stage[DOCTOR_NET],
+				  *ci = &r->stage[DOCTOR_CIPHER];
+
+	if (r->bottleneck < 0)
+		return 0;
+	if (r->bottleneck == DOCTOR_CIPHER && net->cpu_bound) {
+		/* the CPU held the network stage: the lower of what the
+		 * network reached and what the cipher estimate allows */
+		if (ci->measured && ci->bps > 0 && ci->bps < net->bps)
+			return ci->bps;
+		return net->bps;
+	}
+	return r->stage[r->bottleneck].bps;
+}
+
 int doctor_pick(const struct doctor_stage st[DOCTOR_NSTAGES])
 {
 	static const int order[] = { DOCTOR_SOURCE, DOCTOR_NET, DOCTOR_CIPHER,
@@ -304,8 +356,8 @@ static void advise_side(struct doctor_report *r, const char *who,
 		       "%s: no AES instructions: ChaCha20-Poly1305 is the "
 		       "faster cipher there (auto chooses it)",
 		       who);
-	if (strstr(p->storage, "SD") || strstr(p->storage, "MMC") ||
-	    strstr(p->storage, "USB"))
+	if (!strncmp(p->storage, "SD/MMC card", 11) ||
+	    !strncmp(p->storage, "USB storage", 11))
 		advise(r,
 		       "%s: storage is %s: expect slow writes; a USB 3 "
 		       "SSD is several times faster",
@@ -777,13 +829,10 @@ int doctor_run(const struct doctor_opts *o, const struct doctor_callbacks *cb,
 	}
 	rep->bottleneck = doctor_pick(rep->stage);
 	stage_label(rep);
-	if (rep->bottleneck >= 0 && rep->stage[rep->bottleneck].bps > 0)
-		rep->xfer_share =
-			rep->xfer_bps /
-			(rep->bottleneck == DOCTOR_CIPHER &&
-					 rep->stage[DOCTOR_NET].cpu_bound
-				 ? rep->stage[DOCTOR_NET].bps
-				 : rep->stage[rep->bottleneck].bps);
+	if (rep->bottleneck >= 0)
+		rep->limit_bps = doctor_limit(rep);
+	if (rep->limit_bps > 0)
+		rep->xfer_share = rep->xfer_bps / rep->limit_bps;
 	doctor_advise(rep);
 out:
 	if (made)

@@ -58,7 +58,8 @@ struct doctor_report {
 	/* the verdict */
 	int bottleneck; /* enum doctor_stage_id, -1 = none measured */
 	char bottleneck_label[200];
-	double xfer_share; /* transfer / bottleneck stage */
+	double xfer_share; /* transfer / limit_bps */
+	double limit_bps;  /* what the limiting stage allows */
 	unsigned nadvice;
 	char advice[10][240];
 };
@@ -96,7 +97,12 @@ double doctor_usable_cores(void);
  * the cipher's (CPU). Pure: unit-tested on sample figures. */
 int doctor_pick(const struct doctor_stage st[DOCTOR_NSTAGES]);
 
-/* Facts worth a line, each with its fix where there is one. Pure. */
+/* What the limiting stage allows, bytes/s (a CPU-bound network: the lower
+ * of the network and cipher figures). Pure. */
+double doctor_limit(const struct doctor_report *r);
+
+/* Facts worth a line, each with its fix where there is one. Pure but for
+ * the count of online CPUs. */
 void doctor_advise(struct doctor_report *r);
 
 /* Run every stage against the server; fills *rep. */

@@ -33,6 +33,7 @@
 #define JOURNAL_MIN_CHUNKS 4 /* smaller files simply start again */
 #define MSG_BUF		   (PROTO_MAX_BODY + PROTO_HDR_LEN + CONN_REC_HDR + CRYPTO_TAG_LEN)
 #define DIRTY_MAX	   64
+#define DIRH_MAX	   16
 #define SLOT(i)		   ((i) % XFER_WINDOW)
 
 enum cstate {
@@ -41,6 +42,14 @@ enum cstate {
 	CS_INFLIGHT = 2, /* receiver: being written */
 	CS_GOT = 3,	 /* receiver: verified; sender: sent or matched */
 	CS_RESEND = 4,	 /* receiver: bad digest, asked again */
+};
+
+/* A directory open for the files being received in it, shared. */
+struct dirh {
+	int fd;
+	unsigned refs; /* files of the window using it */
+	bool dirty;    /* names changed: fsync it */
+	char rel[FSIO_MAX_PATH + 1];
 };
 
 /* One entry of the window, on either side. */
@@ -72,6 +81,8 @@ struct xfile {
 	uint32_t sent;	   /* distinct chunks sent / received this session */
 	int fd;		   /* source, or the temporary file */
 	int dirfd;	   /* receiver: parent directory */
+	struct dirh *dh;   /* receiver: dirfd belongs to this handle */
+	uint16_t cmode;	   /* receiver: mode the temporary file got */
 	int jfd;	   /* receiver: journal, -1 without */
 	uint32_t *jpend;   /* receiver: chunks to journal */
 	uint32_t njpend;
@@ -134,7 +145,9 @@ struct xsess {
 	/* receiver */
 	struct proto_xfer_ack *acks;
 	unsigned nacks, cap_acks;
-	bool ack_wake; /* the ack queue went from empty to not empty */
+	bool ack_wake;	 /* the ack queue went from empty to not empty */
+	bool any_failed; /* some file failed: scan the window for them */
+	_Atomic bool wake_pending;    /* the event counter was written */
 	uint32_t finals[XFER_WINDOW]; /* slots ready to finalize */
 	unsigned nfinals;
 	bool fail_pending[XFER_WINDOW];
@@ -142,11 +155,9 @@ struct xsess {
 	uint32_t next_out;  /* stdout: next chunk to write */
 	uint32_t announced; /* receiver: entries announced so far */
 	char late_reason[PROTO_MAX_TEXT + 1]; /* sender: a FAIL without ACK */
-	int dirty_fd[DIRTY_MAX]; /* receiver: directories to fsync */
-	ino_t dirty_ino[DIRTY_MAX];
-	dev_t dirty_dev[DIRTY_MAX];
-	unsigned ndirty;
 	struct fsio_dircache dirs;    /* receiver: the last directory opened */
+	struct dirh dirh[DIRH_MAX];   /* receiver: directories of the window */
+	mode_t umask;		      /* receiver: the process's, read once */
 	uint64_t dropped, drop_limit; /* chunks of failed files drained */
 	pthread_cond_t out_cv;
 	/* both */
@@ -169,6 +180,8 @@ static void wake(struct xsess *x)
 {
 	uint64_t v = 1;
 
+	if (atomic_exchange(&x->wake_pending, true))
+		return; /* the control thread has not looked yet */
 	if (write(x->evfd, &v, sizeof(v)) < 0) {
 		/* the counter is full: the control thread is awake anyway */
 	}
@@ -247,7 +260,9 @@ static void file_release(struct xfile *f)
 {
 	if (f->fd >= 0)
 		close(f->fd);
-	if (f->dirfd >= 0)
+	if (f->dh)
+		f->dh->refs--;
+	else if (f->dirfd >= 0)
 		close(f->dirfd);
 	if (f->jfd >= 0)
 		close(f->jfd);
@@ -497,6 +512,7 @@ static void add_waits(struct xsess *x, const struct conn *c, uint64_t disk_ns,
 static bool window_empty(struct xsess *x);
 static int recv_service(struct xsess *x, uint8_t *buf, bool force);
 static int finish_file(struct xsess *x, struct xfile *f, bool synced);
+static int dirh_get(struct xsess *x, const char *rel, struct xfile *f);
 
 /* ======================== the sending side ======================== */
 
@@ -597,11 +613,8 @@ static int walk_fill(struct walker *w, int dirfd, const char *name,
 		if (fd < 0)
 			return lr_err_setc(w->err, -errno, "opening %s",
 					   w->path);
-		if (fstat(fd, &e->st)) {
-			close(fd);
-			return lr_err_setc(w->err, -errno, "reading %s",
-					   w->path);
-		}
+		/* e->st came from fstatat a moment ago; a file that
+		 * changes size since is caught by its reads */
 		e->fd = fd;
 	}
 	return 0;
@@ -979,7 +992,121 @@ struct sthread {
 	unsigned i;
 	pthread_t th;
 	bool started;
+	/* receiver: small files completed by the record being read, named
+	 * together after one syncfs */
+	struct xfile *ready[64];
+	unsigned nready;
 };
+
+/* One chunk in a record being built. */
+struct item {
+	struct xfile *f;
+	uint32_t chunk, len;
+	bool held, zero, skip;
+	uint8_t d[DIGEST_LEN];
+};
+
+#define BATCH_MAX   64		/* chunks in one record */
+#define BATCH_SMALL (64u << 10) /* chunks up to this size share records */
+
+/* More small chunks from the head of the queue for the same record: 1
+ * with the slot and chunk, 0 when the next is not small enough. Under
+ * lock; never blocks. */
+static int take_more(struct xsess *x, uint32_t room, uint32_t *slot,
+		     uint32_t *chunk)
+{
+	while (x->fifo_len) {
+		struct xfile *f = &x->win[x->fifo[x->fifo_head]];
+		uint32_t len;
+
+		if (f->pipe || f->dead)
+			return 0;
+		if (f->cursor >= f->nchunks) {
+			f->in_fifo = false;
+			x->fifo_head = (x->fifo_head + 1) % XFER_WINDOW;
+			x->fifo_len--;
+			continue;
+		}
+		len = chunk_len(f, f->cursor, x->chunk);
+		if (len > BATCH_SMALL ||
+		    len + PROTO_XFER_CHUNK_HDR_LEN > room ||
+		    f->cstate[f->cursor] == CS_HELD)
+			return 0;
+		*slot = SLOT(f->idx);
+		*chunk = f->cursor++;
+		f->inflight++;
+		if (f->cursor == f->nchunks) {
+			f->in_fifo = false;
+			x->fifo_head = (x->fifo_head + 1) % XFER_WINDOW;
+			x->fifo_len--;
+		}
+		return 1;
+	}
+	return 0;
+}
+
+/* Read the next chunk of a pipe (stdin) into data: 1 with *it filled, 0
+ * when the pipe ended (or the file is finished), <0 on error. */
+static int pipe_chunk(struct xsess *x, struct xfile *f, uint8_t *data,
+		      struct item *it, uint64_t *disk_ns)
+{
+	size_t got;
+	uint64_t t;
+	int r;
+
+	/* chunks of a pipe are numbered in reading order */
+	pthread_mutex_lock(&x->pipe_lock);
+	pthread_mutex_lock(&x->lock);
+	if (!f->pipe || f->done || f->dead) {
+		pthread_mutex_unlock(&x->lock);
+		pthread_mutex_unlock(&x->pipe_lock);
+		return 0;
+	}
+	pthread_mutex_unlock(&x->lock);
+	t = now_ns();
+	r = read_pipe(f->fd, data, x->chunk, &got);
+	*disk_ns += now_ns() - t;
+	if (r) {
+		pthread_mutex_unlock(&x->pipe_lock);
+		return r;
+	}
+	pthread_mutex_lock(&x->lock);
+	if (got == 0) {
+		/* end of the pipe: the size is known */
+		f->size = (uint64_t)f->cursor * x->chunk;
+		f->pipe = false;
+		if (f->in_fifo) {
+			f->in_fifo = false;
+			x->fifo_head = (x->fifo_head + 1) % XFER_WINDOW;
+			x->fifo_len--;
+		}
+		if (f->finished == f->nchunks && sum_ready(x, f))
+			wake(x);
+		pthread_mutex_unlock(&x->lock);
+		pthread_mutex_unlock(&x->pipe_lock);
+		return 0;
+	}
+	it->chunk = f->cursor++;
+	r = file_grow(f, f->cursor);
+	if (!r)
+		f->nchunks = f->cursor;
+	if (got < x->chunk) {
+		/* short read: the end of the pipe */
+		f->size = (uint64_t)it->chunk * x->chunk + got;
+		f->pipe = false;
+		if (f->in_fifo) {
+			f->in_fifo = false;
+			x->fifo_head = (x->fifo_head + 1) % XFER_WINDOW;
+			x->fifo_len--;
+		}
+	}
+	pthread_mutex_unlock(&x->lock);
+	pthread_mutex_unlock(&x->pipe_lock);
+	if (r)
+		return r;
+	it->len = (uint32_t)got;
+	return 1;
+}
 
 static void *send_stream(void *arg)
 {
@@ -990,7 +1117,7 @@ static void *send_stream(void *arg)
 	uint64_t disk_ns = 0, hash_ns = 0, t;
 	int64_t t0 = net_now_us();
 	uint8_t *buf = malloc(cap);
-	uint8_t *data = buf + PROTO_XFER_CHUNK_HDR_LEN;
+	struct item items[BATCH_MAX];
 	int r = 0;
 
 	if (!buf) {
@@ -998,13 +1125,10 @@ static void *send_stream(void *arg)
 		return NULL;
 	}
 	for (;;) {
-		struct proto_xfer_chunk_hdr h = { .kind = PROTO_XC_DATA };
-		struct xfile *f;
-		uint32_t slot, chunk = 0, len;
-		uint64_t off;
-		bool pipe, held = false, first;
-		uint8_t d[DIGEST_LEN];
-		int fd;
+		uint32_t slot, chunk = 0, data_len = 0;
+		unsigned n = 0, i;
+		size_t off = 0;
+		bool pipe;
 
 		pthread_mutex_lock(&x->lock);
 		r = take_work(x, &slot, &chunk, &pipe);
@@ -1012,97 +1136,78 @@ static void *send_stream(void *arg)
 			pthread_mutex_unlock(&x->lock);
 			break;
 		}
-		pass_on(x);
-		f = &x->win[slot];
-		fd = f->fd;
-		if (f->dead) {
-			chunk_put(f);
+		items[0] = (struct item){ .f = &x->win[slot], .chunk = chunk };
+		if (items[0].f->dead) {
+			chunk_put(items[0].f);
 			pthread_mutex_unlock(&x->lock);
 			continue;
 		}
+		n = 1;
+		r = 0;
 		if (!pipe) {
-			held = f->cstate[chunk] == CS_HELD;
-			len = chunk_len(f, chunk, x->chunk);
+			struct item *it = &items[0];
+			uint32_t used;
+
+			it->held = it->f->cstate[chunk] == CS_HELD;
+			it->len = chunk_len(it->f, chunk, x->chunk);
+			used = PROTO_XFER_CHUNK_HDR_LEN + it->len;
+			/* small chunks travel together: one record, one
+			 * seal, one send for many small files */
+			while (!it->held && it->len <= BATCH_SMALL &&
+			       n < BATCH_MAX &&
+			       take_more(x,
+					 x->chunk + PROTO_XFER_CHUNK_HDR_LEN -
+						 used,
+					 &slot, &chunk)) {
+				items[n] = (struct item){ .f = &x->win[slot],
+							  .chunk = chunk };
+				items[n].len =
+					chunk_len(items[n].f, chunk, x->chunk);
+				used += PROTO_XFER_CHUNK_HDR_LEN + items[n].len;
+				n++;
+			}
 		}
-		h.idx = f->idx;
+		pass_on(x);
 		pthread_mutex_unlock(&x->lock);
 
 		if (pipe) {
-			size_t got;
+			r = pipe_chunk(x, items[0].f,
+				       buf + PROTO_XFER_CHUNK_HDR_LEN,
+				       &items[0], &disk_ns);
+			if (r <= 0) {
+				pthread_mutex_lock(&x->lock);
+				chunk_put(items[0].f);
+				pthread_mutex_unlock(&x->lock);
+				if (r < 0) {
+					fatal(x, r,
+					      "reading standard input: %s",
+					      lr_strerror(r));
+					break;
+				}
+				continue;
+			}
+			r = 0;
+		}
+		/* read and hash every chunk into place */
+		for (i = 0; i < n; i++) {
+			struct item *it = &items[i];
+			struct xfile *f = it->f;
+			uint8_t *data = buf + off + PROTO_XFER_CHUNK_HDR_LEN;
+			uint64_t at = (uint64_t)it->chunk * x->chunk;
+			struct proto_xfer_chunk_hdr h = {
+				.kind = PROTO_XC_DATA,
+				.idx = f->idx,
+				.chunk = it->chunk,
+				.len = it->len,
+			};
 
-			/* chunks of a pipe are numbered in reading order */
-			pthread_mutex_lock(&x->pipe_lock);
-			pthread_mutex_lock(&x->lock);
-			if (!f->pipe || f->done || f->dead) {
-				chunk_put(f);
-				pthread_mutex_unlock(&x->lock);
-				pthread_mutex_unlock(&x->pipe_lock);
-				continue;
-			}
-			pthread_mutex_unlock(&x->lock);
-			t = now_ns();
-			r = read_pipe(fd, data, x->chunk, &got);
-			disk_ns += now_ns() - t;
-			if (r) {
-				pthread_mutex_unlock(&x->pipe_lock);
-				fatal(x, r, "reading standard input: %s",
-				      lr_strerror(r));
-				break;
-			}
-			pthread_mutex_lock(&x->lock);
-			if (got == 0) {
-				/* end of the pipe: the size is known */
-				f->size = (uint64_t)f->cursor * x->chunk;
-				if (f->nchunks && f->finished == f->nchunks) {
-					/* last chunk was short */
-				}
-				f->pipe = false;
-				if (f->in_fifo) {
-					f->in_fifo = false;
-					x->fifo_head = (x->fifo_head + 1) %
-						       XFER_WINDOW;
-					x->fifo_len--;
-				}
-				if (f->finished == f->nchunks) {
-					if (sum_ready(x, f))
-						wake(x);
-				}
-				chunk_put(f);
-				pthread_mutex_unlock(&x->lock);
-				pthread_mutex_unlock(&x->pipe_lock);
-				continue;
-			}
-			chunk = f->cursor++;
-			r = file_grow(f, f->cursor);
-			if (!r)
-				f->nchunks = f->cursor;
-			if (got < x->chunk) {
-				/* short read: the end of the pipe */
-				f->size = (uint64_t)chunk * x->chunk + got;
-				f->pipe = false;
-				if (f->in_fifo) {
-					f->in_fifo = false;
-					x->fifo_head = (x->fifo_head + 1) %
-						       XFER_WINDOW;
-					x->fifo_len--;
-				}
-			}
-			pthread_mutex_unlock(&x->lock);
-			pthread_mutex_unlock(&x->pipe_lock);
-			if (r) {
-				fatal(x, r, "out of memory");
-				break;
-			}
-			len = (uint32_t)got;
-			off = (uint64_t)chunk * x->chunk;
-		} else {
-			off = (uint64_t)chunk * x->chunk;
-			if ((f->eflags & PROTO_XE_SPARSE) && !held &&
-			    is_hole(fd, off, len)) {
+			if (!pipe && (f->eflags & PROTO_XE_SPARSE) &&
+			    !it->held && is_hole(f->fd, at, it->len)) {
+				it->zero = true;
 				h.kind = PROTO_XC_ZERO;
-			} else {
+			} else if (!pipe) {
 				t = now_ns();
-				r = read_full_at(fd, data, len, off);
+				r = read_full_at(f->fd, data, it->len, at);
 				disk_ns += now_ns() - t;
 				if (r) {
 					char esc[FSIO_MAX_PATH * 4 + 1];
@@ -1119,66 +1224,76 @@ static void *send_stream(void *arg)
 					break;
 				}
 			}
-		}
-		t = now_ns();
-		if (h.kind == PROTO_XC_ZERO)
-			digest_zeros(len, d);
-		else
-			digest_chunk(data, len, d);
-		hash_ns += now_ns() - t;
-		if (held) {
-			bool same;
+			t = now_ns();
+			if (it->zero)
+				digest_zeros(it->len, it->d);
+			else
+				digest_chunk(data, it->len, it->d);
+			hash_ns += now_ns() - t;
+			if (it->held) {
+				bool same;
 
-			pthread_mutex_lock(&x->lock);
-			same = !memcmp(f->digests + (size_t)chunk * DIGEST_LEN,
-				       d, DIGEST_LEN);
-			if (same && !f->dead) {
-				f->cstate[chunk] = CS_GOT;
-				x->bytes_held += len;
-				f->finished++;
-				if (f->finished == f->nchunks &&
-				    f->cursor == f->nchunks && !f->done) {
-					if (sum_ready(x, f))
+				pthread_mutex_lock(&x->lock);
+				same = !memcmp(f->digests + (size_t)it->chunk *
+								    DIGEST_LEN,
+					       it->d, DIGEST_LEN);
+				if (same && !f->dead) {
+					f->cstate[it->chunk] = CS_GOT;
+					x->bytes_held += it->len;
+					f->finished++;
+					if (f->finished == f->nchunks &&
+					    f->cursor == f->nchunks &&
+					    !f->done && sum_ready(x, f))
 						wake(x);
 				}
-			}
-			if (same || f->dead) {
-				chunk_put(f);
+				if (same || f->dead) {
+					it->skip = true;
+					chunk_put(f);
+				}
 				pthread_mutex_unlock(&x->lock);
-				continue;
+				if (it->skip)
+					continue;
 			}
-			pthread_mutex_unlock(&x->lock);
+			memcpy(h.digest, it->d, DIGEST_LEN);
+			proto_xfer_chunk_encode(buf + off, &h);
+			off += PROTO_XFER_CHUNK_HDR_LEN +
+			       (it->zero ? 0 : it->len);
+			data_len += it->len;
 		}
-		h.chunk = chunk;
-		h.len = len;
-		memcpy(h.digest, d, DIGEST_LEN);
-		proto_xfer_chunk_encode(buf, &h);
-		pace(x, len);
-		r = conn_send_data(c, CONN_REC_DATA, buf,
-				   PROTO_XFER_CHUNK_HDR_LEN +
-					   (h.kind == PROTO_XC_DATA ? len : 0));
-		if (r) {
-			if (r != -ECANCELED)
-				fatal(x, r, "stream %u: %s", st->i + 1,
-				      lr_strerror(r));
+		if (r)
 			break;
+		if (off) {
+			pace(x, data_len);
+			r = conn_send_data(c, CONN_REC_DATA, buf, off);
+			if (r) {
+				if (r != -ECANCELED)
+					fatal(x, r, "stream %u: %s", st->i + 1,
+					      lr_strerror(r));
+				break;
+			}
+			atomic_store(&x->last_activity_ms, net_now_ms());
 		}
-		atomic_store(&x->last_activity_ms, net_now_ms());
 		pthread_mutex_lock(&x->lock);
-		first = !f->dead && f->cstate[chunk] != CS_GOT;
-		if (first) {
-			f->cstate[chunk] = CS_GOT;
-			memcpy(f->digests + (size_t)chunk * DIGEST_LEN, d,
-			       DIGEST_LEN);
-			f->sent++;
-			f->finished++;
-			if (f->finished == f->nchunks && !f->pipe &&
-			    f->cursor == f->nchunks && !f->done) {
-				if (sum_ready(x, f))
+		for (i = 0; i < n; i++) {
+			struct item *it = &items[i];
+			struct xfile *f = it->f;
+
+			if (it->skip)
+				continue;
+			if (!f->dead && f->cstate[it->chunk] != CS_GOT) {
+				f->cstate[it->chunk] = CS_GOT;
+				memcpy(f->digests +
+					       (size_t)it->chunk * DIGEST_LEN,
+				       it->d, DIGEST_LEN);
+				f->sent++;
+				f->finished++;
+				if (f->finished == f->nchunks && !f->pipe &&
+				    f->cursor == f->nchunks && !f->done &&
+				    sum_ready(x, f))
 					wake(x);
 			}
+			chunk_put(f);
 		}
-		chunk_put(f);
 		pthread_mutex_unlock(&x->lock);
 	}
 	if (!atomic_load(&x->abort)) {
@@ -1690,6 +1805,7 @@ int xfer_send(struct xfer_conns *cs, const struct xfer_source *src,
 		if (pf[1].revents) {
 			uint64_t v;
 
+			atomic_store(&x.wake_pending, false);
 			if (read(x.evfd, &v, sizeof(v)) < 0) {
 				/* drained already */
 			}
@@ -1710,6 +1826,10 @@ int xfer_send(struct xfer_conns *cs, const struct xfer_source *src,
 					lr_err_set(err, r,
 						   "the receiver closed the "
 						   "connection");
+				else /* tell the peer why (a forged record) */
+					send_error_msg(&x,
+						       PROTO_ERR_BAD_REQUEST,
+						       err->msg);
 				goto out_walk;
 			}
 			atomic_store(&x.last_activity_ms, net_now_ms());
@@ -1851,6 +1971,7 @@ static void recv_file_fail(struct xsess *x, struct xfile *f, const char *fmt,
 	vsnprintf(f->reason, sizeof(f->reason), fmt, ap);
 	va_end(ap);
 	x->fail_pending[SLOT(f->idx)] = true;
+	x->any_failed = true;
 	x->ack_wake = true;
 }
 
@@ -1901,18 +2022,198 @@ static int write_full(int fd, const uint8_t *p, size_t len)
 	return 0;
 }
 
-static void *recv_stream(void *arg)
+/* One chunk of a data record at u (avail bytes left in the record):
+ * check it, verify it, write it. 0 to go on (*used set), -1 after a fatal
+ * error (reported). */
+static int recv_unit(struct xsess *x, struct sthread *st, const uint8_t *u,
+		     size_t avail, size_t *used, uint64_t *disk_ns,
+		     uint64_t *hash_ns)
 {
 	static const uint8_t zeros[4096];
+	const uint8_t *data = u + PROTO_XFER_CHUNK_HDR_LEN;
+	bool stdout_mode = x->o->flags & PROTO_XF_STDOUT;
+	struct proto_xfer_chunk_hdr h;
+	struct xfile *f;
+	uint8_t d[DIGEST_LEN], prev;
+	uint64_t off, t;
+	bool mine;
+	int fd, r = 0;
+
+	*used = avail;
+	if (avail < PROTO_XFER_CHUNK_HDR_LEN ||
+	    proto_xfer_chunk_decode(u, &h)) {
+		fatal(x, LR_EBADMSG, "stream %u: malformed chunk", st->i + 1);
+		return -1;
+	}
+	*used = PROTO_XFER_CHUNK_HDR_LEN +
+		(h.kind == PROTO_XC_DATA ? h.len : 0);
+	if (*used > avail || h.len > x->chunk) {
+		fatal(x, LR_EBADMSG,
+		      "stream %u: chunk length does not match its "
+		      "record",
+		      st->i + 1);
+		return -1;
+	}
+	pthread_mutex_lock(&x->lock);
+	f = &x->win[SLOT(h.idx)];
+	r = 0;
+	if (h.idx < x->announced &&
+	    (!f->used || f->idx != h.idx || f->failed)) {
+		/* a chunk of a file that failed, in flight when it
+		 * did: drained, within a bound */
+		x->dropped += h.len;
+		r = x->dropped > x->drop_limit ? LR_ETOOBIG : 0;
+		pthread_mutex_unlock(&x->lock);
+		if (!r)
+			return 0;
+		fatal(x, r,
+		      "the sender keeps sending chunks of files that "
+		      "failed: cut off");
+		return -1;
+	}
+	if (!f->used || f->idx != h.idx || f->kind != PROTO_XK_FILE ||
+	    !f->planned || f->done) {
+		r = LR_EBADMSG;
+	} else if (f->pipe && !f->have_sum) {
+		if ((uint64_t)h.chunk >= UINT32_MAX / 2 ||
+		    (stdout_mode && h.chunk > x->next_out + 4096))
+			r = LR_ETOOBIG;
+		else if (h.chunk >= f->nchunks) {
+			r = file_grow(f, h.chunk + 1);
+			if (!r)
+				f->nchunks = h.chunk + 1;
+		}
+	} else if (h.chunk >= f->nchunks ||
+		   h.len != chunk_len(f, h.chunk, x->chunk)) {
+		r = LR_EBADMSG;
+	}
+	if (!r && f->cstate[h.chunk] != CS_NEEDED &&
+	    f->cstate[h.chunk] != CS_HELD && f->cstate[h.chunk] != CS_RESEND)
+		r = LR_EBADMSG;
+	if (r) {
+		pthread_mutex_unlock(&x->lock);
+		fatal(x, r,
+		      "the sender sent a chunk that was not asked for "
+		      "(entry %u, chunk %u): cut off",
+		      h.idx, h.chunk);
+		return -1;
+	}
+	prev = f->cstate[h.chunk];
+	f->cstate[h.chunk] = CS_INFLIGHT;
+	f->inflight++;
+	fd = f->fd;
+	pthread_mutex_unlock(&x->lock);
+
+	t = now_ns();
+	if (h.kind == PROTO_XC_ZERO)
+		digest_zeros(h.len, d);
+	else
+		digest_chunk(data, h.len, d);
+	*hash_ns += now_ns() - t;
+	if (memcmp(d, h.digest, DIGEST_LEN)) {
+		pthread_mutex_lock(&x->lock);
+		f->cstate[h.chunk] = CS_RESEND;
+		if (++f->tries[h.chunk] > XFER_MAX_RETRIES)
+			recv_file_fail(x, f,
+				       "chunk %u failed verification "
+				       "%u times",
+				       h.chunk, XFER_MAX_RETRIES + 1);
+		else
+			r = push_ack(x, h.idx, h.chunk, PROTO_XS_CHUNK_BAD, 0);
+		f->inflight--;
+		pthread_mutex_unlock(&x->lock);
+		wake(x);
+		if (r) {
+			fatal(x, r, "out of memory");
+			return -1;
+		}
+		return 0;
+	}
+	off = (uint64_t)h.chunk * x->chunk;
+	t = now_ns();
+	if (stdout_mode) {
+		pthread_mutex_lock(&x->lock);
+		while (x->next_out != h.chunk && !atomic_load(&x->abort))
+			pthread_cond_wait(&x->out_cv, &x->lock);
+		pthread_mutex_unlock(&x->lock);
+		if (atomic_load(&x->abort))
+			return -1;
+		if (h.kind == PROTO_XC_DATA) {
+			r = write_full(x->outfd, data, h.len);
+		} else {
+			uint32_t left = h.len;
+
+			while (left && !r) {
+				uint32_t k = left < sizeof(zeros)
+						     ? left
+						     : sizeof(zeros);
+
+				r = write_full(x->outfd, zeros, k);
+				left -= k;
+			}
+		}
+		pthread_mutex_lock(&x->lock);
+		x->next_out++;
+		pthread_cond_broadcast(&x->out_cv);
+		pthread_mutex_unlock(&x->lock);
+	} else if (h.kind == PROTO_XC_DATA) {
+		r = write_full_at(fd, data, h.len, off);
+	}
+	*disk_ns += now_ns() - t;
+	pthread_mutex_lock(&x->lock);
+	if (r) {
+		if (stdout_mode) {
+			pthread_mutex_unlock(&x->lock);
+			fatal(x, r, "writing to standard output: %s",
+			      lr_strerror(r));
+			return -1;
+		}
+		recv_file_fail(x, f, "writing: %s", lr_strerror(r));
+		r = 0;
+	} else if (f->failed) {
+		/* failed meanwhile: nothing to acknowledge */
+	} else {
+		f->cstate[h.chunk] = CS_GOT;
+		memcpy(f->digests + (size_t)h.chunk * DIGEST_LEN, d,
+		       DIGEST_LEN);
+		f->sent++;
+		if (prev != CS_HELD)
+			f->finished++;
+		x->bytes_done += h.len;
+		r = push_ack(x, h.idx, h.chunk, PROTO_XS_CHUNK_OK, h.len);
+		if (!r && f->jfd >= 0)
+			f->jpend[f->njpend++] = h.chunk;
+	}
+	f->inflight--;
+	mine = !r && !f->inflight && final_ready(f);
+	if (mine)
+		f->done = true;
+	if (mine && f->implicit_sum && st->nready < 64) {
+		/* small files: named after the whole record is written,
+		 * with one syncfs for all of them */
+		st->ready[st->nready++] = f;
+		mine = false;
+	}
+	pthread_mutex_unlock(&x->lock);
+	if (mine)
+		r = finish_file(x, f, false);
+	wake_if(x);
+	if (r) {
+		fatal(x, r, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+static void *recv_stream(void *arg)
+{
 	struct sthread *st = arg;
 	struct xsess *x = st->x;
 	struct conn *c = &x->cs->data[st->i];
 	size_t cap = PROTO_XFER_CHUNK_HDR_LEN + x->chunk + CRYPTO_TAG_LEN;
-	uint64_t disk_ns = 0, hash_ns = 0, t;
+	uint64_t disk_ns = 0, hash_ns = 0;
 	int64_t t0 = net_now_us();
 	uint8_t *buf = malloc(cap);
-	const uint8_t *data = buf + PROTO_XFER_CHUNK_HDR_LEN;
-	bool stdout_mode = x->o->flags & PROTO_XF_STDOUT;
 	int r = 0;
 
 	if (!buf) {
@@ -1920,13 +2221,8 @@ static void *recv_stream(void *arg)
 		return NULL;
 	}
 	for (;;) {
-		struct proto_xfer_chunk_hdr h;
-		struct xfile *f;
-		uint8_t type, d[DIGEST_LEN], prev;
-		size_t n;
-		uint64_t off;
-		bool mine;
-		int fd;
+		uint8_t type;
+		size_t n, pos = 0, used;
 
 		r = conn_recv_data(c, buf, cap, &type, &n);
 		if (r) {
@@ -1940,175 +2236,31 @@ static void *recv_stream(void *arg)
 		if (type == CONN_REC_END)
 			break;
 		atomic_store(&x->last_activity_ms, net_now_ms());
-		if (n < PROTO_XFER_CHUNK_HDR_LEN ||
-		    proto_xfer_chunk_decode(buf, &h)) {
-			fatal(x, LR_EBADMSG, "stream %u: malformed chunk",
-			      st->i + 1);
-			break;
+		/* a record holds one chunk, or several small ones */
+		st->nready = 0;
+		while (pos < n && !r) {
+			r = recv_unit(x, st, buf + pos, n - pos, &used,
+				      &disk_ns, &hash_ns);
+			pos += used;
 		}
-		if (n != PROTO_XFER_CHUNK_HDR_LEN +
-				    (h.kind == PROTO_XC_DATA ? h.len : 0) ||
-		    h.len > x->chunk) {
-			fatal(x, LR_EBADMSG,
-			      "stream %u: chunk length does not match its "
-			      "record",
-			      st->i + 1);
-			break;
-		}
-		pthread_mutex_lock(&x->lock);
-		f = &x->win[SLOT(h.idx)];
-		r = 0;
-		if (h.idx < x->announced &&
-		    (!f->used || f->idx != h.idx || f->failed)) {
-			/* a chunk of a file that failed, in flight when it
-			 * did: drained, within a bound */
-			x->dropped += h.len;
-			r = x->dropped > x->drop_limit ? LR_ETOOBIG : 0;
-			pthread_mutex_unlock(&x->lock);
-			if (!r)
-				continue;
-			fatal(x, r,
-			      "the sender keeps sending chunks of files that "
-			      "failed: cut off");
-			break;
-		}
-		if (!f->used || f->idx != h.idx || f->kind != PROTO_XK_FILE ||
-		    !f->planned || f->done) {
-			r = LR_EBADMSG;
-		} else if (f->pipe && !f->have_sum) {
-			if ((uint64_t)h.chunk >= UINT32_MAX / 2 ||
-			    (stdout_mode && h.chunk > x->next_out + 4096))
-				r = LR_ETOOBIG;
-			else if (h.chunk >= f->nchunks) {
-				r = file_grow(f, h.chunk + 1);
-				if (!r)
-					f->nchunks = h.chunk + 1;
-			}
-		} else if (h.chunk >= f->nchunks ||
-			   h.len != chunk_len(f, h.chunk, x->chunk)) {
-			r = LR_EBADMSG;
-		}
-		if (!r && f->cstate[h.chunk] != CS_NEEDED &&
-		    f->cstate[h.chunk] != CS_HELD &&
-		    f->cstate[h.chunk] != CS_RESEND)
-			r = LR_EBADMSG;
-		if (r) {
-			pthread_mutex_unlock(&x->lock);
-			fatal(x, r,
-			      "the sender sent a chunk that was not asked for "
-			      "(entry %u, chunk %u): cut off",
-			      h.idx, h.chunk);
-			break;
-		}
-		prev = f->cstate[h.chunk];
-		f->cstate[h.chunk] = CS_INFLIGHT;
-		f->inflight++;
-		fd = f->fd;
-		pthread_mutex_unlock(&x->lock);
+		if (!r && st->nready) {
+			/* one syncfs costs less than an fsync per file */
+			bool synced = st->nready > 2 &&
+				      !(x->o->flags & (PROTO_XF_NO_FSYNC |
+						       PROTO_XF_STDOUT)) &&
+				      !syncfs(x->destfd);
+			unsigned k;
+			uint64_t tt = now_ns();
 
-		t = now_ns();
-		if (h.kind == PROTO_XC_ZERO)
-			digest_zeros(h.len, d);
-		else
-			digest_chunk(data, h.len, d);
-		hash_ns += now_ns() - t;
-		if (memcmp(d, h.digest, DIGEST_LEN)) {
-			pthread_mutex_lock(&x->lock);
-			f->cstate[h.chunk] = CS_RESEND;
-			if (++f->tries[h.chunk] > XFER_MAX_RETRIES)
-				recv_file_fail(x, f,
-					       "chunk %u failed verification "
-					       "%u times",
-					       h.chunk, XFER_MAX_RETRIES + 1);
-			else
-				r = push_ack(x, h.idx, h.chunk,
-					     PROTO_XS_CHUNK_BAD, 0);
-			f->inflight--;
-			pthread_mutex_unlock(&x->lock);
-			wake(x);
-			if (r) {
+			for (k = 0; k < st->nready && !r; k++)
+				r = finish_file(x, st->ready[k], synced);
+			disk_ns += now_ns() - tt;
+			if (r)
 				fatal(x, r, "out of memory");
-				break;
-			}
-			continue;
+			wake_if(x);
 		}
-		off = (uint64_t)h.chunk * x->chunk;
-		t = now_ns();
-		if (stdout_mode) {
-			pthread_mutex_lock(&x->lock);
-			while (x->next_out != h.chunk &&
-			       !atomic_load(&x->abort))
-				pthread_cond_wait(&x->out_cv, &x->lock);
-			pthread_mutex_unlock(&x->lock);
-			if (atomic_load(&x->abort))
-				break;
-			if (h.kind == PROTO_XC_DATA) {
-				r = write_full(x->outfd, data, h.len);
-			} else {
-				uint32_t left = h.len;
-
-				while (left && !r) {
-					uint32_t k = left < sizeof(zeros)
-							     ? left
-							     : sizeof(zeros);
-
-					r = write_full(x->outfd, zeros, k);
-					left -= k;
-				}
-			}
-			pthread_mutex_lock(&x->lock);
-			x->next_out++;
-			pthread_cond_broadcast(&x->out_cv);
-			pthread_mutex_unlock(&x->lock);
-		} else if (h.kind == PROTO_XC_DATA) {
-			r = write_full_at(fd, data, h.len, off);
-		}
-		disk_ns += now_ns() - t;
-		pthread_mutex_lock(&x->lock);
-		if (r) {
-			if (stdout_mode) {
-				pthread_mutex_unlock(&x->lock);
-				fatal(x, r, "writing to standard output: %s",
-				      lr_strerror(r));
-				break;
-			}
-			recv_file_fail(x, f, "writing: %s", lr_strerror(r));
-			r = 0;
-		} else if (f->failed) {
-			/* failed meanwhile: nothing to acknowledge */
-		} else {
-			f->cstate[h.chunk] = CS_GOT;
-			memcpy(f->digests + (size_t)h.chunk * DIGEST_LEN, d,
-			       DIGEST_LEN);
-			f->sent++;
-			if (prev != CS_HELD)
-				f->finished++;
-			x->bytes_done += h.len;
-			r = push_ack(x, h.idx, h.chunk, PROTO_XS_CHUNK_OK,
-				     h.len);
-			if (!r && f->jfd >= 0)
-				f->jpend[f->njpend++] = h.chunk;
-		}
-		f->inflight--;
-		mine = !r && !f->inflight && final_ready(f);
-		if (mine && f->implicit_sum &&
-		    !(x->o->flags & PROTO_XF_NO_FSYNC)) {
-			/* small files: the control thread syncs them in
-			 * batches, one syncfs for many fsyncs */
-			maybe_final(x, f);
-			x->ack_wake = true;
-			mine = false;
-		} else if (mine) {
-			f->done = true;
-		}
-		pthread_mutex_unlock(&x->lock);
-		if (mine)
-			r = finish_file(x, f, false);
-		wake_if(x);
-		if (r) {
-			fatal(x, r, "out of memory");
+		if (r)
 			break;
-		}
 	}
 	add_waits(x, c, disk_ns, hash_ns, t0);
 	atomic_fetch_add(&x->ended, 1);
@@ -2247,12 +2399,7 @@ static int plan_file(struct xsess *x, struct xfile *f,
 	if (flags & PROTO_XF_STDOUT)
 		return 0;
 	fsio_split(e->path, e->path_len, parent, f->name);
-	dfd = fsio_dircache_get(&x->dirs, parent, true, 0755);
-	if (dfd >= 0) {
-		dfd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
-		if (dfd < 0)
-			dfd = -errno;
-	}
+	dfd = dirh_get(x, parent, f);
 	if (dfd < 0) {
 		plan->action = PROTO_XA_REFUSE;
 		snprintf(f->reason, sizeof(f->reason),
@@ -2268,7 +2415,10 @@ static int plan_file(struct xsess *x, struct xfile *f,
 				 "a directory of that name exists");
 			return 0;
 		}
-		if ((flags & PROTO_XF_UPDATE) && S_ISREG(st.st_mode) &&
+		/* the same size and mtime: up to date, whatever the flags
+		 * (rsync's quick check); it lets an interrupted transfer be
+		 * run again without --overwrite */
+		if (!(flags & PROTO_XF_OVERWRITE) && S_ISREG(st.st_mode) &&
 		    !f->pipe && (uint64_t)st.st_size == e->size &&
 		    st.st_mtim.tv_sec == e->mtime_sec &&
 		    (uint32_t)st.st_mtim.tv_nsec == e->mtime_nsec) {
@@ -2312,16 +2462,19 @@ static int plan_file(struct xsess *x, struct xfile *f,
 	}
 	if (f->nchunks >= JOURNAL_MIN_CHUNKS)
 		unlinkat(dfd, jname, 0);
+	/* created with its final permissions when the umask allows (no
+	 * chmod later), and always writable by its owner (a resume) */
+	f->cmode = (uint16_t)(((f->mode & 0777) | 0600) & ~x->umask);
 	f->fd = openat(dfd, f->tmp,
 		       O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC,
-		       0600);
+		       (mode_t)((f->mode & 0777) | 0600));
 	if (f->fd < 0 && errno == EEXIST) {
 		/* left by an earlier attempt that cannot be resumed */
 		unlinkat(dfd, f->tmp, 0);
 		f->fd = openat(dfd, f->tmp,
 			       O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW |
 				       O_CLOEXEC,
-			       0600);
+			       (mode_t)((f->mode & 0777) | 0600));
 	}
 	if (f->fd < 0) {
 		plan->action = PROTO_XA_REFUSE;
@@ -2404,7 +2557,7 @@ static int finalize(struct xsess *x, struct xfile *f, bool synced)
 		return -errno;
 	}
 	mode = f->mode & ((flags & PROTO_XF_KEEP_SETID) ? 07777 : 01777);
-	if (fchmod(f->fd, mode)) {
+	if ((mode != f->cmode || !f->cmode) && fchmod(f->fd, mode)) {
 		snprintf(f->reason, sizeof(f->reason), "chmod: %s",
 			 lr_strerror(-errno));
 		return -errno;
@@ -2447,53 +2600,96 @@ static int finalize(struct xsess *x, struct xfile *f, bool synced)
 }
 
 /* Note a directory whose entries changed, to fsync it once per batch. */
-static void dir_dirty(struct xsess *x, int dirfd)
+static void dir_dirty(struct xsess *x, struct xfile *f)
 {
-	unsigned i;
-
 	if (x->o->flags & (PROTO_XF_NO_FSYNC | PROTO_XF_STDOUT))
 		return;
 	pthread_mutex_lock(&x->lock);
-	{
-		struct stat st;
-
-		if (!fstat(dirfd, &st)) {
-			for (i = 0; i < x->ndirty; i++)
-				if (x->dirty_ino[i] == st.st_ino &&
-				    x->dirty_dev[i] == st.st_dev)
-					break;
-			if (i == x->ndirty && x->ndirty < DIRTY_MAX) {
-				int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-
-				if (fd >= 0) {
-					x->dirty_fd[x->ndirty] = fd;
-					x->dirty_ino[x->ndirty] = st.st_ino;
-					x->dirty_dev[x->ndirty] = st.st_dev;
-					x->ndirty++;
-				}
-			} else if (i == x->ndirty) {
-				fsync(dirfd); /* the list is full */
-			}
-		}
-	}
+	if (f->dh)
+		f->dh->dirty = true;
+	else
+		fsync(f->dirfd); /* a directory without a handle */
 	pthread_mutex_unlock(&x->lock);
 }
 
 /* fsync the directories noted since the last time. */
 static void dirs_sync(struct xsess *x)
 {
-	int fds[DIRTY_MAX];
-	unsigned n, i;
+	unsigned i;
+
+	/* the handles' fds stay open while a file refers to them, and only
+	 * the control thread closes or replaces them */
+	for (i = 0; i < DIRH_MAX; i++) {
+		bool d;
+
+		pthread_mutex_lock(&x->lock);
+		d = x->dirh[i].dirty && x->dirh[i].fd >= 0;
+		x->dirh[i].dirty = false;
+		pthread_mutex_unlock(&x->lock);
+		if (d)
+			fsync(x->dirh[i].fd);
+	}
+}
+
+/* The descriptor of directory rel below the destination for file f,
+ * made when missing: a shared handle (f->dh) or, when every handle is in
+ * use, one of f's own. Control thread only. */
+static int dirh_get(struct xsess *x, const char *rel, struct xfile *f)
+{
+	struct dirh *h = NULL;
+	unsigned i;
+	int fd;
 
 	pthread_mutex_lock(&x->lock);
-	n = x->ndirty;
-	memcpy(fds, x->dirty_fd, n * sizeof(fds[0]));
-	x->ndirty = 0;
-	pthread_mutex_unlock(&x->lock);
-	for (i = 0; i < n; i++) {
-		fsync(fds[i]);
-		close(fds[i]);
+	for (i = 0; i < DIRH_MAX; i++)
+		if (x->dirh[i].fd >= 0 && !strcmp(x->dirh[i].rel, rel)) {
+			h = &x->dirh[i];
+			break;
+		}
+	if (!h)
+		for (i = 0; i < DIRH_MAX && !h; i++)
+			if (!x->dirh[i].refs)
+				h = &x->dirh[i];
+	if (h && h->fd >= 0 && strcmp(h->rel, rel) && h->dirty) {
+		h->dirty = false;
+		fsync(h->fd);
 	}
+	if (h && (h->fd < 0 || strcmp(h->rel, rel))) {
+		if (h->fd >= 0)
+			close(h->fd);
+		h->fd = -1;
+		fd = fsio_open_dir(x->destfd, rel, true, 0755);
+		if (fd < 0) {
+			pthread_mutex_unlock(&x->lock);
+			return fd;
+		}
+		h->fd = fd;
+		snprintf(h->rel, sizeof(h->rel), "%s", rel);
+	}
+	if (h) {
+		h->refs++;
+		f->dh = h;
+		pthread_mutex_unlock(&x->lock);
+		return h->fd;
+	}
+	pthread_mutex_unlock(&x->lock);
+	return fsio_open_dir(x->destfd, rel, true, 0755);
+}
+
+/* The process's umask without changing it (no other thread races). */
+static mode_t read_umask(void)
+{
+	char line[128];
+	unsigned m = 022;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return 022;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Umask: %o", &m) == 1)
+			break;
+	fclose(f);
+	return (mode_t)m;
 }
 
 /* Finalize a file that is complete (f->done set, no chunk in flight) and
@@ -2503,7 +2699,7 @@ static int finish_file(struct xsess *x, struct xfile *f, bool synced)
 	int fr = finalize(x, f, synced), r = 0;
 
 	if (!fr && f->dirfd >= 0)
-		dir_dirty(x, f->dirfd);
+		dir_dirty(x, f);
 	pthread_mutex_lock(&x->lock);
 	if (fr) {
 		char why[sizeof(f->reason)];
@@ -2659,7 +2855,7 @@ static int recv_service(struct xsess *x, uint8_t *buf, bool force)
 {
 	struct proto_xfer_ack *acks;
 	uint32_t finals[XFER_WINDOW];
-	unsigned nacks, nfinals, i;
+	unsigned nacks, nfinals, i, limit;
 	struct proto_buf b;
 	bool synced;
 	int r = 0;
@@ -2678,11 +2874,16 @@ static int recv_service(struct xsess *x, uint8_t *buf, bool force)
 		if (r)
 			return r;
 	}
+	/* a FILE_DONE goes out only after its directory is synced: take
+	 * the acknowledgements queued so far, then sync */
+	pthread_mutex_lock(&x->lock);
+	limit = x->nacks;
+	pthread_mutex_unlock(&x->lock);
 	dirs_sync(x);
 	proto_buf_init(&b, buf, MSG_BUF);
 	proto_msg_begin(&b, PROTO_XFER_ACKS);
 	pthread_mutex_lock(&x->lock);
-	for (i = 0; i < XFER_WINDOW; i++) {
+	for (i = 0; i < XFER_WINDOW && x->any_failed; i++) {
 		struct xfile *f = &x->win[i];
 		struct proto_xfer_fail fl = { .idx = f->idx, .code = EIO };
 
@@ -2695,6 +2896,7 @@ static int recv_service(struct xsess *x, uint8_t *buf, bool force)
 			break;
 		proto_put_xfer_fail(&b, &fl);
 		push_ack(x, f->idx, 0, PROTO_XS_FILE_FAILED, 0);
+		limit = x->nacks;
 		x->res->files_failed++;
 		x->files_done++;
 		note_failure(x, f, f->reason);
@@ -2707,7 +2909,7 @@ static int recv_service(struct xsess *x, uint8_t *buf, bool force)
 	for (;;) {
 		pthread_mutex_lock(&x->lock);
 		acks = x->acks;
-		nacks = x->nacks;
+		nacks = limit < x->nacks ? limit : x->nacks;
 		if (!nacks) {
 			pthread_mutex_unlock(&x->lock);
 			break;
@@ -2718,8 +2920,9 @@ static int recv_service(struct xsess *x, uint8_t *buf, bool force)
 				break;
 			proto_put_xfer_ack(&b, &acks[i]);
 		}
-		memmove(acks, acks + i, (nacks - i) * sizeof(*acks));
-		x->nacks = nacks - i;
+		memmove(acks, acks + i, (x->nacks - i) * sizeof(*acks));
+		x->nacks -= i;
+		limit -= i;
 		pthread_mutex_unlock(&x->lock);
 		r = proto_msg_end(&b) ?: ctrl_send(x, &b);
 		if (r)
@@ -2729,7 +2932,7 @@ static int recv_service(struct xsess *x, uint8_t *buf, bool force)
 	(void)force;
 	/* release failed files no chunk of which is still being written */
 	pthread_mutex_lock(&x->lock);
-	for (i = 0; i < XFER_WINDOW; i++) {
+	for (i = 0; i < XFER_WINDOW && x->any_failed; i++) {
 		struct xfile *f = &x->win[i];
 
 		if (f->used && f->failed && !x->fail_pending[i] && !f->inflight)
@@ -3052,6 +3255,9 @@ int xfer_recv(struct xfer_conns *cs, int destfd, int outfd,
 	x.destfd = destfd;
 	x.outfd = outfd;
 	fsio_dircache_init(&x.dirs, destfd);
+	for (unsigned i = 0; i < DIRH_MAX; i++)
+		x.dirh[i].fd = -1;
+	x.umask = read_umask();
 	buf = malloc(MSG_BUF);
 	rbuf = malloc(MSG_BUF);
 	ts = calloc(cs->n, sizeof(*ts));
@@ -3068,6 +3274,8 @@ int xfer_recv(struct xfer_conns *cs, int destfd, int outfd,
 		r = lr_err_set(err, LR_EBADMSG,
 			       "expected the sender's totals, got %s",
 			       proto_type_name(h.type));
+	else if (r && r != LR_ECLOSED)
+		send_error_msg(&x, PROTO_ERR_BAD_REQUEST, err->msg);
 	if (r)
 		goto out;
 	x.drop_limit = tot.bytes == UINT64_MAX ? UINT64_MAX / 2
@@ -3106,6 +3314,7 @@ int xfer_recv(struct xfer_conns *cs, int destfd, int outfd,
 		if (pf[1].revents) {
 			uint64_t v;
 
+			atomic_store(&x.wake_pending, false);
 			if (read(x.evfd, &v, sizeof(v)) < 0) {
 				/* drained */
 			}
@@ -3126,6 +3335,10 @@ int xfer_recv(struct xfer_conns *cs, int destfd, int outfd,
 					lr_err_set(err, r,
 						   "the sender closed the "
 						   "connection");
+				else /* tell the peer why (a forged record) */
+					send_error_msg(&x,
+						       PROTO_ERR_BAD_REQUEST,
+						       err->msg);
 				goto out_join;
 			}
 			atomic_store(&x.last_activity_ms, net_now_ms());
@@ -3181,7 +3394,14 @@ int xfer_recv(struct xfer_conns *cs, int destfd, int outfd,
 		progress_tick(&x, &pc, now, tot.bytes, tot.bytes != UINT64_MAX,
 			      tot.files);
 	}
-	/* every file is done: symlinks and directories, then the outcome */
+	/* every file is done: the last acknowledgements (a stream thread
+	 * may have finished the last file after the loop's last service),
+	 * symlinks and directories, then the outcome */
+	r = recv_service(&x, buf, true);
+	if (r) {
+		lr_err_setc(err, r, "sending acknowledgements");
+		goto out_join;
+	}
 	proto_buf_init(&b, buf, MSG_BUF);
 	proto_msg_begin(&b, PROTO_XFER_ACKS);
 	late_apply(&x, late, &b, &res->files_failed);
@@ -3222,6 +3442,8 @@ int xfer_recv(struct xfer_conns *cs, int destfd, int outfd,
 	if (r)
 		*err = x.err;
 	pthread_mutex_unlock(&x.lock);
+	if (r) /* a stream cut or forged at the very end: say so */
+		send_error_msg(&x, PROTO_ERR_BAD_REQUEST, err->msg);
 	if (!r) {
 		proto_buf_init(&b, buf, MSG_BUF);
 		r = proto_encode_xfer_done(&b, &done) ?: ctrl_send(&x, &b);
@@ -3255,6 +3477,9 @@ out_join:
 	emit(&x, &ev);
 	dirs_sync(&x);
 out:
+	for (unsigned i = 0; i < DIRH_MAX; i++)
+		if (x.dirh[i].fd >= 0)
+			close(x.dirh[i].fd);
 	fsio_dircache_fini(&x.dirs);
 	late_free(late);
 	free(ts);

@@ -2,10 +2,11 @@
 /*
  * libFuzzer target for the file-transfer part of proto.[ch]: the
  * XFER_REQUEST, XFER_ACCEPT, XFER_TOTALS and XFER_DONE decoders, the
- * batch iterator with every proto_xfer_get_* on each item, and the chunk
- * header decoder.
+ * batch iterator with every proto_xfer_get_* on each item, the chunk
+ * header decoder, and linerate doctor's PROBE_REQUEST and PROBE_RESULT
+ * decoders.
  *
- * The first byte selects one decoder (0-5), any other value runs them
+ * The first byte selects one decoder (0-7), any other value runs them
  * all; the rest is the body. Invariants checked, beyond "no sanitizer
  * report":
  *  - return values are one of the documented ones;
@@ -307,6 +308,69 @@ static void fuzz_chunk(const uint8_t *body, size_t len)
 	CHECK(!memcmp(out, body, PROTO_XFER_CHUNK_HDR_LEN));
 }
 
+static void fuzz_probe_request(const uint8_t *body, size_t len, uint8_t *enc)
+{
+	struct proto_probe_request m, m2;
+	struct proto_buf b;
+	const uint8_t *body2;
+	size_t len2;
+	int r;
+
+	r = proto_decode_probe_request(body, len, &m);
+	CHECK(r == 0 || r == LR_EBADMSG);
+	if (r)
+		return;
+	CHECK(m.disk_bytes <= PROTO_PROBE_MAX_DISK);
+	CHECK(m.cipher_ms <= PROTO_PROBE_MAX_MS);
+	check_str(m.dir, sizeof(m.dir));
+	proto_buf_init(&b, enc, ENC_CAP);
+	CHECK(proto_encode_probe_request(&b, &m) == 0);
+	body2 = reparse(enc, &b, PROTO_PROBE_REQUEST, &len2);
+	CHECK(proto_decode_probe_request(body2, len2, &m2) == 0);
+	CHECK(m.disk_bytes == m2.disk_bytes && m.cipher_ms == m2.cipher_ms &&
+	      !strcmp(m.dir, m2.dir));
+}
+
+static void fuzz_probe_result(const uint8_t *body, size_t len, uint8_t *enc)
+{
+	struct proto_probe_result m, m2;
+	struct proto_buf b;
+	const uint8_t *body2;
+	size_t len2;
+	unsigned i;
+	int r;
+
+	r = proto_decode_probe_result(body, len, &m);
+	CHECK(r == 0 || r == LR_EBADMSG);
+	if (r)
+		return;
+	check_str(m.model, sizeof(m.model));
+	check_str(m.governor, sizeof(m.governor));
+	check_str(m.storage, sizeof(m.storage));
+	check_str(m.cc, sizeof(m.cc));
+	check_str(m.disk_error, sizeof(m.disk_error));
+	CHECK(m.aes <= 1);
+	CHECK(m.nrates <= PROTO_PROBE_MAX_RATES);
+	for (i = 0; i < m.nrates; i++)
+		CHECK(m.rates[i].cipher == 1 || m.rates[i].cipher == 2);
+	CHECK(m.disk_bytes <= PROTO_PROBE_MAX_DISK);
+	proto_buf_init(&b, enc, ENC_CAP);
+	CHECK(proto_encode_probe_result(&b, &m) == 0);
+	body2 = reparse(enc, &b, PROTO_PROBE_RESULT, &len2);
+	CHECK(proto_decode_probe_result(body2, len2, &m2) == 0);
+	CHECK(!strcmp(m.model, m2.model) && m.centicores == m2.centicores &&
+	      !strcmp(m.governor, m2.governor) && m.aes == m2.aes &&
+	      m.nrates == m2.nrates && !strcmp(m.storage, m2.storage) &&
+	      !memcmp(m.sockbuf, m2.sockbuf, sizeof(m.sockbuf)) &&
+	      !strcmp(m.cc, m2.cc) && m.disk_bytes == m2.disk_bytes &&
+	      m.disk_usec == m2.disk_usec &&
+	      !strcmp(m.disk_error, m2.disk_error));
+	for (i = 0; i < m.nrates; i++)
+		CHECK(m.rates[i].cipher == m2.rates[i].cipher &&
+		      m.rates[i].seal == m2.rates[i].seal &&
+		      m.rates[i].open == m2.rates[i].open);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint8_t *enc, *body;
@@ -322,18 +386,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(enc && body);
 	if (len)
 		memcpy(body, data + 1, len);
-	if (sel == 0 || sel > 5)
+	if (sel == 0 || sel > 7)
 		fuzz_request(body, len, enc);
-	if (sel == 1 || sel > 5)
+	if (sel == 1 || sel > 7)
 		fuzz_accept(body, len, enc);
-	if (sel == 2 || sel > 5)
+	if (sel == 2 || sel > 7)
 		fuzz_totals(body, len, enc);
-	if (sel == 3 || sel > 5)
+	if (sel == 3 || sel > 7)
 		fuzz_done(body, len, enc);
-	if (sel == 4 || sel > 5)
+	if (sel == 4 || sel > 7)
 		fuzz_batch(body, len, enc);
-	if (sel == 5 || sel > 5)
+	if (sel == 5 || sel > 7)
 		fuzz_chunk(body, len);
+	if (sel == 6 || sel > 7)
+		fuzz_probe_request(body, len, enc);
+	if (sel == 7 || sel > 7)
+		fuzz_probe_result(body, len, enc);
 	CHECK(proto_type_name(sel) != NULL);
 	free(body);
 	free(enc);

@@ -1,27 +1,513 @@
 // SPDX-License-Identifier: MIT
-/* placeholder: replaced by the module's tests */
+/*
+ * Unit tests of the pure parts of doctor.[ch]: doctor_pick on sample stage
+ * figures (the slowest measured stage wins, NET_BACK never does, a
+ * CPU-bound network counts as the cipher) and doctor_advise on sample
+ * reports (each fact that deserves a line gets one; a clean report none).
+ */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <setjmp.h>
+#include <unistd.h>
+
 #include <cmocka.h>
 
 #include "doctor.h"
+
+/* ---- doctor_pick ---- */
+
+static void set_stage(struct doctor_stage *st, enum doctor_stage_id id,
+		      double bps)
+{
+	st[id].measured = true;
+	st[id].bps = bps;
+}
 
 static void pick_slowest(void **state)
 {
 	struct doctor_stage st[DOCTOR_NSTAGES] = { 0 };
 
 	(void)state;
-	st[DOCTOR_NET].measured = true;
-	st[DOCTOR_NET].bps = 117e6;
-	st[DOCTOR_DEST].measured = true;
-	st[DOCTOR_DEST].bps = 21e6;
+	set_stage(st, DOCTOR_SOURCE, 900e6);
+	set_stage(st, DOCTOR_NET, 117e6);
+	set_stage(st, DOCTOR_CIPHER, 1500e6);
+	set_stage(st, DOCTOR_DEST, 21e6);
 	assert_int_equal(doctor_pick(st), DOCTOR_DEST);
+
+	st[DOCTOR_DEST].bps = 2000e6;
+	assert_int_equal(doctor_pick(st), DOCTOR_NET);
+
+	st[DOCTOR_SOURCE].bps = 50e6;
+	assert_int_equal(doctor_pick(st), DOCTOR_SOURCE);
+
+	st[DOCTOR_SOURCE].bps = 900e6;
+	st[DOCTOR_CIPHER].bps = 80e6;
+	assert_int_equal(doctor_pick(st), DOCTOR_CIPHER);
+}
+
+static void pick_ignores_unmeasured(void **state)
+{
+	struct doctor_stage st[DOCTOR_NSTAGES] = { 0 };
+
+	(void)state;
+	set_stage(st, DOCTOR_NET, 117e6);
+	set_stage(st, DOCTOR_DEST, 400e6);
+	/* a figure without "measured" is not a measurement */
+	st[DOCTOR_SOURCE].bps = 1e6;
+	st[DOCTOR_CIPHER].bps = 2e6;
+	assert_int_equal(doctor_pick(st), DOCTOR_NET);
+
+	/* measured but nothing came through: no figure to compare */
+	st[DOCTOR_SOURCE].measured = true;
+	st[DOCTOR_SOURCE].bps = 0;
+	assert_int_equal(doctor_pick(st), DOCTOR_NET);
+	st[DOCTOR_SOURCE].bps = -5;
+	assert_int_equal(doctor_pick(st), DOCTOR_NET);
+}
+
+static void pick_cpu_bound_net_is_cipher(void **state)
+{
+	struct doctor_stage st[DOCTOR_NSTAGES] = { 0 };
+
+	(void)state;
+	set_stage(st, DOCTOR_NET, 30e6);
+	set_stage(st, DOCTOR_CIPHER, 45e6);
+	set_stage(st, DOCTOR_DEST, 400e6);
+	st[DOCTOR_NET].cpu_bound = true;
+	assert_int_equal(doctor_pick(st), DOCTOR_CIPHER);
+
+	/* even when the cipher's own figure was not measured */
+	st[DOCTOR_CIPHER].measured = false;
+	assert_int_equal(doctor_pick(st), DOCTOR_CIPHER);
+
+	/* CPU-bound but not the slowest: the slowest stage still wins */
+	set_stage(st, DOCTOR_DEST, 10e6);
+	assert_int_equal(doctor_pick(st), DOCTOR_DEST);
+
+	/* not CPU-bound: the network */
+	st[DOCTOR_DEST].bps = 400e6;
+	st[DOCTOR_NET].cpu_bound = false;
+	assert_int_equal(doctor_pick(st), DOCTOR_NET);
+
+	/* cpu_bound on the reverse direction changes nothing */
+	set_stage(st, DOCTOR_NET_BACK, 25e6);
+	st[DOCTOR_NET_BACK].cpu_bound = true;
+	assert_int_equal(doctor_pick(st), DOCTOR_NET);
+}
+
+static void pick_never_net_back(void **state)
+{
+	struct doctor_stage st[DOCTOR_NSTAGES] = { 0 };
+
+	(void)state;
+	set_stage(st, DOCTOR_NET, 117e6);
+	set_stage(st, DOCTOR_NET_BACK, 1e3);
+	set_stage(st, DOCTOR_DEST, 400e6);
+	assert_int_equal(doctor_pick(st), DOCTOR_NET);
+
+	/* the reverse direction alone is not a bottleneck of a push */
+	memset(st, 0, sizeof(st));
+	set_stage(st, DOCTOR_NET_BACK, 1e3);
+	assert_int_equal(doctor_pick(st), -1);
+}
+
+static void pick_nothing_measured(void **state)
+{
+	struct doctor_stage st[DOCTOR_NSTAGES] = { 0 };
+	unsigned i;
+
+	(void)state;
+	assert_int_equal(doctor_pick(st), -1);
+	for (i = 0; i < DOCTOR_NSTAGES; i++)
+		st[i].bps = 1e6; /* figures, none measured */
+	assert_int_equal(doctor_pick(st), -1);
+	for (i = 0; i < DOCTOR_NSTAGES; i++) {
+		st[i].measured = true;
+		st[i].bps = 0;
+	}
+	assert_int_equal(doctor_pick(st), -1);
+}
+
+/* Equal figures: the first in the data's path (source, network, cipher,
+ * destination) is named, so the answer does not flicker between runs. */
+static void pick_ties(void **state)
+{
+	struct doctor_stage st[DOCTOR_NSTAGES] = { 0 };
+
+	(void)state;
+	set_stage(st, DOCTOR_SOURCE, 100e6);
+	set_stage(st, DOCTOR_NET, 100e6);
+	set_stage(st, DOCTOR_CIPHER, 100e6);
+	set_stage(st, DOCTOR_DEST, 100e6);
+	assert_int_equal(doctor_pick(st), DOCTOR_SOURCE);
+	st[DOCTOR_SOURCE].measured = false;
+	assert_int_equal(doctor_pick(st), DOCTOR_NET);
+	st[DOCTOR_NET].measured = false;
+	assert_int_equal(doctor_pick(st), DOCTOR_CIPHER);
+	st[DOCTOR_CIPHER].measured = false;
+	assert_int_equal(doctor_pick(st), DOCTOR_DEST);
+	/* only two of them tie */
+	memset(st, 0, sizeof(st));
+	set_stage(st, DOCTOR_NET, 50e6);
+	set_stage(st, DOCTOR_DEST, 50e6);
+	set_stage(st, DOCTOR_SOURCE, 900e6);
+	assert_int_equal(doctor_pick(st), DOCTOR_NET);
+}
+
+/* ---- doctor_advise ---- */
+
+static double online_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n > 0 ? (double)n : 1;
+}
+
+/* A report with nothing to say: a 1 Gbit/s Ethernet link, both CPUs
+ * with AES and the performance governor, every core usable, a virtual
+ * disk (see advise_storage_kinds for the others), socket
+ * buffers far above the path's BDP, the network at its ceiling. */
+static void clean_report(struct doctor_report *r)
+{
+	struct doctor_side *sides[2] = { &r->local, &r->remote };
+	unsigned i;
+
+	memset(r, 0, sizeof(*r));
+	r->link_known = true;
+	snprintf(r->link.ifname, sizeof(r->link.ifname), "eth0");
+	r->link.speed_bps = 1000000000ull;
+	r->link.mtu = 1500;
+	r->ceiling_bps = 117.6e6;
+	r->rtt_us = 200;
+	r->bdp_bytes = r->ceiling_bps * r->rtt_us / 1e6;
+	for (i = 0; i < 2; i++) {
+		struct proto_probe_result *p = &sides[i]->p;
+
+		snprintf(p->model, sizeof(p->model), "Test CPU");
+		snprintf(p->governor, sizeof(p->governor), "performance");
+		p->aes = 1;
+		snprintf(p->storage, sizeof(p->storage),
+			 "virtual disk vda1, ext4");
+		snprintf(p->cc, sizeof(p->cc), "cubic");
+		p->sockbuf[0] = p->sockbuf[1] = 4194304;
+		p->sockbuf[2] = p->sockbuf[3] = 6291456;
+		sides[i]->cores = online_cpus();
+		p->centicores = (uint32_t)(sides[i]->cores * 100);
+	}
+	r->stage[DOCTOR_NET].measured = true;
+	r->stage[DOCTOR_NET].bps = 117e6;
+	r->bottleneck = DOCTOR_NET;
+}
+
+/* How many advice lines contain every one of the given words. */
+static unsigned count_lines(const struct doctor_report *r, const char *a,
+			    const char *b)
+{
+	unsigned i, n = 0;
+
+	for (i = 0; i < r->nadvice; i++)
+		if (strstr(r->advice[i], a) && (!b || strstr(r->advice[i], b)))
+			n++;
+	return n;
+}
+
+static void print_advice(const struct doctor_report *r)
+{
+	unsigned i;
+
+	for (i = 0; i < r->nadvice; i++)
+		print_message("# advice: %s\n", r->advice[i]);
+}
+
+static void expect_one(const struct doctor_report *r, const char *a,
+		       const char *b)
+{
+	if (count_lines(r, a, b) != 1) {
+		print_advice(r);
+		fail_msg("expected one advice line with \"%s\"%s%s%s, of %u", a,
+			 b ? " and \"" : "", b ? b : "", b ? "\"" : "",
+			 r->nadvice);
+	}
+}
+
+static void advise_clean(void **state)
+{
+	struct doctor_report r;
+
+	(void)state;
+	clean_report(&r);
+	doctor_advise(&r);
+	if (r.nadvice)
+		print_advice(&r);
+	assert_int_equal(r.nadvice, 0);
+
+	/* advising twice does not pile up lines */
+	r.local.p.aes = 0;
+	doctor_advise(&r);
+	doctor_advise(&r);
+	assert_int_equal(r.nadvice, 1);
+}
+
+static void advise_wifi(void **state)
+{
+	struct doctor_report r;
+
+	(void)state;
+	clean_report(&r);
+	snprintf(r.link.ifname, sizeof(r.link.ifname), "wlan0");
+	r.link.wireless = true;
+	doctor_advise(&r);
+	expect_one(&r, "Wi-Fi", "wlan0");
+
+	/* the link not known: nothing said about it */
+	r.link_known = false;
+	doctor_advise(&r);
+	assert_int_equal(count_lines(&r, "Wi-Fi", NULL), 0);
+}
+
+static void advise_slow_ethernet(void **state)
+{
+	struct doctor_report r;
+
+	(void)state;
+	clean_report(&r);
+	r.link.speed_bps = 100000000ull;
+	r.ceiling_bps = 11.7e6;
+	r.stage[DOCTOR_NET].bps = 11.6e6;
+	r.bdp_bytes = r.ceiling_bps * r.rtt_us / 1e6;
+	doctor_advise(&r);
+	expect_one(&r, "cable", "100 Mbit/s");
+	assert_int_equal(r.nadvice, 1);
+
+	/* a virtual interface has no cable */
+	r.link.virtual_if = true;
+	doctor_advise(&r);
+	assert_int_equal(count_lines(&r, "cable", NULL), 0);
+
+	/* 1 Gbit/s and faster: no cable line */
+	r.link.virtual_if = false;
+	r.link.speed_bps = 10000000000ull;
+	doctor_advise(&r);
+	assert_int_equal(count_lines(&r, "cable", NULL), 0);
+}
+
+static void advise_governor(void **state)
+{
+	struct doctor_report r;
+
+	(void)state;
+	clean_report(&r);
+	snprintf(r.local.p.governor, sizeof(r.local.p.governor), "powersave");
+	doctor_advise(&r);
+	expect_one(&r, "governor", "powersave");
+	expect_one(&r, "this side", "governor");
+	assert_int_equal(count_lines(&r, "the server", "governor"), 0);
+
+	clean_report(&r);
+	snprintf(r.remote.p.governor, sizeof(r.remote.p.governor), "powersave");
+	doctor_advise(&r);
+	expect_one(&r, "governor", "powersave");
+	expect_one(&r, "the server", "governor");
+	assert_int_equal(count_lines(&r, "this side", "governor"), 0);
+
+	/* both: one line each */
+	snprintf(r.local.p.governor, sizeof(r.local.p.governor), "ondemand");
+	doctor_advise(&r);
+	assert_int_equal(count_lines(&r, "governor", NULL), 2);
+	expect_one(&r, "this side", "ondemand");
+
+	/* performance, or not known: nothing */
+	clean_report(&r);
+	doctor_advise(&r);
+	assert_int_equal(count_lines(&r, "governor", NULL), 0);
+	r.local.p.governor[0] = 0;
+	r.remote.p.governor[0] = 0;
+	doctor_advise(&r);
+	assert_int_equal(count_lines(&r, "governor", NULL), 0);
+}
+
+static void advise_quota(void **state)
+{
+	struct doctor_report r;
+
+	(void)state;
+	clean_report(&r);
+	r.remote.cores = 0.2;
+	r.remote.p.centicores = 20;
+	doctor_advise(&r);
+	expect_one(&r, "the server", "0.20");
+	expect_one(&r, "quota", NULL);
+
+	clean_report(&r);
+	r.local.cores = 0.2;
+	r.local.p.centicores = 20;
+	doctor_advise(&r);
+	expect_one(&r, "this side", "0.20");
+	expect_one(&r, "quota", NULL);
+}
+
+static void advise_no_aes(void **state)
+{
+	struct doctor_report r;
+
+	(void)state;
+	clean_report(&r);
+	r.remote.p.aes = 0;
+	doctor_advise(&r);
+	expect_one(&r, "ChaCha20", "the server");
+	assert_int_equal(r.nadvice, 1);
+
+	clean_report(&r);
+	r.local.p.aes = 0;
+	doctor_advise(&r);
+	expect_one(&r, "ChaCha20", "this side");
+	assert_int_equal(r.nadvice, 1);
+}
+
+static void advise_storage(void **state)
+{
+	struct doctor_report r;
+
+	(void)state;
+	clean_report(&r);
+	snprintf(r.remote.p.storage, sizeof(r.remote.p.storage),
+		 "SD/MMC card mmcblk0p2, ext4");
+	doctor_advise(&r);
+	expect_one(&r, "storage", "mmcblk0p2");
+	expect_one(&r, "the server", "storage");
+	assert_int_equal(r.nadvice, 1);
+
+	/* USB storage too */
+	clean_report(&r);
+	snprintf(r.local.p.storage, sizeof(r.local.p.storage),
+		 "USB storage sdb1, exfat");
+	doctor_advise(&r);
+	expect_one(&r, "this side", "USB storage sdb1");
+	assert_int_equal(r.nadvice, 1);
+}
+
+/* The descriptions disk_kind_desc() really gives: only SD/MMC cards and
+ * USB storage are slow enough for a line; SSDs (whose name contains
+ * "SD") and the rest are not. */
+static void advise_storage_kinds(void **state)
+{
+	static const struct {
+		const char *storage;
+		bool line;
+	} cases[] = {
+		{ "SD/MMC card mmcblk0p2, ext4", true },
+		{ "USB storage sdb1, ext4", true },
+		{ "NVMe SSD nvme0n1p2, ext4", false },
+		{ "SSD sda1, xfs", false },
+		{ "rotational disk sdc1, ext4", false },
+		{ "virtual disk vda1, ext4", false },
+		{ "loop device loop0, ext4", false },
+		{ "memory, tmpfs", false },
+		{ "NFS network file system, nfs4", false },
+	};
+	struct doctor_report r;
+	unsigned i, bad = 0;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		clean_report(&r);
+		snprintf(r.remote.p.storage, sizeof(r.remote.p.storage), "%s",
+			 cases[i].storage);
+		doctor_advise(&r);
+		if (count_lines(&r, "storage is", NULL) !=
+		    (cases[i].line ? 1u : 0u)) {
+			print_message("# storage \"%s\": %u advice line(s)\n",
+				      cases[i].storage, r.nadvice);
+			print_advice(&r);
+			bad++;
+		}
+	}
+	assert_int_equal(bad, 0);
+}
+
+static void advise_sockbuf(void **state)
+{
+	struct doctor_report r;
+
+	(void)state;
+	clean_report(&r);
+	/* 1 Gbit/s and 20 ms: BDP 2.35 MB, twice that 4.7 MB */
+	r.rtt_us = 20000;
+	r.bdp_bytes = r.ceiling_bps * r.rtt_us / 1e6;
+	r.remote.p.sockbuf[2] = 4194304;
+	doctor_advise(&r);
+	expect_one(&r, "tcp_rmem", "4194304");
+	assert_int_equal(r.nadvice, 1);
+
+	/* the smaller of the two sides counts */
+	r.remote.p.sockbuf[2] = 16777216;
+	r.local.p.sockbuf[2] = 1048576;
+	doctor_advise(&r);
+	expect_one(&r, "tcp_rmem", "1048576");
+
+	/* above twice the BDP on both sides: nothing */
+	r.local.p.sockbuf[2] = 16777216;
+	doctor_advise(&r);
+	assert_int_equal(count_lines(&r, "tcp_rmem", NULL), 0);
+
+	/* no BDP known: nothing either */
+	r.local.p.sockbuf[2] = 65536;
+	r.bdp_bytes = 0;
+	doctor_advise(&r);
+	assert_int_equal(count_lines(&r, "tcp_rmem", NULL), 0);
+}
+
+/* Many problems at once: the lines stop at the array's size, each one
+ * NUL-terminated. */
+static void advise_many(void **state)
+{
+	struct doctor_report r;
+	unsigned i;
+
+	(void)state;
+	clean_report(&r);
+	r.link.wireless = true;
+	r.link.speed_bps = 54000000ull;
+	r.stage[DOCTOR_NET].bps = 1e6;
+	r.rtt_us = 50000;
+	r.bdp_bytes = 1e9;
+	r.local.cores = r.remote.cores = 0.2;
+	r.local.p.aes = r.remote.p.aes = 0;
+	snprintf(r.local.p.governor, sizeof(r.local.p.governor), "powersave");
+	snprintf(r.remote.p.governor, sizeof(r.remote.p.governor), "schedutil");
+	snprintf(r.local.p.storage, sizeof(r.local.p.storage), "USB disk sdb1");
+	snprintf(r.remote.p.storage, sizeof(r.remote.p.storage),
+		 "SD/MMC card mmcblk0p2");
+	doctor_advise(&r);
+	assert_true(r.nadvice >= 10);
+	assert_true(r.nadvice <= sizeof(r.advice) / sizeof(r.advice[0]));
+	for (i = 0; i < r.nadvice; i++)
+		assert_non_null(memchr(r.advice[i], 0, sizeof(r.advice[i])));
 }
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = { cmocka_unit_test(pick_slowest) };
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(pick_slowest),
+		cmocka_unit_test(pick_ignores_unmeasured),
+		cmocka_unit_test(pick_cpu_bound_net_is_cipher),
+		cmocka_unit_test(pick_never_net_back),
+		cmocka_unit_test(pick_nothing_measured),
+		cmocka_unit_test(pick_ties),
+		cmocka_unit_test(advise_clean),
+		cmocka_unit_test(advise_wifi),
+		cmocka_unit_test(advise_slow_ethernet),
+		cmocka_unit_test(advise_governor),
+		cmocka_unit_test(advise_quota),
+		cmocka_unit_test(advise_no_aes),
+		cmocka_unit_test(advise_storage),
+		cmocka_unit_test(advise_storage_kinds),
+		cmocka_unit_test(advise_sockbuf),
+		cmocka_unit_test(advise_many),
+	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,8 @@
  * Unit tests of the file-transfer part of proto.[ch]: round trips of every
  * message, batch item and the chunk header; filling a batch until it has
  * no room (the message stays within PROTO_MAX_BODY); and tables of
- * malformed requests, items and chunk headers that must be refused.
+ * malformed requests, items and chunk headers that must be refused; the
+ * same for linerate doctor's PROBE_REQUEST and PROBE_RESULT.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -1321,6 +1322,486 @@ static void test_chunk(void **state)
 	}
 }
 
+/* ---- linerate doctor: PROBE_REQUEST and PROBE_RESULT ---- */
+
+static void probe_request_rt(const struct proto_probe_request *in)
+{
+	struct proto_probe_request out;
+	struct msg m;
+	uint8_t *body;
+	size_t len;
+
+	msg_init(&m, MSG_CAP);
+	assert_int_equal(proto_encode_probe_request(&m.b, in), 0);
+	body = msg_body(&m, PROTO_PROBE_REQUEST, &len);
+	memset(&out, 0x5a, sizeof(out));
+	assert_int_equal(proto_decode_probe_request(body, len, &out), 0);
+	assert_true(out.disk_bytes == in->disk_bytes);
+	assert_int_equal(out.cipher_ms, in->cipher_ms);
+	assert_string_equal(out.dir, in->dir);
+	msg_free(&m);
+}
+
+static void test_probe_request_roundtrip(void **state)
+{
+	struct proto_probe_request rq;
+
+	(void)state;
+	memset(&rq, 0, sizeof(rq));
+	probe_request_rt(&rq);
+	rq.disk_bytes = 256ull << 20;
+	rq.cipher_ms = 150;
+	probe_request_rt(&rq);
+	snprintf(rq.dir, sizeof(rq.dir), "a/b c/d-e_f.g");
+	probe_request_rt(&rq);
+	/* the limits themselves are accepted */
+	rq.disk_bytes = PROTO_PROBE_MAX_DISK;
+	rq.cipher_ms = PROTO_PROBE_MAX_MS;
+	memset(rq.dir, 'd', PROTO_XFER_MAX_PATH);
+	rq.dir[PROTO_XFER_MAX_PATH] = 0;
+	probe_request_rt(&rq);
+}
+
+/* The fields of a PROBE_REQUEST, each put (or not) on its own. */
+enum { QF_DISK = 1, QF_MS = 2, QF_PATH = 4 };
+
+struct pq_case {
+	const char *name;
+	unsigned omit, dup;
+	uint64_t disk;
+	uint32_t ms;
+	/* a raw TLV appended after the fields: tag, value, length */
+	uint16_t tag;
+	const char *val;
+	size_t vlen;
+	bool ok;
+};
+
+static const struct pq_case pq_cases[] = {
+	{ "valid", 0, 0, 1 << 20, 100, 0, NULL, 0, true },
+	{ "no path", QF_PATH, 0, 1 << 20, 100, 0, NULL, 0, true },
+	{ "zeros", 0, 0, 0, 0, 0, NULL, 0, true },
+	{ "disk at max", 0, 0, PROTO_PROBE_MAX_DISK, 1, 0, NULL, 0, true },
+	{ "disk over max", 0, 0, PROTO_PROBE_MAX_DISK + 1, 1, 0, NULL, 0,
+	  false },
+	{ "disk huge", 0, 0, UINT64_MAX, 1, 0, NULL, 0, false },
+	{ "ms at max", 0, 0, 1, PROTO_PROBE_MAX_MS, 0, NULL, 0, true },
+	{ "ms over max", 0, 0, 1, PROTO_PROBE_MAX_MS + 1, 0, NULL, 0, false },
+	{ "ms huge", 0, 0, 1, UINT32_MAX, 0, NULL, 0, false },
+	{ "no disk", QF_DISK, 0, 1, 1, 0, NULL, 0, false },
+	{ "no ms", QF_MS, 0, 1, 1, 0, NULL, 0, false },
+	{ "nothing", QF_DISK | QF_MS | QF_PATH, 0, 1, 1, 0, NULL, 0, false },
+	{ "dup disk", 0, QF_DISK, 1, 1, 0, NULL, 0, false },
+	{ "dup ms", 0, QF_MS, 1, 1, 0, NULL, 0, false },
+	{ "dup path", 0, QF_PATH, 1, 1, 0, NULL, 0, false },
+	{ "disk as u32", QF_DISK, 0, 1, 1, PROTO_T_DISK_BYTES, "\0\0\0\1", 4,
+	  false },
+	{ "ms as u64", QF_MS, 0, 1, 1, PROTO_T_CIPHER_MS, "\0\0\0\0\0\0\0\1", 8,
+	  false },
+	{ "path newline", QF_PATH, 0, 1, 1, PROTO_T_PATH, "a\nb", 3, false },
+	{ "path escape", QF_PATH, 0, 1, 1, PROTO_T_PATH, "a\x1b[2J", 5, false },
+	{ "path DEL", QF_PATH, 0, 1, 1, PROTO_T_PATH, "a\x7f", 2, false },
+	{ "path NUL", QF_PATH, 0, 1, 1, PROTO_T_PATH, "a\0b", 3, false },
+	{ "path high byte", QF_PATH, 0, 1, 1, PROTO_T_PATH, "a\xc3\xa9", 3,
+	  false },
+	{ "unknown tag", 0, 0, 1, 1, 0x4fff, "x", 1, true },
+	{ "critical unknown tag", 0, 0, 1, 1, PROTO_TAG_CRITICAL | 0x4fff, "x",
+	  1, false },
+};
+
+static void put_pq(struct proto_buf *b, const struct pq_case *c, unsigned f)
+{
+	switch (f) {
+	case QF_DISK: proto_put_u64(b, PROTO_T_DISK_BYTES, c->disk); break;
+	case QF_MS: proto_put_u32(b, PROTO_T_CIPHER_MS, c->ms); break;
+	case QF_PATH: proto_put_str(b, PROTO_T_PATH, "sub/dir"); break;
+	}
+}
+
+static void test_probe_request_malformed(void **state)
+{
+	struct proto_probe_request rq;
+	char *p = malloc(PROTO_XFER_MAX_PATH + 2);
+	struct msg m;
+	uint8_t *body;
+	size_t i, len;
+
+	(void)state;
+	assert_non_null(p);
+	for (i = 0; i < ARRAY_SIZE(pq_cases); i++) {
+		const struct pq_case *c = &pq_cases[i];
+		unsigned f;
+		int got;
+
+		msg_init(&m, 4096);
+		proto_msg_begin(&m.b, PROTO_PROBE_REQUEST);
+		for (f = QF_DISK; f <= QF_PATH; f <<= 1) {
+			if (!(c->omit & f))
+				put_pq(&m.b, c, f);
+			if (c->dup & f)
+				put_pq(&m.b, c, f);
+		}
+		if (c->val)
+			proto_put_bytes(&m.b, c->tag, c->val, c->vlen);
+		assert_int_equal(proto_msg_end(&m.b), 0);
+		body = msg_body(&m, PROTO_PROBE_REQUEST, &len);
+		got = proto_decode_probe_request(body, len, &rq);
+		if (got != (c->ok ? 0 : LR_EBADMSG))
+			fail_msg("probe request case \"%s\": got %d", c->name,
+				 got);
+		msg_free(&m);
+	}
+
+	/* a path one byte longer than PROTO_XFER_MAX_PATH */
+	memset(p, 'q', PROTO_XFER_MAX_PATH + 1);
+	msg_init(&m, MSG_CAP);
+	proto_msg_begin(&m.b, PROTO_PROBE_REQUEST);
+	proto_put_u64(&m.b, PROTO_T_DISK_BYTES, 1);
+	proto_put_u32(&m.b, PROTO_T_CIPHER_MS, 1);
+	proto_put_bytes(&m.b, PROTO_T_PATH, p, PROTO_XFER_MAX_PATH + 1);
+	assert_int_equal(proto_msg_end(&m.b), 0);
+	body = msg_body(&m, PROTO_PROBE_REQUEST, &len);
+	assert_int_equal(proto_decode_probe_request(body, len, &rq),
+			 LR_EBADMSG);
+
+	/* every proper prefix: a cut TLV or a missing field */
+	proto_buf_init(&m.b, m.mem, MSG_CAP);
+	proto_msg_begin(&m.b, PROTO_PROBE_REQUEST);
+	proto_put_str(&m.b, PROTO_T_PATH, "x");
+	proto_put_u64(&m.b, PROTO_T_DISK_BYTES, 1);
+	proto_put_u32(&m.b, PROTO_T_CIPHER_MS, 1);
+	assert_int_equal(proto_msg_end(&m.b), 0);
+	body = msg_body(&m, PROTO_PROBE_REQUEST, &len);
+	assert_int_equal(proto_decode_probe_request(body, len, &rq), 0);
+	for (i = 0; i < len; i++) {
+		uint8_t *cut = malloc(i ? i : 1);
+
+		assert_non_null(cut);
+		memcpy(cut, body, i);
+		if (proto_decode_probe_request(cut, i, &rq) != LR_EBADMSG)
+			fail_msg("probe request prefix of %zu bytes accepted",
+				 i);
+		free(cut);
+	}
+	msg_free(&m);
+	free(p);
+}
+
+static void sample_result(struct proto_probe_result *r)
+{
+	memset(r, 0, sizeof(*r));
+	snprintf(r->model, sizeof(r->model),
+		 "Intel(R) Xeon(R) CPU E5-2680 v4 @ 2.40GHz");
+	r->centicores = 20;
+	snprintf(r->governor, sizeof(r->governor), "powersave");
+	r->aes = 1;
+	r->nrates = 2;
+	r->rates[0].cipher = 1;
+	r->rates[0].seal = 3000000000ull;
+	r->rates[0].open = 2900000000ull;
+	r->rates[1].cipher = 2;
+	r->rates[1].seal = UINT64_MAX;
+	r->rates[1].open = 1;
+	snprintf(r->storage, sizeof(r->storage), "SD/MMC card mmcblk0p2, ext4");
+	r->sockbuf[0] = 212992;
+	r->sockbuf[1] = 212992;
+	r->sockbuf[2] = 6291456;
+	r->sockbuf[3] = UINT32_MAX;
+	snprintf(r->cc, sizeof(r->cc), "bbr");
+	r->disk_bytes = PROTO_PROBE_MAX_DISK;
+	r->disk_usec = 51200000;
+	snprintf(r->disk_error, sizeof(r->disk_error), "no space left: 5%%");
+}
+
+static void probe_result_rt(const struct proto_probe_result *in)
+{
+	struct proto_probe_result out;
+	struct msg m;
+	uint8_t *body;
+	size_t len;
+	unsigned i;
+
+	msg_init(&m, MSG_CAP);
+	assert_int_equal(proto_encode_probe_result(&m.b, in), 0);
+	body = msg_body(&m, PROTO_PROBE_RESULT, &len);
+	memset(&out, 0x5a, sizeof(out));
+	assert_int_equal(proto_decode_probe_result(body, len, &out), 0);
+	assert_string_equal(out.model, in->model);
+	assert_int_equal(out.centicores, in->centicores);
+	assert_string_equal(out.governor, in->governor);
+	assert_int_equal(out.aes, in->aes);
+	assert_int_equal(out.nrates, in->nrates);
+	for (i = 0; i < in->nrates; i++) {
+		assert_int_equal(out.rates[i].cipher, in->rates[i].cipher);
+		assert_true(out.rates[i].seal == in->rates[i].seal);
+		assert_true(out.rates[i].open == in->rates[i].open);
+	}
+	assert_string_equal(out.storage, in->storage);
+	assert_memory_equal(out.sockbuf, in->sockbuf, sizeof(in->sockbuf));
+	assert_string_equal(out.cc, in->cc);
+	assert_true(out.disk_bytes == in->disk_bytes);
+	assert_true(out.disk_usec == in->disk_usec);
+	assert_string_equal(out.disk_error, in->disk_error);
+	msg_free(&m);
+}
+
+static void test_probe_result_roundtrip(void **state)
+{
+	struct proto_probe_result r;
+
+	(void)state;
+	sample_result(&r);
+	probe_result_rt(&r);
+
+	/* empty strings, no rates, no disk test, no error */
+	memset(&r, 0, sizeof(r));
+	probe_result_rt(&r);
+
+	/* strings at their longest */
+	sample_result(&r);
+	memset(r.model, 'm', PROTO_MAX_TEXT);
+	r.model[PROTO_MAX_TEXT] = 0;
+	memset(r.governor, 'g', PROTO_MAX_NAME);
+	r.governor[PROTO_MAX_NAME] = 0;
+	memset(r.storage, 's', PROTO_MAX_TEXT);
+	r.storage[PROTO_MAX_TEXT] = 0;
+	memset(r.cc, 'c', PROTO_CC_LEN - 1);
+	r.cc[PROTO_CC_LEN - 1] = 0;
+	memset(r.disk_error, 'e', PROTO_MAX_TEXT);
+	r.disk_error[PROTO_MAX_TEXT] = 0;
+	r.nrates = 1;
+	probe_result_rt(&r);
+}
+
+/* The fields of a PROBE_RESULT, put one by one from sample_result. */
+enum {
+	RF_MODEL = 1u << 0,
+	RF_CORES = 1u << 1,
+	RF_GOV = 1u << 2,
+	RF_AES = 1u << 3,
+	RF_RATES = 1u << 4,
+	RF_STORAGE = 1u << 5,
+	RF_SOCKBUF = 1u << 6,
+	RF_CC = 1u << 7,
+	RF_DBYTES = 1u << 8,
+	RF_DUSEC = 1u << 9,
+	RF_TEXT = 1u << 10,
+	RF_LAST = RF_TEXT,
+};
+
+struct pr_case {
+	const char *name;
+	unsigned omit, dup;
+	uint16_t tag; /* a raw TLV appended, when val */
+	const char *val;
+	size_t vlen;
+	bool ok;
+};
+
+#define RATE_AES "\x01\0\0\0\0\0\0\0\x09\0\0\0\0\0\0\0\x08"
+#define RATE(c)	 c "\0\0\0\0\0\0\0\x09\0\0\0\0\0\0\0\x08"
+
+static const struct pr_case pr_cases[] = {
+	{ "valid", 0, 0, 0, NULL, 0, true },
+	{ "no rates", RF_RATES, 0, 0, NULL, 0, true },
+	{ "no disk error", RF_TEXT, 0, 0, NULL, 0, true },
+	{ "no model", RF_MODEL, 0, 0, NULL, 0, false },
+	{ "no cores", RF_CORES, 0, 0, NULL, 0, false },
+	{ "no governor", RF_GOV, 0, 0, NULL, 0, false },
+	{ "no aes", RF_AES, 0, 0, NULL, 0, false },
+	{ "no storage", RF_STORAGE, 0, 0, NULL, 0, false },
+	{ "no sockbuf", RF_SOCKBUF, 0, 0, NULL, 0, false },
+	{ "no cc", RF_CC, 0, 0, NULL, 0, false },
+	{ "no disk bytes", RF_DBYTES, 0, 0, NULL, 0, false },
+	{ "no disk usec", RF_DUSEC, 0, 0, NULL, 0, false },
+	{ "empty", ~0u, 0, 0, NULL, 0, false },
+	{ "dup model", 0, RF_MODEL, 0, NULL, 0, false },
+	{ "dup cores", 0, RF_CORES, 0, NULL, 0, false },
+	{ "dup governor", 0, RF_GOV, 0, NULL, 0, false },
+	{ "dup aes", 0, RF_AES, 0, NULL, 0, false },
+	{ "dup storage", 0, RF_STORAGE, 0, NULL, 0, false },
+	{ "dup sockbuf", 0, RF_SOCKBUF, 0, NULL, 0, false },
+	{ "dup cc", 0, RF_CC, 0, NULL, 0, false },
+	{ "dup disk bytes", 0, RF_DBYTES, 0, NULL, 0, false },
+	{ "dup disk usec", 0, RF_DUSEC, 0, NULL, 0, false },
+	{ "dup disk error", 0, RF_TEXT, 0, NULL, 0, false },
+	/* the two rates again: four */
+	{ "too many rates", 0, RF_RATES, 0, NULL, 0, false },
+	{ "third rate", 0, 0, PROTO_T_CIPHER_RATE, RATE_AES, 17, false },
+	{ "one rate", RF_RATES, 0, PROTO_T_CIPHER_RATE, RATE_AES, 17, true },
+	{ "chacha rate", RF_RATES, 0, PROTO_T_CIPHER_RATE, RATE("\x02"), 17,
+	  true },
+	{ "rate cipher 0", RF_RATES, 0, PROTO_T_CIPHER_RATE, RATE("\x00"), 17,
+	  false },
+	{ "rate cipher 3", RF_RATES, 0, PROTO_T_CIPHER_RATE, RATE("\x03"), 17,
+	  false },
+	{ "rate cipher 255", RF_RATES, 0, PROTO_T_CIPHER_RATE, RATE("\xff"), 17,
+	  false },
+	{ "rate short", RF_RATES, 0, PROTO_T_CIPHER_RATE, RATE_AES, 16, false },
+	{ "rate long", RF_RATES, 0, PROTO_T_CIPHER_RATE, RATE_AES "x", 18,
+	  false },
+	{ "rate empty", RF_RATES, 0, PROTO_T_CIPHER_RATE, "", 0, false },
+	{ "aes 0", RF_AES, 0, PROTO_T_AES, "\x00", 1, true },
+	{ "aes 2", RF_AES, 0, PROTO_T_AES, "\x02", 1, false },
+	{ "aes 255", RF_AES, 0, PROTO_T_AES, "\xff", 1, false },
+	{ "aes as u32", RF_AES, 0, PROTO_T_AES, "\0\0\0\1", 4, false },
+	{ "sockbuf 15", RF_SOCKBUF, 0, PROTO_T_SOCKBUF, "0123456789abcde", 15,
+	  false },
+	{ "sockbuf 17", RF_SOCKBUF, 0, PROTO_T_SOCKBUF, "0123456789abcdefg", 17,
+	  false },
+	{ "sockbuf 0", RF_SOCKBUF, 0, PROTO_T_SOCKBUF, "", 0, false },
+	{ "sockbuf 4", RF_SOCKBUF, 0, PROTO_T_SOCKBUF, "\0\0\1\0", 4, false },
+	{ "disk bytes over max", RF_DBYTES, 0, PROTO_T_DISK_BYTES,
+	  "\0\0\0\0\x40\0\0\x01", 8, false },
+	{ "disk bytes at max", RF_DBYTES, 0, PROTO_T_DISK_BYTES,
+	  "\0\0\0\0\x40\0\0\0", 8, true },
+	{ "disk bytes huge", RF_DBYTES, 0, PROTO_T_DISK_BYTES,
+	  "\xff\xff\xff\xff\xff\xff\xff\xff", 8, false },
+	{ "disk bytes as u32", RF_DBYTES, 0, PROTO_T_DISK_BYTES, "\0\0\0\1", 4,
+	  false },
+	{ "disk usec as u32", RF_DUSEC, 0, PROTO_T_DISK_USEC, "\0\0\0\1", 4,
+	  false },
+	{ "cores as u64", RF_CORES, 0, PROTO_T_CENTICORES, "\0\0\0\0\0\0\0\x14",
+	  8, false },
+	{ "model newline", RF_MODEL, 0, PROTO_T_CPU_MODEL, "cpu\n", 4, false },
+	{ "model tab", RF_MODEL, 0, PROTO_T_CPU_MODEL, "c\tpu", 4, false },
+	{ "model escape", RF_MODEL, 0, PROTO_T_CPU_MODEL, "\x1b]0;x\x07", 6,
+	  false },
+	{ "model NUL", RF_MODEL, 0, PROTO_T_CPU_MODEL, "c\0pu", 4, false },
+	{ "model UTF-8", RF_MODEL, 0, PROTO_T_CPU_MODEL, "caf\xc3\xa9", 5,
+	  false },
+	{ "governor CR", RF_GOV, 0, PROTO_T_GOVERNOR, "perf\r", 5, false },
+	{ "governor DEL", RF_GOV, 0, PROTO_T_GOVERNOR, "\x7f", 1, false },
+	{ "storage newline", RF_STORAGE, 0, PROTO_T_STORAGE, "SD\ncard", 7,
+	  false },
+	{ "cc escape", RF_CC, 0, PROTO_T_CC, "\x1b[1m", 4, false },
+	{ "cc too long", RF_CC, 0, PROTO_T_CC, "0123456789abcdef", 16, false },
+	{ "cc longest", RF_CC, 0, PROTO_T_CC, "0123456789abcde", 15, true },
+	{ "error newline", RF_TEXT, 0, PROTO_T_TEXT, "disk\nfull", 9, false },
+	{ "error bell", RF_TEXT, 0, PROTO_T_TEXT, "\x07", 1, false },
+	{ "unknown tag", 0, 0, 0x4ffe, "x", 1, true },
+	{ "critical unknown tag", 0, 0, PROTO_TAG_CRITICAL | 0x4ffe, "x", 1,
+	  false },
+};
+
+static void put_pr(struct proto_buf *b, const struct proto_probe_result *r,
+		   unsigned f)
+{
+	uint8_t v[17];
+	unsigned i;
+
+	switch (f) {
+	case RF_MODEL: proto_put_str(b, PROTO_T_CPU_MODEL, r->model); break;
+	case RF_CORES:
+		proto_put_u32(b, PROTO_T_CENTICORES, r->centicores);
+		break;
+	case RF_GOV: proto_put_str(b, PROTO_T_GOVERNOR, r->governor); break;
+	case RF_AES: proto_put_u8(b, PROTO_T_AES, r->aes); break;
+	case RF_RATES:
+		for (i = 0; i < r->nrates; i++) {
+			v[0] = r->rates[i].cipher;
+			wr_be(v + 1, r->rates[i].seal, 8);
+			wr_be(v + 9, r->rates[i].open, 8);
+			proto_put_bytes(b, PROTO_T_CIPHER_RATE, v, 17);
+		}
+		break;
+	case RF_STORAGE: proto_put_str(b, PROTO_T_STORAGE, r->storage); break;
+	case RF_SOCKBUF:
+		for (i = 0; i < 4; i++)
+			wr_be(v + 4 * i, r->sockbuf[i], 4);
+		proto_put_bytes(b, PROTO_T_SOCKBUF, v, 16);
+		break;
+	case RF_CC: proto_put_str(b, PROTO_T_CC, r->cc); break;
+	case RF_DBYTES:
+		proto_put_u64(b, PROTO_T_DISK_BYTES, r->disk_bytes);
+		break;
+	case RF_DUSEC: proto_put_u64(b, PROTO_T_DISK_USEC, r->disk_usec); break;
+	case RF_TEXT: proto_put_str(b, PROTO_T_TEXT, r->disk_error); break;
+	}
+}
+
+static void test_probe_result_malformed(void **state)
+{
+	struct proto_probe_result in, out;
+	struct msg m;
+	uint8_t *body;
+	size_t i, len;
+
+	(void)state;
+	sample_result(&in);
+	for (i = 0; i < ARRAY_SIZE(pr_cases); i++) {
+		const struct pr_case *c = &pr_cases[i];
+		unsigned f;
+		int got;
+
+		msg_init(&m, 4096);
+		proto_msg_begin(&m.b, PROTO_PROBE_RESULT);
+		for (f = RF_MODEL; f <= RF_LAST; f <<= 1) {
+			if (!(c->omit & f))
+				put_pr(&m.b, &in, f);
+			if (c->dup & f)
+				put_pr(&m.b, &in, f);
+		}
+		if (c->val)
+			proto_put_bytes(&m.b, c->tag, c->val, c->vlen);
+		assert_int_equal(proto_msg_end(&m.b), 0);
+		body = msg_body(&m, PROTO_PROBE_RESULT, &len);
+		got = proto_decode_probe_result(body, len, &out);
+		if (got != (c->ok ? 0 : LR_EBADMSG))
+			fail_msg("probe result case \"%s\": got %d", c->name,
+				 got);
+		msg_free(&m);
+	}
+
+	/* strings one byte longer than their field */
+	for (i = 0; i < 4; i++) {
+		static const uint16_t tags[] = { PROTO_T_CPU_MODEL,
+						 PROTO_T_GOVERNOR,
+						 PROTO_T_STORAGE,
+						 PROTO_T_TEXT };
+		static const unsigned omit[] = { RF_MODEL, RF_GOV, RF_STORAGE,
+						 RF_TEXT };
+		static const size_t n[] = { PROTO_MAX_TEXT + 1,
+					    PROTO_MAX_NAME + 1,
+					    PROTO_MAX_TEXT + 1,
+					    PROTO_MAX_TEXT + 1 };
+		char s[PROTO_MAX_TEXT + 2];
+		unsigned f;
+
+		memset(s, 'x', sizeof(s));
+		msg_init(&m, 4096);
+		proto_msg_begin(&m.b, PROTO_PROBE_RESULT);
+		for (f = RF_MODEL; f <= RF_LAST; f <<= 1)
+			if (!(omit[i] & f))
+				put_pr(&m.b, &in, f);
+		proto_put_bytes(&m.b, tags[i], s, n[i]);
+		assert_int_equal(proto_msg_end(&m.b), 0);
+		body = msg_body(&m, PROTO_PROBE_RESULT, &len);
+		if (proto_decode_probe_result(body, len, &out) != LR_EBADMSG)
+			fail_msg("string of tag 0x%04x, %zu bytes, accepted",
+				 tags[i], n[i]);
+		msg_free(&m);
+	}
+
+	/* every proper prefix of a result whose last field is required */
+	in.disk_error[0] = 0;
+	msg_init(&m, 4096);
+	assert_int_equal(proto_encode_probe_result(&m.b, &in), 0);
+	body = msg_body(&m, PROTO_PROBE_RESULT, &len);
+	assert_int_equal(proto_decode_probe_result(body, len, &out), 0);
+	for (i = 0; i < len; i++) {
+		uint8_t *cut = malloc(i ? i : 1);
+
+		assert_non_null(cut);
+		memcpy(cut, body, i);
+		if (proto_decode_probe_result(cut, i, &out) != LR_EBADMSG)
+			fail_msg("probe result prefix of %zu bytes accepted",
+				 i);
+		free(cut);
+	}
+	msg_free(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1343,6 +1824,10 @@ int main(void)
 		cmocka_unit_test(test_accept_malformed),
 		cmocka_unit_test(test_totals_done_malformed),
 		cmocka_unit_test(test_chunk),
+		cmocka_unit_test(test_probe_request_roundtrip),
+		cmocka_unit_test(test_probe_request_malformed),
+		cmocka_unit_test(test_probe_result_roundtrip),
+		cmocka_unit_test(test_probe_result_malformed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
