@@ -5,9 +5,10 @@
 # to 1 Gbit/s), `linerate serve --root` on one, then from the other:
 # `linerate bench` (memory to memory), and a 1 GiB file made with
 # `linerate gen` sent with `linerate send` (with progress), compared byte
-# for byte, both rates side by side. Authenticated with a fresh token and
-# encrypted; the hosts and files are removed at the end. Without root it
-# runs over loopback instead.
+# for byte, both rates side by side, and at the end `linerate doctor`'s
+# report (each stage measured, the bottleneck named). Authenticated with a
+# fresh token and encrypted; the hosts and files are removed at the end.
+# Without root it runs over loopback instead.
 #
 # Usage: scripts/demo.sh [extra `linerate bench` options, e.g. -t 5 -P 2]
 # DEMO_SIZE (default 1G) sets the size of the file sent.
@@ -103,6 +104,10 @@ awk '
 		if (m > 0) printf "  (%.2fx the bench)", s / m
 		printf "\n"
 	}' "$benchout"
+echo
+echo "== linerate doctor: each stage measured, the bottleneck named"
+"${in_a[@]}" "$bin" doctor --token-file "$tok" "${speed[@]}" -p "$port" \
+	-t 2 --size 256M "$target" 2>&1
 echo
 echo "Server log:"
 sed 's/^/  /' "$log"
