@@ -2928,6 +2928,17 @@ static int recv_service(struct xsess *x, uint8_t *buf, bool force)
 		if (r)
 			return r;
 		proto_msg_begin(&b, PROTO_XFER_ACKS);
+		if (!limit) {
+			/* more came meanwhile: sync their directories and
+			 * send them too, rather than wait for the next tick
+			 * (their pushes did not wake us: the queue was not
+			 * empty) */
+			pthread_mutex_lock(&x->lock);
+			limit = x->nacks;
+			pthread_mutex_unlock(&x->lock);
+			if (limit)
+				dirs_sync(x);
+		}
 	}
 	(void)force;
 	/* release failed files no chunk of which is still being written */
