@@ -643,6 +643,7 @@ static int net_stage(const struct doctor_opts *o, bool reverse,
 	struct bench_callbacks cb = { 0 };
 	struct bench_result res;
 	uint64_t bytes = 0;
+	double secs = 0;
 	unsigned i;
 	int r;
 
@@ -660,10 +661,17 @@ static int net_stage(const struct doctor_opts *o, bool reverse,
 	r = bench_client_run(&bo, &cb, &res, err);
 	if (r)
 		return r;
-	for (i = 0; i < res.nstreams; i++)
+	/* what the receiving end counted, over the time it counted it
+	 * (the bytes still in flight at the stop included) */
+	for (i = 0; i < res.nstreams; i++) {
 		bytes += res.streams[i].receiver.bytes;
+		if (res.streams[i].receiver.seconds > secs)
+			secs = res.streams[i].receiver.seconds;
+	}
+	if (secs <= 0)
+		secs = res.duration;
 	st->measured = true;
-	st->bps = res.duration > 0 ? (double)bytes / res.duration : 0;
+	st->bps = secs > 0 ? (double)bytes / secs : 0;
 	st->cpu_bound = cpu_full(&res.local_cpu, rep->local.cores) ||
 			cpu_full(&res.remote_cpu, rep->remote.cores);
 	snprintf(st->detail, sizeof(st->detail), "%u stream%s, %s%s",
