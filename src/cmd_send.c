@@ -21,30 +21,31 @@
 #include "xfer.h"
 #include "banned.h"
 
-#define COMMON_HELP                                                               \
-	"  -p, --port PORT       server port (default 7350)\n"                    \
-	"  -P, --parallel N      parallel TCP streams (default 4)\n"              \
-	"  -4, --ipv4 / -6, --ipv6  only that address family\n"                   \
-	"  -B, --bind ADDR       local address to connect from\n"                 \
-	"      --token-file FILE the server's token (else LINERATE_TOKEN,\n"      \
-	"                        else a prompt); never on the command line\n"     \
-	"      --cipher NAME     auto (default), aes-256-gcm,\n"                  \
-	"                        chacha20-poly1305, or none (data in clear on\n"  \
-	"                        a trusted cable; the server must allow it)\n"    \
-	"      --limit RATE      cap the rate: 50M is 50 MB/s (bytes, as rsync\n" \
-	"                        --bwlimit and pv -L), 400mbit is bits/s\n"       \
-	"      --chunk SIZE      chunk size, 64K-8M (default 1M)\n"               \
-	"  -w, --window SIZE     socket buffer size (default: the kernel's)\n"    \
-	"      --overwrite       replace existing files\n"                        \
-	"      --update          replace existing files whose size or mtime\n"    \
-	"                        differ; skip the others\n"                       \
-	"      --no-fsync        do not wait for the destination disk before\n"   \
-	"                        renaming (faster; a crash or power loss of\n"    \
-	"                        the receiver can then lose the newest files)\n"  \
-	"      --keep-setid      keep setuid/setgid bits (dropped by default)\n"  \
-	"      --link-speed RATE speed of the link for the %% of its ceiling\n"   \
-	"      --json            one JSON object per event on standard output\n"  \
-	"  -q, --quiet           no progress, only errors\n"                      \
+#define COMMON_HELP                                                                 \
+	"  -p, --port PORT       server port (default 7350)\n"                      \
+	"  -P, --parallel N      parallel TCP streams (default: 4, or 2 for many\n" \
+	"                        small files)\n"                                    \
+	"  -4, --ipv4 / -6, --ipv6  only that address family\n"                     \
+	"  -B, --bind ADDR       local address to connect from\n"                   \
+	"      --token-file FILE the server's token (else LINERATE_TOKEN,\n"        \
+	"                        else a prompt); never on the command line\n"       \
+	"      --cipher NAME     auto (default), aes-256-gcm,\n"                    \
+	"                        chacha20-poly1305, or none (data in clear on\n"    \
+	"                        a trusted cable; the server must allow it)\n"      \
+	"      --limit RATE      cap the rate: 50M is 50 MB/s (bytes, as rsync\n"   \
+	"                        --bwlimit and pv -L), 400mbit is bits/s\n"         \
+	"      --chunk SIZE      chunk size, 64K-8M (default 1M)\n"                 \
+	"  -w, --window SIZE     socket buffer size (default: the kernel's)\n"      \
+	"      --overwrite       replace existing files\n"                          \
+	"      --update          replace existing files whose size or mtime\n"      \
+	"                        differ; skip the others\n"                         \
+	"      --no-fsync        do not wait for the destination disk before\n"     \
+	"                        renaming (faster; a crash or power loss of\n"      \
+	"                        the receiver can then lose the newest files)\n"    \
+	"      --keep-setid      keep setuid/setgid bits (dropped by default)\n"    \
+	"      --link-speed RATE speed of the link for the %% of its ceiling\n"     \
+	"      --json            one JSON object per event on standard output\n"    \
+	"  -q, --quiet           no progress, only errors\n"                        \
 	"  -h, --help            this text\n"
 
 const char cmd_send_usage[] =
@@ -175,7 +176,7 @@ static int send_parse(int argc, char **argv, struct send_cli *o,
 
 	o->c.port = BENCH_DEFAULT_PORT;
 	o->c.family = AF_UNSPEC;
-	o->c.streams = XFER_DEFAULT_STREAMS;
+	o->c.streams = 0; /* chosen from the sources */
 	o->c.connect_timeout_ms = 10000;
 	o->c.destfd = o->c.outfd = -1;
 	o->c.src.rootfd = -1;

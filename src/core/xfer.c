@@ -3524,6 +3524,23 @@ static int expect(struct conn *c, uint8_t type, uint8_t *buf,
 	return 0;
 }
 
+unsigned xfer_auto_streams(const struct xfer_client_opts *o)
+{
+	struct proto_xfer_totals t;
+	struct lr_err e = { 0 };
+	bool pipe;
+
+	if (o->streams)
+		return o->streams;
+	/* many small files gain nothing from more streams and pay for
+	 * their contention: two; a pipe or big files: four */
+	if (o->req.op == PROTO_XFER_PUSH &&
+	    !count_sources(&o->src, &t, &pipe, &e) && !pipe && t.files &&
+	    t.bytes / t.files < (256u << 10))
+		return 2;
+	return XFER_DEFAULT_STREAMS;
+}
+
 int xfer_client_run(const struct xfer_client_opts *o,
 		    const struct xfer_callbacks *cb, struct xfer_result *res,
 		    struct lr_err *err)
@@ -3580,7 +3597,7 @@ int xfer_client_run(const struct xfer_client_opts *o,
 		 LINERATE_VERSION);
 	proto_buf_init(&b, buf, MSG_BUF);
 	r = proto_encode_ctrl_open(&b, &co) ?: ctrl_send_raw(&ctrl, &b);
-	req.streams = (uint16_t)o->streams;
+	req.streams = (uint16_t)xfer_auto_streams(o);
 	proto_buf_init(&b, buf, MSG_BUF);
 	if (!r)
 		r = proto_encode_xfer_request(&b, &req)
@@ -3605,8 +3622,8 @@ int xfer_client_run(const struct xfer_client_opts *o,
 		r = lr_err_set(err, LR_EBADMSG, "malformed XFER_ACCEPT");
 	if (r)
 		goto out_ctrl;
-	if (acc.streams < 1 || acc.streams > o->streams)
-		acc.streams = (uint16_t)o->streams;
+	if (acc.streams < 1 || acc.streams > req.streams)
+		acc.streams = req.streams;
 	data = calloc(acc.streams, sizeof(*data));
 	if (!data) {
 		r = lr_err_setc(err, -ENOMEM, "streams");

@@ -139,7 +139,7 @@ struct xfer_client_opts {
 	const char *bind_addr;
 	const uint8_t *psk; /* required: transfers are always authenticated */
 	uint8_t cipher_wish;
-	unsigned streams;
+	unsigned streams; /* 0 = chosen: xfer_auto_streams */
 	int connect_timeout_ms;
 	uint32_t window;	       /* socket buffers; 0 = default */
 	struct proto_xfer_request req; /* op, flags, chunk_size, rate, paths */
@@ -148,6 +148,10 @@ struct xfer_client_opts {
 	struct xfer_source src;
 	int destfd, outfd;
 };
+
+/* The streams for a session: o->streams, or when 0, two for a push of
+ * many small files (under 256 KiB on average), else four. */
+unsigned xfer_auto_streams(const struct xfer_client_opts *o);
 
 int xfer_client_run(const struct xfer_client_opts *o,
 		    const struct xfer_callbacks *cb, struct xfer_result *res,
