@@ -34,6 +34,8 @@
 #                      --max-tests 4 --allow-plaintext -B 198.18.0.2
 #                   A: linerate send --token-file TF -q SRC 198.18.0.2:SUBDIR
 #   linerate none   the same, send --cipher none (authenticated, data in clear)
+#   linerate chacha the same, send --cipher chacha20-poly1305 (the default
+#                   row uses auto: AES-256-GCM on CPUs with AES instructions)
 #   nc              B: nc -l -s ADDR -p PORT -d > FILE     A: nc -N ADDR PORT < SRC
 #   tar | nc        B: nc -l ... | tar xf - -C DIR         A: tar cf - -C PARENT NAME | nc -N ...
 #   scp             an sshd started in B for the run (throw-away host key and
@@ -496,12 +498,13 @@ run_one() {
     [ -n "$opt_dest_disk" ] && sync
 
     case $tool in
-    lr | lrnone)
+    lr | lrnone | lrchacha)
         port=$LR_PORT
         srv=("$LINERATE_BIN" serve --root "$DEST" --token-file "$TOKEN_FILE" -p "$port"
             --max-tests 4 --allow-plaintext -B "$TH_ADDR_B")
         cli=("$LINERATE_BIN" send --token-file "$TOKEN_FILE" -q)
         [ "$tool" = lrnone ] && cli+=(--cipher none)
+        [ "$tool" = lrchacha ] && cli+=(--cipher chacha20-poly1305)
         cli+=("$src" "$TH_ADDR_B:$tag")
         ;;
     ref)
@@ -653,7 +656,7 @@ ratio() {
 tools_for() {
     local kind=$1
     local -a t=()
-    [ "$opt_peers_only" = 0 ] && t+=(lr lrnone)
+    [ "$opt_peers_only" = 0 ] && t+=(lr lrchacha lrnone)
     [ "$kind" = file ] && t+=(nc)
     t+=(tarnc scp rsync)
     [ "$opt_peers_only" = 0 ] && [ "$kind" = file ] && t+=(ref)
@@ -800,6 +803,7 @@ tool_label() {
     case $1 in
     lr) echo "linerate send" ;;
     lrnone) echo "linerate send --cipher none" ;;
+    lrchacha) echo "linerate send --cipher chacha20-poly1305" ;;
     nc) echo "nc" ;;
     tarnc) echo "tar \\| nc" ;;
     scp) echo "scp$([ "$2" = tree ] && echo ' -r')" ;;
