@@ -20,54 +20,9 @@
 
 const uint8_t digest_zero_buf[DIGEST_ZERO_BUF];
 
-static void sse2_chunk(const void *p, size_t n, uint8_t out[DIGEST_LEN])
-{
-	XXH128_canonical_t c;
-
-	XXH128_canonicalFromHash(&c, XXH3_128bits(p, n));
-	memcpy(out, c.digest, DIGEST_LEN);
-}
-
-static void sse2_zeros(size_t n, uint8_t out[DIGEST_LEN])
-{
-	XXH3_state_t st;
-	XXH128_canonical_t c;
-	size_t k;
-
-	if (n <= DIGEST_ZERO_BUF) {
-		sse2_chunk(digest_zero_buf, n, out);
-		return;
-	}
-	XXH3_INITSTATE(&st);
-	XXH3_128bits_reset(&st);
-	for (; n; n -= k) {
-		k = n < DIGEST_ZERO_BUF ? n : DIGEST_ZERO_BUF;
-		XXH3_128bits_update(&st, digest_zero_buf, k);
-	}
-	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(&st));
-	memcpy(out, c.digest, DIGEST_LEN);
-}
-
-static void sse2_two(const void *a, size_t alen, const void *b, size_t blen,
-		     uint8_t out[DIGEST_LEN])
-{
-	XXH3_state_t st;
-	XXH128_canonical_t c;
-
-	XXH3_INITSTATE(&st);
-	XXH3_128bits_reset(&st);
-	XXH3_128bits_update(&st, a, alen);
-	XXH3_128bits_update(&st, b, blen);
-	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(&st));
-	memcpy(out, c.digest, DIGEST_LEN);
-}
-
-const struct digest_ops digest_ops_sse2 = {
-	.name = "sse2",
-	.chunk = sse2_chunk,
-	.zeros = sse2_zeros,
-	.two = sse2_two,
-};
+#define DIGEST_BUILD_OPS  digest_ops_sse2
+#define DIGEST_BUILD_NAME "sse2"
+#include "digest_build.h"
 
 bool digest_avx2_usable(void)
 {
