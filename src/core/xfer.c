@@ -147,7 +147,8 @@ struct xsess {
 	unsigned nacks, cap_acks;
 	bool ack_wake;	 /* the ack queue went from empty to not empty */
 	bool any_failed; /* some file failed: scan the window for them */
-	_Atomic bool wake_pending;    /* the event counter was written */
+	_Atomic bool wake_pending; /* the event counter was written */
+	bool woken;		   /* control thread: a stream thread woke it */
 	uint32_t finals[XFER_WINDOW]; /* slots ready to finalize */
 	unsigned nfinals;
 	bool fail_pending[XFER_WINDOW];
@@ -513,6 +514,62 @@ static bool window_empty(struct xsess *x);
 static int recv_service(struct xsess *x, uint8_t *buf, bool force);
 static int finish_file(struct xsess *x, struct xfile *f, bool synced);
 static int dirh_get(struct xsess *x, const char *rel, struct xfile *f);
+
+/*
+ * One turn of a control loop: wait up to tmo ms for the peer or a stream
+ * thread. 1 with a message in rbuf and *h, 0 without one, or a negative
+ * error with err filled and the peer told why (peer and me name the two
+ * sides in messages).
+ */
+static int ctrl_turn(struct xsess *x, int64_t tmo, uint8_t *rbuf,
+		     struct proto_hdr *h, const char *peer, const char *me,
+		     struct lr_err *err)
+{
+	struct pollfd pf[2] = {
+		{ .fd = x->cs->ctrl->fd, .events = POLLIN },
+		{ .fd = x->evfd, .events = POLLIN },
+	};
+	char text[64];
+	int r;
+
+	if (poll(pf, 2, (int)tmo) < 0 && errno != EINTR)
+		return lr_err_setc(err, -errno, "poll");
+	if (x->o->cancel && atomic_load(x->o->cancel)) {
+		snprintf(text, sizeof(text), "the %s was interrupted", me);
+		send_error_msg(x, PROTO_ERR_INTERNAL, text);
+		return lr_err_set(err, -ECANCELED, "interrupted");
+	}
+	if (pf[1].revents) {
+		uint64_t v;
+
+		x->woken = true;
+		atomic_store(&x->wake_pending, false);
+		if (read(x->evfd, &v, sizeof(v)) < 0) {
+			/* drained already */
+		}
+	}
+	if (atomic_load(&x->abort)) {
+		pthread_mutex_lock(&x->lock);
+		*err = x->err;
+		r = x->error;
+		pthread_mutex_unlock(&x->lock);
+		send_error_msg(x, PROTO_ERR_BAD_REQUEST, err->msg);
+		return r ? r : -ECANCELED;
+	}
+	if (!pf[0].revents)
+		return 0;
+	r = conn_recv_msg(x->cs->ctrl, rbuf, MSG_BUF, h,
+			  net_now_ms() + CTRL_TIMEOUT_MS, err);
+	if (r == LR_ECLOSED)
+		return lr_err_set(err, r, "the %s closed the connection", peer);
+	if (r) {
+		/* tell the peer why (a forged record) */
+		send_error_msg(x, PROTO_ERR_BAD_REQUEST, err->msg);
+		return r;
+	}
+	atomic_store(&x->last_activity_ms, net_now_ms());
+	return 1;
+}
 
 /* ======================== the sending side ======================== */
 
@@ -1649,10 +1706,6 @@ int xfer_send(struct xfer_conns *cs, const struct xfer_source *src,
 	walk_init(&w, src, true, err);
 	pc.next = net_now_ms() + (o->progress_ms ? o->progress_ms : 1000);
 	while (!got_done) {
-		struct pollfd pf[2] = {
-			{ .fd = cs->ctrl->fd, .events = POLLIN },
-			{ .fd = x.evfd, .events = POLLIN },
-		};
 		int64_t now, tmo;
 
 		/* announce while the window has room */
@@ -1792,47 +1845,11 @@ int xfer_send(struct xfer_conns *cs, const struct xfer_source *src,
 		tmo = pc.next - now;
 		if (tmo < 0)
 			tmo = 0;
-		if (poll(pf, 2, (int)tmo) < 0 && errno != EINTR) {
-			r = lr_err_setc(err, -errno, "poll");
+		r = ctrl_turn(&x, tmo, rbuf, &h, "receiver", "sender", err);
+		if (r < 0)
 			goto out_walk;
-		}
-		if (o->cancel && atomic_load(o->cancel)) {
-			r = lr_err_set(err, -ECANCELED, "interrupted");
-			send_error_msg(&x, PROTO_ERR_INTERNAL,
-				       "the sender was interrupted");
-			goto out_walk;
-		}
-		if (pf[1].revents) {
-			uint64_t v;
-
-			atomic_store(&x.wake_pending, false);
-			if (read(x.evfd, &v, sizeof(v)) < 0) {
-				/* drained already */
-			}
-		}
-		if (atomic_load(&x.abort)) {
-			pthread_mutex_lock(&x.lock);
-			*err = x.err;
-			r = x.error;
-			pthread_mutex_unlock(&x.lock);
-			send_error_msg(&x, PROTO_ERR_INTERNAL, err->msg);
-			goto out_walk;
-		}
-		if (pf[0].revents) {
-			r = conn_recv_msg(cs->ctrl, rbuf, MSG_BUF, &h,
-					  net_now_ms() + CTRL_TIMEOUT_MS, err);
-			if (r) {
-				if (r == LR_ECLOSED)
-					lr_err_set(err, r,
-						   "the receiver closed the "
-						   "connection");
-				else /* tell the peer why (a forged record) */
-					send_error_msg(&x,
-						       PROTO_ERR_BAD_REQUEST,
-						       err->msg);
-				goto out_walk;
-			}
-			atomic_store(&x.last_activity_ms, net_now_ms());
+		if (r == 1) {
+			r = 0;
 			switch (h.type) {
 			case PROTO_XFER_PLAN:
 				r = on_plan(&x, rbuf, h.len);
@@ -3304,55 +3321,16 @@ int xfer_recv(struct xfer_conns *cs, int destfd, int outfd,
 	next_journal = net_now_ms() + JOURNAL_MS;
 	pc.next = net_now_ms() + (o->progress_ms ? o->progress_ms : 1000);
 	for (;;) {
-		struct pollfd pf[2] = {
-			{ .fd = cs->ctrl->fd, .events = POLLIN },
-			{ .fd = x.evfd, .events = POLLIN },
-		};
 		int64_t now = net_now_ms(), tmo = next_tick - now;
 
 		if (got_end && window_empty(&x))
 			break;
-		if (poll(pf, 2, tmo > 0 ? (int)tmo : 0) < 0 && errno != EINTR) {
-			r = lr_err_setc(err, -errno, "poll");
+		r = ctrl_turn(&x, tmo > 0 ? tmo : 0, rbuf, &h, "sender",
+			      "receiver", err);
+		if (r < 0)
 			goto out_join;
-		}
-		if (o->cancel && atomic_load(o->cancel)) {
-			r = lr_err_set(err, -ECANCELED, "interrupted");
-			send_error_msg(&x, PROTO_ERR_INTERNAL,
-				       "the receiver was interrupted");
-			goto out_join;
-		}
-		if (pf[1].revents) {
-			uint64_t v;
-
-			atomic_store(&x.wake_pending, false);
-			if (read(x.evfd, &v, sizeof(v)) < 0) {
-				/* drained */
-			}
-		}
-		if (atomic_load(&x.abort)) {
-			pthread_mutex_lock(&x.lock);
-			*err = x.err;
-			r = x.error;
-			pthread_mutex_unlock(&x.lock);
-			send_error_msg(&x, PROTO_ERR_BAD_REQUEST, err->msg);
-			goto out_join;
-		}
-		if (pf[0].revents) {
-			r = conn_recv_msg(cs->ctrl, rbuf, MSG_BUF, &h,
-					  net_now_ms() + CTRL_TIMEOUT_MS, err);
-			if (r) {
-				if (r == LR_ECLOSED)
-					lr_err_set(err, r,
-						   "the sender closed the "
-						   "connection");
-				else /* tell the peer why (a forged record) */
-					send_error_msg(&x,
-						       PROTO_ERR_BAD_REQUEST,
-						       err->msg);
-				goto out_join;
-			}
-			atomic_store(&x.last_activity_ms, net_now_ms());
+		if (r == 1) {
+			r = 0;
 			switch (h.type) {
 			case PROTO_XFER_FILES:
 				r = got_end ? lr_err_set(err, LR_EBADMSG,
@@ -3380,7 +3358,8 @@ int xfer_recv(struct xfer_conns *cs, int destfd, int outfd,
 			}
 		}
 		now = net_now_ms();
-		if (now >= next_tick || pf[1].revents || got_end) {
+		if (now >= next_tick || x.woken || got_end) {
+			x.woken = false;
 			r = recv_service(&x, buf, false);
 			if (r) {
 				lr_err_setc(err, r, "sending acknowledgements");
