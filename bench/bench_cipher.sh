@@ -253,39 +253,8 @@ pick_port() {
 }
 
 # PID and its descendants, one per line (depth bounded by the process tree).
-descendants() {
-    local child
-    echo "$1"
-    for child in $(ps -o pid= --ppid "$1" 2>/dev/null); do
-        descendants "$child"
-    done
-}
-
-# Wait (bounded: 400 polls, ~20 s: a server held to 20% of a core starts
-# slowly) until our server (a descendant of PID) listens on exactly
-# SERVER_ADDR:PORT in the server's namespace.  Polls with ss: a connect
-# would be iperf3 -s -1's one client; and checking the owner keeps a
-# stranger's listener on the same port from passing for ours.
 wait_listen() {
-    local port=$1 pid=$2 i out p
-    for ((i = 0; i < 400; i++)); do
-        out=$("${NS_SERVER[@]}" ss -ltnpH "( src $SERVER_ADDR:$port )" 2>/dev/null) || out=
-        if [ -n "$out" ]; then
-            for p in $(descendants "$pid"); do
-                [[ $out == *"pid=$p,"* ]] && return 0
-            done
-        fi
-        kill -0 "$pid" 2>/dev/null || return 1
-        sleep 0.05
-    done
-    return 1
-}
-
-# The last line of a /usr/bin/time -o file (an earlier line may say "Command
-# exited with non-zero status N"): "elapsed user sys maxrss_kb".
-time_line() {
-    [ -s "$1" ] || return 1
-    tail -n 1 "$1"
+    bench_wait_listen "$SERVER_ADDR" "$1" "$2" 400
 }
 
 # From a -J document: "bits_per_second bytes authenticated cipher" (the last

@@ -385,33 +385,8 @@ WRAP_SERVER=()
 WRAP_CLIENT=()
 RUN_NO=0
 
-descendants() {
-    local child
-    echo "$1"
-    for child in $(ps -o pid= --ppid "$1" 2>/dev/null); do
-        descendants "$child"
-    done
-}
-
-# Wait (bounded: ~20 s) until a descendant of PID listens on TH_ADDR_B:PORT.
 wait_listen() {
-    local port=$1 pid=$2 i out p
-    for ((i = 0; i < 400; i++)); do
-        out=$("${NS_SERVER[@]}" ss -ltnpH "( src $TH_ADDR_B:$port )" 2>/dev/null) || out=
-        if [ -n "$out" ]; then
-            for p in $(descendants "$pid"); do
-                [[ $out == *"pid=$p,"* ]] && return 0
-            done
-        fi
-        kill -0 "$pid" 2>/dev/null || return 1
-        sleep 0.05
-    done
-    return 1
-}
-
-time_line() {
-    [ -s "$1" ] || return 1
-    tail -n 1 "$1"
+    bench_wait_listen "$TH_ADDR_B" "$1" "$2" 400
 }
 
 now() {

@@ -59,3 +59,41 @@ bench_parse_options() {
         die_usage "--repeat wants 1-100, not '$opt_repeat'"
     fi
 }
+
+# PID and all its descendants, one per line.
+descendants() {
+    local child
+    echo "$1"
+    for child in $(ps -o pid= --ppid "$1" 2>/dev/null); do
+        descendants "$child"
+    done
+}
+
+# bench_wait_listen ADDR PORT PID [POLLS]: wait (bounded: POLLS polls of
+# 50 ms, default 400, ~20 s; a server held to 20% of a core starts
+# slowly) until our server (PID or a descendant) listens on exactly
+# ADDR:PORT in the server's namespace (the array NS_SERVER, the command
+# prefix that enters it). Polls with ss: a connect would be iperf3 -s -1's
+# one client; and checking the owner keeps a stranger's listener on the
+# same port from passing for ours.
+bench_wait_listen() {
+    local addr=$1 port=$2 pid=$3 polls=${4:-400} i out p
+    for ((i = 0; i < polls; i++)); do
+        out=$("${NS_SERVER[@]}" ss -ltnpH "( src $addr:$port )" 2>/dev/null) || out=
+        if [ -n "$out" ]; then
+            for p in $(descendants "$pid"); do
+                [[ $out == *"pid=$p,"* ]] && return 0
+            done
+        fi
+        kill -0 "$pid" 2>/dev/null || return 1
+        sleep 0.05
+    done
+    return 1
+}
+
+# The last line of a /usr/bin/time -o file (an earlier line may say
+# "Command exited with non-zero status N"): "elapsed user sys maxrss_kb".
+time_line() {
+    [ -s "$1" ] || return 1
+    tail -n 1 "$1"
+}
