@@ -1470,6 +1470,8 @@ void report_doctor_human(FILE *out, const struct doctor_report *r)
 			fprintf(out, ", %s",
 				units_fmt_rate(b, sizeof(b),
 					       (double)r->link.speed_bps));
+		if (r->link.duplex[0])
+			fprintf(out, " %s duplex", r->link.duplex);
 		fprintf(out, ", MTU %u", r->link.mtu);
 		if (r->ceiling_bps > 0)
 			fprintf(out, ", TCP ceiling %.1f MB/s",
@@ -1597,6 +1599,7 @@ void report_doctor_json(FILE *out, const struct doctor_report *r,
 							: "ethernet");
 			add_num(l, "speed_bps", (double)r->link.speed_bps);
 			add_num(l, "mtu", r->link.mtu);
+			cJSON_AddStringToObject(l, "duplex", r->link.duplex);
 			add_num(l, "tcp_ceiling_bytes_per_second",
 				json_num(r->ceiling_bps));
 		}

@@ -373,6 +373,12 @@ void doctor_advise(struct doctor_report *r)
 			       "%s is Wi-Fi: retries and a shared medium cost "
 			       "throughput; use Ethernet for big transfers",
 			       r->link.ifname);
+		if (!strcmp(r->link.duplex, "half"))
+			advise(r,
+			       "%s runs half duplex: check autonegotiation on "
+			       "both ends (a duplex mismatch costs most of the "
+			       "throughput)",
+			       r->link.ifname);
 		if (r->link.speed_bps && r->link.speed_bps < 1000000000ull &&
 		    !r->link.virtual_if)
 			advise(r,
@@ -758,6 +764,13 @@ int doctor_run(const struct doctor_opts *o, const struct doctor_callbacks *cb,
 		goto out;
 	if (rep->ceiling_bps > 0 && rep->rtt_us)
 		rep->bdp_bytes = rep->ceiling_bps * rep->rtt_us / 1e6;
+	if (rep->link_known && rep->link.ifname[0]) {
+		struct link_info li;
+
+		if (!link_read_sysfs("/sys", rep->link.ifname, &li))
+			memcpy(rep->link.duplex, li.duplex,
+			       sizeof(rep->link.duplex));
+	}
 
 	/* cipher: this side seals, the server opens, each on the streams'
 	 * threads, as many as there are usable cores */

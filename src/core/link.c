@@ -35,6 +35,10 @@ int link_read_sysfs(const char *sysroot, const char *ifname,
 	if (!sysfs_read_small(path, buf, sizeof(buf)) &&
 	    !units_parse_uint(buf, 1, 10000000, &v))
 		li->speed_bps = v * 1000000ull;
+	snprintf(path, sizeof(path), "%s/class/net/%s/duplex", sysroot, ifname);
+	if (!sysfs_read_small(path, buf, sizeof(buf)) &&
+	    (!strncmp(buf, "full", 4) || !strncmp(buf, "half", 4)))
+		snprintf(li->duplex, sizeof(li->duplex), "%.4s", buf);
 	snprintf(path, sizeof(path), "%s/class/net/%s/wireless", sysroot,
 		 ifname);
 	li->wireless = sysfs_exists(path);
@@ -44,8 +48,10 @@ int link_read_sysfs(const char *sysroot, const char *ifname,
 	snprintf(path, sizeof(path), "%s/class/net/%s/device", sysroot, ifname);
 	li->virtual_if = !sysfs_exists(path);
 	li->loopback = !strcmp(ifname, "lo");
-	if (li->virtual_if)
+	if (li->virtual_if) {
 		li->speed_bps = 0; /* veth reports a made-up 10000 */
+		li->duplex[0] = 0;
+	}
 	*out = tmp;
 	return 0;
 }

@@ -14,6 +14,7 @@ struct link_info {
 	bool wireless;
 	bool virtual_if; /* veth, loopback, tunnel: no physical speed */
 	bool loopback;
+	char duplex[8]; /* "full", "half", or "" when not known */
 };
 
 /*

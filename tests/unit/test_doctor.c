@@ -269,6 +269,22 @@ static void advise_wifi(void **state)
 	assert_int_equal(count_lines(&r, "Wi-Fi", NULL), 0);
 }
 
+static void advise_half_duplex(void **state)
+{
+	struct doctor_report r;
+
+	(void)state;
+	clean_report(&r);
+	snprintf(r.link.ifname, sizeof(r.link.ifname), "eth0");
+	snprintf(r.link.duplex, sizeof(r.link.duplex), "half");
+	doctor_advise(&r);
+	expect_one(&r, "half duplex", "eth0");
+
+	snprintf(r.link.duplex, sizeof(r.link.duplex), "full");
+	doctor_advise(&r);
+	assert_int_equal(count_lines(&r, "duplex", NULL), 0);
+}
+
 static void advise_slow_ethernet(void **state)
 {
 	struct doctor_report r;
@@ -500,6 +516,7 @@ int main(void)
 		cmocka_unit_test(pick_ties),
 		cmocka_unit_test(advise_clean),
 		cmocka_unit_test(advise_wifi),
+		cmocka_unit_test(advise_half_duplex),
 		cmocka_unit_test(advise_slow_ethernet),
 		cmocka_unit_test(advise_governor),
 		cmocka_unit_test(advise_quota),

@@ -146,12 +146,14 @@ static int tree_setup(void **state)
 	mkdir_p(r, "class/net/eth0");
 	put_file(r, "class/net/eth0/mtu", "1500\n");
 	put_file(r, "class/net/eth0/speed", "1000\n");
+	put_file(r, "class/net/eth0/duplex", "full\n");
 	put_link(r, "class/net/eth0/device",
 		 "../../../devices/pci0000:00/0000:00:1f.6");
 
 	mkdir_p(r, "class/net/enp2s0");
 	put_file(r, "class/net/enp2s0/mtu", "9000\n");
 	put_file(r, "class/net/enp2s0/speed", "2500\n");
+	put_file(r, "class/net/enp2s0/duplex", "half\n");
 	mkdir_p(r, "class/net/enp2s0/device");
 
 	mkdir_p(r, "class/net/eno1");
@@ -229,6 +231,7 @@ static void test_sysfs_ethernet(void **state)
 
 	read_ok(state, "eth0", &li);
 	assert_true(li.speed_bps == 1000000000ull);
+	assert_string_equal(li.duplex, "full");
 	assert_int_equal(li.mtu, 1500);
 	assert_false(li.wireless);
 	assert_false(li.virtual_if);
@@ -236,6 +239,7 @@ static void test_sysfs_ethernet(void **state)
 
 	read_ok(state, "enp2s0", &li);
 	assert_true(li.speed_bps == 2500000000ull);
+	assert_string_equal(li.duplex, "half");
 	assert_int_equal(li.mtu, 9000);
 	assert_false(li.virtual_if);
 }
