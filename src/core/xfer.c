@@ -1685,7 +1685,14 @@ int xfer_send(struct xfer_conns *cs, const struct xfer_source *src,
 		r = lr_err_setc(err, -ENOMEM, "transfer buffers");
 		goto out;
 	}
-	r = count_sources(src, &tot, &has_pipe, err);
+	if (src->counted) {
+		tot.files = src->files;
+		tot.bytes = src->bytes;
+		has_pipe = src->pipe;
+		r = 0;
+	} else {
+		r = count_sources(src, &tot, &has_pipe, err);
+	}
 	if (r) {
 		send_error_msg(&x, PROTO_ERR_INTERNAL, err->msg);
 		goto out;
@@ -3503,7 +3510,8 @@ static int expect(struct conn *c, uint8_t type, uint8_t *buf,
 	return 0;
 }
 
-unsigned xfer_auto_streams(const struct xfer_client_opts *o)
+unsigned xfer_auto_streams(const struct xfer_client_opts *o,
+			   struct xfer_source *src)
 {
 	struct proto_xfer_totals t;
 	struct lr_err e = { 0 };
@@ -3511,11 +3519,18 @@ unsigned xfer_auto_streams(const struct xfer_client_opts *o)
 
 	if (o->streams)
 		return o->streams;
+	if (o->req.op != PROTO_XFER_PUSH ||
+	    count_sources(&o->src, &t, &pipe, &e))
+		return XFER_DEFAULT_STREAMS;
+	if (src) {
+		src->counted = true;
+		src->pipe = pipe;
+		src->files = t.files;
+		src->bytes = t.bytes;
+	}
 	/* many small files gain nothing from more streams and pay for
 	 * their contention: two; a pipe or big files: four */
-	if (o->req.op == PROTO_XFER_PUSH &&
-	    !count_sources(&o->src, &t, &pipe, &e) && !pipe && t.files &&
-	    t.bytes / t.files < (256u << 10))
+	if (!pipe && t.files && t.bytes / t.files < (256u << 10))
 		return 2;
 	return XFER_DEFAULT_STREAMS;
 }
@@ -3533,6 +3548,7 @@ int xfer_client_run(const struct xfer_client_opts *o,
 	struct xfer_conns cs = { 0 };
 	struct xfer_opts xo = o->x;
 	struct xfer_result lk = { 0 };
+	struct xfer_source src = o->src;
 	struct conn ctrl, *data = NULL;
 	struct proto_buf b;
 	struct proto_hdr h;
@@ -3576,7 +3592,7 @@ int xfer_client_run(const struct xfer_client_opts *o,
 		 LINERATE_VERSION);
 	proto_buf_init(&b, buf, MSG_BUF);
 	r = proto_encode_ctrl_open(&b, &co) ?: ctrl_send_raw(&ctrl, &b);
-	req.streams = (uint16_t)xfer_auto_streams(o);
+	req.streams = (uint16_t)xfer_auto_streams(o, &src);
 	proto_buf_init(&b, buf, MSG_BUF);
 	if (!r)
 		r = proto_encode_xfer_request(&b, &req)
@@ -3659,7 +3675,7 @@ int xfer_client_run(const struct xfer_client_opts *o,
 	xo.chunk_size = acc.chunk_size;
 	xo.flags = req.flags;
 	if (req.op == PROTO_XFER_PUSH)
-		r = xfer_send(&cs, &o->src, &xo, cb, res, err);
+		r = xfer_send(&cs, &src, &xo, cb, res, err);
 	else
 		r = xfer_recv(&cs, o->destfd, o->outfd, &xo, cb, res, err);
 	res->link_known = lk.link_known;

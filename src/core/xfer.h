@@ -33,6 +33,9 @@ struct xfer_source {
 	unsigned npaths; /* push: CLI arguments; "-" is stdin */
 	const char *const *paths;
 	const char *stdin_name; /* push of "-": the name to give it */
+	/* the totals when the caller counted them already (one walk less) */
+	bool counted, pipe;
+	uint64_t files, bytes;
 };
 
 struct xfer_opts {
@@ -150,8 +153,10 @@ struct xfer_client_opts {
 };
 
 /* The streams for a session: o->streams, or when 0, two for a push of
- * many small files (under 256 KiB on average), else four. */
-unsigned xfer_auto_streams(const struct xfer_client_opts *o);
+ * many small files (under 256 KiB on average), else four. src (may be
+ * NULL) gets the totals counted on the way, when they were. */
+unsigned xfer_auto_streams(const struct xfer_client_opts *o,
+			   struct xfer_source *src);
 
 int xfer_client_run(const struct xfer_client_opts *o,
 		    const struct xfer_callbacks *cb, struct xfer_result *res,
