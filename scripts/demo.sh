@@ -54,7 +54,7 @@ chmod 600 "$tok"
 "$bin" token >"$tok"
 # the file and the server's root on disk, not in memory
 work=$(mktemp -d /var/tmp/linerate-demo.XXXXXX)
-mkdir "$work/src" "$work/root"
+mkdir "$work/src" "$work/dest"
 source scripts/testhosts.sh
 if testhosts_require_root 2>/dev/null; then
 	testhosts_up 1gbit
@@ -62,7 +62,7 @@ if testhosts_require_root 2>/dev/null; then
 		"veth shaped to 1 Gbit/s with tbf"
 	in_a=(ip netns exec "$TH_A")
 	ip netns exec "$TH_B" "$bin" serve -B "$TH_ADDR_B" --token-file "$tok" \
-		--root "$work/root" >"$log" 2>&1 &
+		--root "$work/dest" >"$log" 2>&1 &
 	srv_pid=$!
 	target=$TH_ADDR_B
 	speed=(--link-speed 1gbit)
@@ -70,7 +70,7 @@ else
 	echo "Not root: no test hosts; measuring over loopback instead"
 	in_a=()
 	"$bin" serve -B 127.0.0.1 -p 0 --token-file "$tok" \
-		--root "$work/root" >"$log" 2>&1 &
+		--root "$work/dest" >"$log" 2>&1 &
 	srv_pid=$!
 	speed=()
 fi
@@ -88,7 +88,7 @@ echo
 echo "== linerate send: the file to $target, with progress"
 "${in_a[@]}" "$bin" send --token-file "$tok" "${speed[@]}" -p "$port" \
 	"$work/src/file.bin" "$target:demo" 2>&1 | tee -a "$benchout"
-cmp "$work/src/file.bin" "$work/root/demo/file.bin"
+cmp "$work/src/file.bin" "$work/dest/demo/file.bin"
 echo "Same bytes on both sides (cmp)."
 echo
 echo "== side by side"

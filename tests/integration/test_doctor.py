@@ -17,7 +17,6 @@ import glob
 import os
 import shutil
 import subprocess
-import time
 
 import pytest
 
@@ -282,12 +281,11 @@ def test_destination_disk_limits(denv):
         if d.srv is not None:
             d.srv.stop()
         if mounted:
-            for _ in range(20):
-                r = subprocess.run(["umount", str(mnt)], capture_output=True,
-                                   timeout=30)
-                if r.returncode == 0:
-                    break
-                time.sleep(0.25)
+            # the server may hold the mount a moment after it stops
+            wait_until(lambda: subprocess.run(
+                ["umount", str(mnt)], capture_output=True,
+                timeout=30).returncode == 0, 5, interval=0.25,
+                what=f"umount {mnt}")
         if loop:
             subprocess.run(["losetup", "-d", loop], capture_output=True,
                            timeout=30)
