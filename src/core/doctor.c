@@ -26,71 +26,42 @@
 #define PROBE_TIMEOUT_MS 180000 /* a slow disk writing its test file */
 #define CPU_BOUND	 0.85	/* share of usable CPU that counts as full */
 
-static uint64_t read_u64_file(const char *path)
+/* The first number of a small /proc or /sys file, or 0 (also for "max"
+ * and negative values such as cfs_quota_us's -1: no limit). */
+static uint64_t read_num(const char *path)
 {
 	char buf[128];
-	unsigned long long v = 0;
-	FILE *f = fopen(path, "r");
+	unsigned long long v;
+	char *end;
 
-	if (!f)
+	if (sysfs_read_small(path, buf, sizeof(buf)) || buf[0] == '-')
 		return 0;
-	if (fgets(buf, sizeof(buf), f)) {
-		char *end;
-
-		v = strtoull(buf, &end, 10);
-	}
-	fclose(f);
-	return (uint64_t)v;
+	v = strtoull(buf, &end, 10);
+	return end == buf ? 0 : (uint64_t)v;
 }
 
 /* The last of the three numbers of tcp_rmem / tcp_wmem. */
 static uint64_t read_third(const char *path)
 {
-	unsigned long long a = 0, b = 0, c = 0;
-	char buf[128];
-	FILE *f = fopen(path, "r");
+	char buf[128], *p;
 
-	if (!f)
+	if (sysfs_read_small(path, buf, sizeof(buf)))
 		return 0;
-	if (fgets(buf, sizeof(buf), f)) {
-		char *p = buf, *end;
-
-		a = strtoull(p, &end, 10);
-		p = end;
-		b = strtoull(p, &end, 10);
-		p = end;
-		c = strtoull(p, &end, 10);
-	}
-	fclose(f);
-	(void)a;
-	(void)b;
-	return (uint64_t)c;
+	p = strrchr(buf, '\t') ? strrchr(buf, '\t') : strrchr(buf, ' ');
+	return p ? strtoull(p + 1, NULL, 10) : 0;
 }
 
 /* A cgroup's quota in cores from its cpu directory, or 0 for none. */
 static double quota_v1(const char *dir)
 {
 	char path[512];
-	long long q, p;
+	uint64_t q, p;
 
 	snprintf(path, sizeof(path), "%s/cpu.cfs_quota_us", dir);
-	q = (long long)read_u64_file(path);
-	if (q <= 0) {
-		/* -1 reads as 0 through strtoull's wrap: check by text */
-		FILE *f = fopen(path, "r");
-		char buf[32] = "";
-
-		if (!f)
-			return 0;
-		if (!fgets(buf, sizeof(buf), f))
-			buf[0] = 0;
-		fclose(f);
-		if (buf[0] == '-' || !buf[0])
-			return 0;
-	}
+	q = read_num(path);
 	snprintf(path, sizeof(path), "%s/cpu.cfs_period_us", dir);
-	p = (long long)read_u64_file(path);
-	return q > 0 && p > 0 ? (double)q / (double)p : 0;
+	p = read_num(path);
+	return q && p ? (double)q / (double)p : 0;
 }
 
 /* Spin for 300 ms and return the thread's CPU time over wall time: 1.0
@@ -140,21 +111,15 @@ double doctor_usable_cores(void)
 		*c2 = 0;
 		if (c1[1] == 0) {
 			/* cgroup v2: cpu.max "QUOTA PERIOD" or "max ..." */
-			char path[760], buf[64] = "";
-			FILE *m;
+			char path[760], buf[64];
+			long long qq, pp;
 
 			snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpu.max",
 				 c2 + 1);
-			m = fopen(path, "r");
-			if (m) {
-				long long qq, pp;
-
-				if (fgets(buf, sizeof(buf), m) &&
-				    sscanf(buf, "%lld %lld", &qq, &pp) == 2 &&
-				    qq > 0 && pp > 0)
-					q = (double)qq / (double)pp;
-				fclose(m);
-			}
+			if (!sysfs_read_small(path, buf, sizeof(buf)) &&
+			    sscanf(buf, "%lld %lld", &qq, &pp) == 2 && qq > 0 &&
+			    pp > 0)
+				q = (double)qq / (double)pp;
 			continue;
 		}
 		if (!strstr(c1 + 1, "cpu") || strstr(c1 + 1, "cpuset"))
@@ -197,8 +162,8 @@ void doctor_local_facts(struct proto_probe_result *f, const char *dir)
 	snprintf(f->governor, sizeof(f->governor), "%s", cpu.governor);
 	f->aes = cpu.aes;
 	f->centicores = (uint32_t)(doctor_usable_cores() * 100 + 0.5);
-	f->sockbuf[0] = (uint32_t)read_u64_file("/proc/sys/net/core/rmem_max");
-	f->sockbuf[1] = (uint32_t)read_u64_file("/proc/sys/net/core/wmem_max");
+	f->sockbuf[0] = (uint32_t)read_num("/proc/sys/net/core/rmem_max");
+	f->sockbuf[1] = (uint32_t)read_num("/proc/sys/net/core/wmem_max");
 	f->sockbuf[2] = (uint32_t)read_third("/proc/sys/net/ipv4/tcp_rmem");
 	f->sockbuf[3] = (uint32_t)read_third("/proc/sys/net/ipv4/tcp_wmem");
 	cc = fopen("/proc/sys/net/ipv4/tcp_congestion_control", "r");

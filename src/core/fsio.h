@@ -65,20 +65,4 @@ void fsio_split(const char *path, size_t len, char *parent, char *name);
 void fsio_temp_name(const char *name, char *out);
 void fsio_journal_name(const char *name, char *out);
 
-/*
- * A small cache of the last directory opened for a transfer, so a tree
- * of many files in few directories does not walk each path again.
- */
-struct fsio_dircache {
-	int root; /* not owned */
-	int fd;	  /* owned, -1 when empty */
-	char rel[FSIO_MAX_PATH + 1];
-};
-void fsio_dircache_init(struct fsio_dircache *dc, int root);
-/* The descriptor of rel beneath root (owned by the cache: do not close),
- * created when create; or -errno, leaving the cache as it was. */
-int fsio_dircache_get(struct fsio_dircache *dc, const char *rel, bool create,
-		      mode_t mode);
-void fsio_dircache_fini(struct fsio_dircache *dc);
-
 #endif

@@ -32,7 +32,6 @@
 #define JOURNAL_MS	   1000
 #define JOURNAL_MIN_CHUNKS 4 /* smaller files simply start again */
 #define MSG_BUF		   (PROTO_MAX_BODY + PROTO_HDR_LEN + CONN_REC_HDR + CRYPTO_TAG_LEN)
-#define DIRTY_MAX	   64
 #define DIRH_MAX	   16
 #define SLOT(i)		   ((i) % XFER_WINDOW)
 
@@ -156,7 +155,6 @@ struct xsess {
 	uint32_t next_out;  /* stdout: next chunk to write */
 	uint32_t announced; /* receiver: entries announced so far */
 	char late_reason[PROTO_MAX_TEXT + 1]; /* sender: a FAIL without ACK */
-	struct fsio_dircache dirs;    /* receiver: the last directory opened */
 	struct dirh dirh[DIRH_MAX];   /* receiver: directories of the window */
 	mode_t umask;		      /* receiver: the process's, read once */
 	uint64_t dropped, drop_limit; /* chunks of failed files drained */
@@ -511,7 +509,7 @@ static void add_waits(struct xsess *x, const struct conn *c, uint64_t disk_ns,
 }
 
 static bool window_empty(struct xsess *x);
-static int recv_service(struct xsess *x, uint8_t *buf, bool force);
+static int recv_service(struct xsess *x, uint8_t *buf);
 static int finish_file(struct xsess *x, struct xfile *f, bool synced);
 static int dirh_get(struct xsess *x, const char *rel, struct xfile *f);
 
@@ -2391,7 +2389,6 @@ static int try_resume(struct xsess *x, struct xfile *f,
 	f->jfd = openat(f->dirfd, jname,
 			O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
 	f->finished = hc.count;
-	x->bytes_held += 0;
 	return 1;
 }
 
@@ -2875,7 +2872,7 @@ static void late_apply(struct xsess *x, struct late *l, struct proto_buf *fb,
 }
 
 /* Flush queued ACKs and file outcomes; finalize ready files. */
-static int recv_service(struct xsess *x, uint8_t *buf, bool force)
+static int recv_service(struct xsess *x, uint8_t *buf)
 {
 	struct proto_xfer_ack *acks;
 	uint32_t finals[XFER_WINDOW];
@@ -2964,7 +2961,6 @@ static int recv_service(struct xsess *x, uint8_t *buf, bool force)
 				dirs_sync(x);
 		}
 	}
-	(void)force;
 	/* release failed files no chunk of which is still being written */
 	pthread_mutex_lock(&x->lock);
 	for (i = 0; i < XFER_WINDOW && x->any_failed; i++) {
@@ -3033,7 +3029,7 @@ static int on_files(struct xsess *x, const uint8_t *body, size_t len,
 			       (f->inflight || x->fail_pending[SLOT(e.idx)]) &&
 			       net_now_ms() < until) {
 				pthread_mutex_unlock(&x->lock);
-				recv_service(x, out, false);
+				recv_service(x, out);
 				usleep(1000);
 				pthread_mutex_lock(&x->lock);
 			}
@@ -3289,7 +3285,6 @@ int xfer_recv(struct xfer_conns *cs, int destfd, int outfd,
 		return lr_err_setc(err, r, "starting the transfer");
 	x.destfd = destfd;
 	x.outfd = outfd;
-	fsio_dircache_init(&x.dirs, destfd);
 	for (unsigned i = 0; i < DIRH_MAX; i++)
 		x.dirh[i].fd = -1;
 	x.umask = read_umask();
@@ -3367,7 +3362,7 @@ int xfer_recv(struct xfer_conns *cs, int destfd, int outfd,
 		now = net_now_ms();
 		if (now >= next_tick || x.woken || got_end) {
 			x.woken = false;
-			r = recv_service(&x, buf, false);
+			r = recv_service(&x, buf);
 			if (r) {
 				lr_err_setc(err, r, "sending acknowledgements");
 				goto out_join;
@@ -3394,7 +3389,7 @@ int xfer_recv(struct xfer_conns *cs, int destfd, int outfd,
 	/* every file is done: the last acknowledgements (a stream thread
 	 * may have finished the last file after the loop's last service),
 	 * symlinks and directories, then the outcome */
-	r = recv_service(&x, buf, true);
+	r = recv_service(&x, buf);
 	if (r) {
 		lr_err_setc(err, r, "sending acknowledgements");
 		goto out_join;
@@ -3477,7 +3472,6 @@ out:
 	for (unsigned i = 0; i < DIRH_MAX; i++)
 		if (x.dirh[i].fd >= 0)
 			close(x.dirh[i].fd);
-	fsio_dircache_fini(&x.dirs);
 	late_free(late);
 	free(ts);
 	free(buf);

@@ -436,37 +436,6 @@ static void test_open_dir_bad_rel(void **state)
 	assert_false(exists_at(t->root, "a"));
 }
 
-static void test_dircache(void **state)
-{
-	struct tree *t = *state;
-	struct fsio_dircache dc;
-	int fd1, fd2, fd3;
-
-	fsio_dircache_init(&dc, t->root);
-	fd1 = fsio_dircache_get(&dc, "p/q", true, 0755);
-	assert_true(fd1 >= 0);
-	same_inode(fd1, t->root, "p/q");
-	/* same rel: the same descriptor, no new walk */
-	fd2 = fsio_dircache_get(&dc, "p/q", false, 0755);
-	assert_int_equal(fd2, fd1);
-
-	/* a failure leaves the cached entry usable */
-	assert_int_equal(fsio_dircache_get(&dc, "missing", false, 0755),
-			 -ENOENT);
-	assert_int_equal(fsio_dircache_get(&dc, "p/q", false, 0755), fd1);
-
-	fd3 = fsio_dircache_get(&dc, "p", false, 0755);
-	assert_true(fd3 >= 0);
-	same_inode(fd3, t->root, "p");
-	fd3 = fsio_dircache_get(&dc, "", false, 0755);
-	assert_true(fd3 >= 0);
-	same_inode(fd3, t->top_fd, "root");
-	fsio_dircache_fini(&dc);
-	assert_int_equal(dc.fd, -1);
-	/* fini twice is harmless */
-	fsio_dircache_fini(&dc);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -486,8 +455,6 @@ int main(void)
 						tree_setup, tree_teardown),
 		cmocka_unit_test_setup_teardown(test_open_dir_bad_rel,
 						tree_setup, tree_teardown),
-		cmocka_unit_test_setup_teardown(test_dircache, tree_setup,
-						tree_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
