@@ -153,7 +153,6 @@ void doctor_local_facts(struct proto_probe_result *f, const char *dir)
 	struct cryptobench_cpu cpu;
 	struct disk_info di;
 	struct lr_err e = { 0 };
-	FILE *cc;
 
 	memset(f, 0, sizeof(*f));
 	cryptobench_cpu_probe(&cpu);
@@ -166,12 +165,9 @@ void doctor_local_facts(struct proto_probe_result *f, const char *dir)
 	f->sockbuf[1] = (uint32_t)read_num("/proc/sys/net/core/wmem_max");
 	f->sockbuf[2] = (uint32_t)read_third("/proc/sys/net/ipv4/tcp_rmem");
 	f->sockbuf[3] = (uint32_t)read_third("/proc/sys/net/ipv4/tcp_wmem");
-	cc = fopen("/proc/sys/net/ipv4/tcp_congestion_control", "r");
-	if (cc) {
-		if (fgets(f->cc, sizeof(f->cc), cc))
-			f->cc[strcspn(f->cc, "\n")] = 0;
-		fclose(cc);
-	}
+	if (sysfs_read_small("/proc/sys/net/ipv4/tcp_congestion_control", f->cc,
+			     sizeof(f->cc)))
+		f->cc[0] = 0;
 	if (dir && !disk_identify(dir, "/sys", "/proc/self/mountinfo", &di, &e))
 		snprintf(f->storage, sizeof(f->storage), "%s%s%s%s%s",
 			 disk_kind_desc(di.kind), di.part[0] ? " " : "",

@@ -494,7 +494,22 @@ static int xfer_session(struct server_test *t, uint8_t *buf, uint32_t len,
 			goto out;
 		}
 	}
-	n = req.streams ? req.streams : 1;
+	n = req.streams;
+	/* the same memory bound as a bench test: a buffer of one chunk per
+	 * stream on each side */
+	if ((uint64_t)n *
+		    (req.chunk_size ? req.chunk_size : XFER_DEFAULT_CHUNK) >
+	    BENCH_MAX_TEST_MEM) {
+		snprintf(why, cap,
+			 "%u streams of %u-byte chunks pass this server's "
+			 "%llu MiB per transfer",
+			 n,
+			 req.chunk_size ? req.chunk_size : XFER_DEFAULT_CHUNK,
+			 (unsigned long long)(BENCH_MAX_TEST_MEM >> 20));
+		send_error(&t->cc, PROTO_ERR_LIMIT, "%s", why);
+		r = -E2BIG;
+		goto out;
+	}
 	t->xconns = calloc(n, sizeof(*t->xconns));
 	if (!t->xconns || crypto_random(t->id, sizeof(t->id))) {
 		r = -ENOMEM;
@@ -537,7 +552,9 @@ static int xfer_session(struct server_test *t, uint8_t *buf, uint32_t len,
 	cs.n = n;
 	cs.data = t->xconns;
 	xo.chunk_size = acc.chunk_size;
-	xo.flags = req.flags | srv->o.xfer_flags;
+	/* what a client may ask for; STDOUT is the server's own choice
+	 * (linerate recv --stdout), never the peer's */
+	xo.flags = (req.flags & ~(uint32_t)PROTO_XF_STDOUT) | srv->o.xfer_flags;
 	xo.rate = req.rate;
 	xo.progress_ms = srv->o.progress_ms;
 	xo.cancel = srv->o.cancel ? srv->o.cancel : &srv->stopping;

@@ -33,7 +33,13 @@
 #define JOURNAL_MIN_CHUNKS 4 /* smaller files simply start again */
 #define MSG_BUF		   (PROTO_MAX_BODY + PROTO_HDR_LEN + CONN_REC_HDR + CRYPTO_TAG_LEN)
 #define DIRH_MAX	   16
-#define SLOT(i)		   ((i) % XFER_WINDOW)
+/* Chunks of one file at most: its arrays cost 19 bytes a chunk (4 TiB at
+ * 1 MiB chunks, 32 TiB at 8 MiB); larger files are refused. */
+#define XFER_MAX_CHUNKS (1u << 22)
+/* How far past the chunks seen so far a pipe's next chunk may be (its
+ * arrays grow with the chunk number the peer gives). */
+#define PIPE_LEAD 4096u
+#define SLOT(i)	  ((i) % XFER_WINDOW)
 
 enum cstate {
 	CS_NEEDED = 0,
@@ -91,16 +97,8 @@ struct xfile {
 	char reason[PROTO_MAX_TEXT + 1];
 };
 
-struct fifo_node {
-	uint32_t slot;
-};
-
 struct retry {
 	uint32_t slot, chunk;
-};
-
-struct ackq_item {
-	struct proto_xfer_ack a;
 };
 
 /* A directory whose mode and time are applied at the end, or a symlink
@@ -289,9 +287,16 @@ static void sess_fini(struct xsess *x)
 	pthread_cond_destroy(&x->out_cv);
 }
 
+/* Chunks of a file of size bytes, in 64 bits (no overflow near 2^64). */
+static uint64_t chunks_of64(uint64_t size, uint32_t chunk)
+{
+	return size / chunk + (size % chunk != 0);
+}
+
+/* The same for a size already checked against XFER_MAX_CHUNKS. */
 static uint32_t chunks_of(uint64_t size, uint32_t chunk)
 {
-	return (uint32_t)((size + chunk - 1) / chunk);
+	return (uint32_t)chunks_of64(size, chunk);
 }
 
 static uint32_t chunk_len(const struct xfile *f, uint32_t chunk, uint32_t cs)
@@ -1580,16 +1585,19 @@ static int on_acks(struct xsess *x, const uint8_t *body, size_t len)
 		if (proto_xfer_get_ack(&it, &a))
 			return LR_EBADMSG;
 		f = &x->win[SLOT(a.idx)];
-		if (!f->used || f->idx != a.idx)
-			return LR_EBADMSG;
+		/* stream threads release slots: look at it under the lock;
+		 * a file that ended takes no more acknowledgements */
 		pthread_mutex_lock(&x->lock);
+		if (!f->used || f->idx != a.idx || f->dead ||
+		    ((a.status == PROTO_XS_CHUNK_OK ||
+		      a.status == PROTO_XS_CHUNK_BAD) &&
+		     a.chunk >= f->nchunks)) {
+			pthread_mutex_unlock(&x->lock);
+			return LR_EBADMSG;
+		}
 		switch (a.status) {
 		case PROTO_XS_CHUNK_OK: x->bytes_done += a.bytes; break;
 		case PROTO_XS_CHUNK_BAD:
-			if (a.chunk >= f->nchunks) {
-				pthread_mutex_unlock(&x->lock);
-				return LR_EBADMSG;
-			}
 			if (++f->tries[a.chunk] > XFER_MAX_RETRIES) {
 				char esc[FSIO_MAX_PATH * 4 + 1];
 
@@ -2097,8 +2105,9 @@ static int recv_unit(struct xsess *x, struct sthread *st, const uint8_t *u,
 	    !f->planned || f->done) {
 		r = LR_EBADMSG;
 	} else if (f->pipe && !f->have_sum) {
-		if ((uint64_t)h.chunk >= UINT32_MAX / 2 ||
-		    (stdout_mode && h.chunk > x->next_out + 4096))
+		if (h.chunk >= f->nchunks + PIPE_LEAD ||
+		    h.chunk >= XFER_MAX_CHUNKS ||
+		    (stdout_mode && h.chunk > x->next_out + PIPE_LEAD))
 			r = LR_ETOOBIG;
 		else if (h.chunk >= f->nchunks) {
 			r = file_grow(f, h.chunk + 1);
@@ -2337,7 +2346,9 @@ static void held_rec(void *ctx, uint32_t chunk, const uint8_t *digest)
 	struct held_ctx *hc = ctx;
 	struct xfile *f = hc->f;
 
-	if (f->cstate[chunk] == CS_HELD)
+	/* a journal left by another version of the file may count more
+	 * chunks than this one: its header is compared only afterwards */
+	if (chunk >= f->nchunks || f->cstate[chunk] == CS_HELD)
 		return;
 	f->cstate[chunk] = CS_HELD;
 	memcpy(f->digests + (size_t)chunk * DIGEST_LEN, digest, DIGEST_LEN);
@@ -2406,14 +2417,24 @@ static int plan_file(struct xsess *x, struct xfile *f,
 	plan->idx = e->idx;
 	plan->action = PROTO_XA_SEND;
 	if (!f->pipe) {
+		if (chunks_of64(e->size, x->chunk) > XFER_MAX_CHUNKS) {
+			plan->action = PROTO_XA_REFUSE;
+			snprintf(f->reason, sizeof(f->reason),
+				 "too large for the chunk size: at most %u "
+				 "chunks a file (use --chunk 8M)",
+				 XFER_MAX_CHUNKS);
+			return 0;
+		}
 		f->nchunks = chunks_of(e->size, x->chunk);
 		f->implicit_sum = f->nchunks <= 1;
-		if (file_grow(f, f->nchunks ? f->nchunks : 1))
-			return -ENOMEM;
 		f->jpend = malloc((size_t)(f->nchunks ? f->nchunks : 1) *
 				  sizeof(*f->jpend));
-		if (!f->jpend)
-			return -ENOMEM;
+		if (file_grow(f, f->nchunks ? f->nchunks : 1) || !f->jpend) {
+			plan->action = PROTO_XA_REFUSE;
+			snprintf(f->reason, sizeof(f->reason),
+				 "out of memory for its %u chunks", f->nchunks);
+			return 0;
+		}
 	} else if (file_grow(f, 16)) {
 		return -ENOMEM;
 	}
@@ -2456,7 +2477,8 @@ static int plan_file(struct xsess *x, struct xfile *f,
 	fsio_temp_name(f->name, f->tmp);
 	fsio_journal_name(f->name, jname);
 	if (!f->pipe && f->nchunks >= JOURNAL_MIN_CHUNKS &&
-	    !(flags & PROTO_XF_SCRATCH) && try_resume(x, f, e, jname)) {
+	    !(flags & (PROTO_XF_SCRATCH | PROTO_XF_NO_FSYNC)) &&
+	    try_resume(x, f, e, jname)) {
 		uint32_t i;
 
 		plan->action = PROTO_XA_RESUME;
@@ -2625,11 +2647,12 @@ static void dir_dirty(struct xsess *x, struct xfile *f)
 {
 	if (x->o->flags & (PROTO_XF_NO_FSYNC | PROTO_XF_STDOUT))
 		return;
+	if (!f->dh) {
+		fsync(f->dirfd); /* a directory of its own: at once */
+		return;
+	}
 	pthread_mutex_lock(&x->lock);
-	if (f->dh)
-		f->dh->dirty = true;
-	else
-		fsync(f->dirfd); /* a directory without a handle */
+	f->dh->dirty = true;
 	pthread_mutex_unlock(&x->lock);
 }
 
@@ -2672,8 +2695,12 @@ static int dirh_get(struct xsess *x, const char *rel, struct xfile *f)
 			if (!x->dirh[i].refs)
 				h = &x->dirh[i];
 	if (h && h->fd >= 0 && strcmp(h->rel, rel) && h->dirty) {
+		/* no file refers to it, and only this thread replaces
+		 * handles: it can be synced without the lock */
 		h->dirty = false;
+		pthread_mutex_unlock(&x->lock);
 		fsync(h->fd);
+		pthread_mutex_lock(&x->lock);
 	}
 	if (h && (h->fd < 0 || strcmp(h->rel, rel))) {
 		if (h->fd >= 0)
@@ -3228,8 +3255,10 @@ static int on_sums(struct xsess *x, const uint8_t *body, size_t len,
 					  s.idx);
 		}
 		if (f->pipe) {
-			if (s.nchunks != chunks_of(s.size, x->chunk) ||
-			    s.nchunks < f->nchunks) {
+			if (s.nchunks != chunks_of64(s.size, x->chunk) ||
+			    s.nchunks < f->nchunks ||
+			    s.nchunks > f->nchunks + PIPE_LEAD ||
+			    s.nchunks > XFER_MAX_CHUNKS) {
 				pthread_mutex_unlock(&x->lock);
 				return lr_err_set(err, LR_EBADMSG,
 						  "a pipe's SUM does not match "
