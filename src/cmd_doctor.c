@@ -20,12 +20,12 @@
 #include "banned.h"
 
 const char cmd_doctor_usage[] =
-	"usage: linerate doctor [options] HOST[:DIR]\n"
+	"usage: linerate doctor [options] HOST[:]\n"
 	"\n"
 	"Measure each stage of a transfer to a `linerate serve --root`\n"
 	"server: source read on this side, the network both ways, the cipher\n"
-	"on both CPUs, the destination disk (a test file in the server's root\n"
-	"or DIR below it, removed afterwards), then a real transfer (verified,\n"
+	"on both CPUs, the destination disk (a test file in the server's root,\n"
+	"removed afterwards), then a real transfer (verified,\n"
 	"never given a name). Name the stage that limits, and the facts that\n"
 	"explain it: link kind and speed, TCP ceiling, CPU governor and quota,\n"
 	"socket buffers against the path, storage types.\n"
@@ -154,7 +154,7 @@ static int doctor_parse(int argc, char **argv, struct doctor_cli *o,
 	if (argc - optind != 1)
 		return lr_err_set(err, -EINVAL,
 				  optind == argc ? "missing HOST"
-						 : "one HOST[:DIR] expected");
+						 : "one HOST[:] expected");
 	arg = argv[optind];
 	if (arg[0] == '[') {
 		const char *end = strchr(arg, ']');

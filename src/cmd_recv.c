@@ -169,8 +169,15 @@ static void on_event(void *ctx, const struct server_event *ev)
 	char addr[NET_ADDRSTR + 2];
 
 	if (ev->kind == SERVER_EV_LISTENING) {
-		if (o->json)
+		if (o->json) {
+			/* the token is base32 and dashes: nothing to escape */
+			fprintf(o->msg,
+				"{\"event\":\"listening\",\"port\":%u,"
+				"\"token\":\"%s\"}\n",
+				ev->port, o->token);
+			fflush(o->msg);
 			return;
+		}
 		fprintf(o->msg,
 			"linerate recv: waiting for one transfer into %s\n",
 			o->s.outfd >= 0 ? "standard output" : o->dir);
@@ -185,10 +192,11 @@ static void on_event(void *ctx, const struct server_event *ev)
 			first_address(addr, sizeof(addr), o->s.family);
 		fprintf(o->msg,
 			"On the sender, run:\n  LINERATE_TOKEN=%s linerate "
-			"send%s%.0u %s %s:\n",
+			"send%s%.0u %s %s:%s\n",
 			o->token, ev->port != BENCH_DEFAULT_PORT ? " -p " : "",
 			ev->port != BENCH_DEFAULT_PORT ? ev->port : 0,
-			o->s.outfd >= 0 ? "- " : "PATH...", addr);
+			o->s.outfd >= 0 ? "-" : "PATH...", addr,
+			o->s.outfd >= 0 ? "NAME" : "");
 		fflush(o->msg);
 		return;
 	}

@@ -32,8 +32,8 @@
 	"      --cipher NAME     auto (default), aes-256-gcm,\n"                    \
 	"                        chacha20-poly1305, or none (data in clear on\n"    \
 	"                        a trusted cable; the server must allow it)\n"      \
-	"      --limit RATE      cap the rate: 50M is 50 MB/s (bytes, as rsync\n"   \
-	"                        --bwlimit and pv -L), 400mbit is bits/s\n"         \
+	"      --limit RATE      cap the rate: 50M is 50 MiB/s (a bare number is\n" \
+	"                        bytes/s), 400mbit is bits/s\n"                     \
 	"      --chunk SIZE      chunk size, 64K-8M (default 1M)\n"                 \
 	"  -w, --window SIZE     socket buffer size (default: the kernel's)\n"      \
 	"      --overwrite       replace existing files\n"                          \
