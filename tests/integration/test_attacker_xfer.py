@@ -192,7 +192,11 @@ class Case:
 
 def _data_cases():
     out = []
-    for op, d, streams in (("push", C2S, 4), ("pull", S2C, 2)):
+    # two streams: the streams take chunks from one queue as they are
+    # free (no round robin), so with four on loopback one of them may carry
+    # too few records for the attack (move and splice need stream 2 busy
+    # while stream 1 reaches its 4th record)
+    for op, d, streams in (("push", C2S, 2), ("pull", S2C, 2)):
         for a in ("flip", "drop", "swap", "replay", "move", "splice",
                   "cut"):
             # the receiver detects; a push's receiver is the server, and it
