@@ -5,7 +5,8 @@
 # the same hosts, printed as a Markdown table.
 #
 # usage: bench/bench_vs_iperf3.sh [-t SEC] [--repeat N]
-#                                 [--rows loopback,ns,shaped] [--out FILE]
+#                                 [--rows loopback,ns,shaped] [--tools LIST]
+#                                 [--out FILE]
 #
 #   -t SEC         seconds per test (default 10)
 #   --repeat N     runs per cell; with N > 1 every cell is the median (default 1)
@@ -13,6 +14,13 @@
 #                    loopback  127.0.0.1 in this network namespace
 #                    ns        two namespaces joined by veth, unshaped
 #                    shaped    the same, tbf-shaped to 1 Gbit/s on both ends
+#   --tools LIST   client -> server pairs to run, comma separated (default
+#                  iperf3,linerate):
+#                    iperf3    iperf3 -c -> iperf3 -s
+#                    linerate  linerate bench -> linerate serve
+#                    lr2ip3    linerate bench --iperf3 -> iperf3 -s
+#                    ip32lr    iperf3 -c -> linerate serve (its iperf3 port)
+#                  the last two make a second table, next to iperf3 -> iperf3
 #   --out FILE     also write the header and table to FILE
 #   -h, --help     this text
 #
@@ -58,6 +66,7 @@ IPERF3=${IPERF3:-iperf3}
 opt_time=10
 opt_repeat=1
 opt_rows=loopback,ns,shaped
+opt_tools=iperf3,linerate
 opt_out=
 
 BENCH_NAME=bench_vs_iperf3
@@ -76,6 +85,20 @@ for _r in "${_rows[@]}"; do
     *) die_usage "--rows: unknown path '$_r' (loopback, ns, shaped)" ;;
     esac
 done
+
+IFS=, read -r -a TOOLS <<<"$opt_tools"
+[ ${#TOOLS[@]} -gt 0 ] || die_usage "--tools is empty"
+for _t in "${TOOLS[@]}"; do
+    case $_t in
+    iperf3 | linerate | lr2ip3 | ip32lr) ;;
+    *) die_usage "--tools: unknown pair '$_t' (iperf3, linerate, lr2ip3, ip32lr)" ;;
+    esac
+done
+has_tool() {
+    local t
+    for t in "${TOOLS[@]}"; do [ "$t" = "$1" ] && return 0; done
+    return 1
+}
 
 # ---------------------------------------------------------------- tools
 
@@ -212,7 +235,7 @@ json_error() {
 # run_one TOOL MODE TAG: one server + one client.  On success sets
 # R_GBPS R_CPUGB R_RSS_C R_RSS_S (MB) and returns 0.
 run_one() {
-    local tool=$1 mode=$2 tag=$3 port base spid rc=0
+    local tool=$1 mode=$2 tag=$3 port lport base spid rc=0 stays=0
     local sf=$WORK/$tag.server.time cf=$WORK/$tag.client.time
     local slog=$WORK/$tag.server.log cjson=$WORK/$tag.client.json clog=$WORK/$tag.client.err
     local -a flags srv cli
@@ -223,15 +246,30 @@ run_one() {
     P2) flags=(-P 2) ;;
     R) flags=(-R) ;;
     esac
-    if [ "$tool" = iperf3 ]; then base=5201; else base=7350; fi
+    case $tool in linerate) base=7350 ;; *) base=5201 ;; esac
     port=$(pick_port "$base") || { log "$tag: no free port"; return 1; }
-    if [ "$tool" = iperf3 ]; then
+    case $tool in
+    iperf3)
         srv=("$IPERF3" -s -1 -p "$port" -B "$SERVER_ADDR")
         cli=("$IPERF3" -c "$SERVER_ADDR" -p "$port" -t "$opt_time" -J "${flags[@]}")
-    else
+        ;;
+    linerate)
         srv=("$LINERATE" serve --once -p "$port" -B "$SERVER_ADDR")
         cli=("$LINERATE" bench -t "$opt_time" -J -p "$port" "${flags[@]}" "$SERVER_ADDR")
-    fi
+        ;;
+    lr2ip3)
+        srv=("$IPERF3" -s -1 -p "$port" -B "$SERVER_ADDR")
+        cli=("$LINERATE" bench --iperf3 -t "$opt_time" -J -p "$port" "${flags[@]}" "$SERVER_ADDR")
+        ;;
+    ip32lr)
+        # linerate serve keeps serving: it is stopped after the client
+        lport=$(pick_port 7350) || { log "$tag: no free port"; return 1; }
+        [ "$lport" != "$port" ] || lport=$((port + 1))
+        srv=("$LINERATE" serve -p "$lport" --iperf3-port "$port" -B "$SERVER_ADDR")
+        cli=("$IPERF3" -c "$SERVER_ADDR" -p "$port" -t "$opt_time" -J "${flags[@]}")
+        stays=1
+        ;;
+    esac
     rm -f "$sf" "$cf"
 
     # Server: time -> timeout (own process group, a last-resort bound) -> server.
@@ -251,8 +289,8 @@ run_one() {
     "${NS_CLIENT[@]}" "$TIME_BIN" -f "$TIME_FMT" -o "$cf" \
         timeout --foreground -k 5 "$limit" "${cli[@]}" >"$cjson" 2>"$clog" </dev/null || rc=$?
 
-    # Both servers exit after their one test; give them 10 s, then stop them.
-    if ! wait_gone "$spid" 100; then
+    # One-test servers exit after it; give them 10 s, then stop them.
+    if [ "$stays" = 0 ] && ! wait_gone "$spid" 100; then
         log "$tag: server still running 10 s after the client; stopping it"
         [ "$rc" -ne 0 ] || rc=1
     fi
@@ -325,15 +363,12 @@ ROW_INDEX=0
 
 # Measure every mode on the current path.
 run_path() {
-    local path=$1 mode r t first second
+    local path=$1 mode r t k n=${#TOOLS[@]}
     for mode in P1 P2 R; do
         for ((r = 0; r < opt_repeat; r++)); do
-            if (((ROW_INDEX + r) % 2 == 0)); then
-                first=iperf3 second=linerate
-            else
-                first=linerate second=iperf3
-            fi
-            for t in "$first" "$second"; do
+            # the pair that goes first rotates per row and repeat
+            for ((k = 0; k < n; k++)); do
+                t=${TOOLS[$(((ROW_INDEX + r + k) % n))]}
                 if run_one "$t" "$mode" "$path-$mode-$t-$((r + 1))"; then
                     add_res "$path|$mode|$t|gbps" "$R_GBPS"
                     add_res "$path|$mode|$t|cpugb" "$R_CPUGB"
@@ -431,6 +466,10 @@ report() {
     for k in "${SKIPPED[@]}"; do
         echo "- skipped $k"
     done
+    if has_tool lr2ip3 || has_tool ip32lr; then
+        report_interop
+    fi
+    has_tool iperf3 && has_tool linerate || return 0
     echo
     echo "| path | mode | iperf3 Gbit/s | linerate Gbit/s | ratio (linerate/iperf3) | iperf3 CPU s/GB | linerate CPU s/GB | ratio | iperf3 peak RSS MB (client/server) | linerate peak RSS MB (client/server) |"
     echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
@@ -448,6 +487,47 @@ report() {
                 "$(median '%.1f' "$p|$m|linerate|rssc")" "$(median '%.1f' "$p|$m|linerate|rsss")"
         done
     done
+}
+
+# The interop table: each pair with linerate on one end next to iperf3 on
+# both ends.
+report_interop() {
+    local p m t ig ic g c
+    echo
+    printf '| path | mode | iperf3 -> iperf3 Gbit/s | CPU s/GB |'
+    for t in lr2ip3 ip32lr; do
+        has_tool "$t" || continue
+        printf ' %s Gbit/s | ratio | CPU s/GB | ratio |' "$(tool_label "$t")"
+    done
+    echo
+    printf '| --- | --- | ---: | ---: |'
+    for t in lr2ip3 ip32lr; do
+        has_tool "$t" && printf ' ---: | ---: | ---: | ---: |'
+    done
+    echo
+    for p in "${PATHS[@]}"; do
+        for m in P1 P2 R; do
+            ig=$(median '%.6f' "$p|$m|iperf3|gbps")
+            ic=$(median '%.3f' "$p|$m|iperf3|cpugb")
+            printf '| %s | %s | %s | %s |' "$(path_label "$p")" "$(mode_label "$m")" \
+                "$(gbps_fmt "$ig")" "$ic"
+            for t in lr2ip3 ip32lr; do
+                has_tool "$t" || continue
+                g=$(median '%.6f' "$p|$m|$t|gbps")
+                c=$(median '%.3f' "$p|$m|$t|cpugb")
+                printf ' %s | %s | %s | %s |' "$(gbps_fmt "$g")" "$(ratio "$g" "$ig")" \
+                    "$c" "$(ratio "$c" "$ic")"
+            done
+            echo
+        done
+    done
+}
+
+tool_label() {
+    case $1 in
+    lr2ip3) echo "linerate bench --iperf3 -> iperf3 -s" ;;
+    ip32lr) echo "iperf3 -c -> linerate serve" ;;
+    esac
 }
 
 if [ -n "$opt_out" ]; then

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 #
 # lib.sh - what the bench scripts share: messages and the common options
-# (-t SEC, --repeat N, --rows LIST, --out FILE, --help). Source it after
+# (-t SEC, --repeat N, --rows LIST, --out FILE, --help; --tools LIST for
+# scripts that set opt_tools). Source it after
 # setting BENCH_NAME and BENCH_SCRIPT (the script's path, for --help) and
 # the opt_* defaults; then call bench_parse_options "$@".
 
@@ -41,6 +42,18 @@ bench_parse_options() {
             shift 2
             ;;
         --rows=*) opt_rows=${1#*=}; shift ;;
+        --tools | --tools=*)
+            # only scripts that set opt_tools take it
+            [ -n "${opt_tools+x}" ] || die_usage "unknown argument '$1'"
+            if [ "$1" = --tools ]; then
+                [ $# -ge 2 ] || die_usage "$1 needs a value"
+                opt_tools=$2
+                shift 2
+            else
+                opt_tools=${1#*=}
+                shift
+            fi
+            ;;
         --out)
             [ $# -ge 2 ] || die_usage "$1 needs a value"
             opt_out=$2

@@ -8,6 +8,9 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "ip3.h"
+#include "ip3client.h"
+#include "udp.h"
 #include "crypto.h"
 #include "session.h"
 #include "cmds.h"
@@ -18,9 +21,14 @@
 const char cmd_bench_usage[] =
 	"usage: linerate bench [options] HOST[:PORT]\n"
 	"\n"
-	"Measure TCP throughput, memory to memory, against `linerate serve` on HOST.\n"
+	"Measure throughput, memory to memory, against `linerate serve` on HOST,\n"
+	"or against a stock `iperf3 -s` with --iperf3.\n"
 	"\n"
-	"  -p, --port PORT        server port (default 7350)\n"
+	"  -p, --port PORT        server port (default 7350; 5201 with --iperf3)\n"
+	"      --iperf3           the server is a stock iperf3 server\n"
+	"  -u, --udp              UDP datagrams instead of TCP (jitter, loss)\n"
+	"  -b, --bitrate RATE     pace each stream to RATE bits/s (UDP default 1m;\n"
+	"                         TCP default unlimited; 0 = unlimited)\n"
 	"  -t, --time SEC         seconds to transmit (default 10)\n"
 	"  -n, --bytes SIZE       bytes to transmit per direction instead of -t\n"
 	"  -i, --interval SEC     seconds between reports (default 1; 0 = none)\n"
@@ -28,7 +36,8 @@ const char cmd_bench_usage[] =
 	"  -R, --reverse          the server sends, this side receives\n"
 	"      --bidir            both sides send at once (N streams each way)\n"
 	"  -O, --omit SEC         leave the first SEC seconds out of the totals\n"
-	"  -l, --length SIZE      buffer length per write (default 512K)\n"
+	"  -l, --length SIZE      buffer length per write (default 512K; UDP: the\n"
+	"                         datagram payload, default 1460)\n"
 	"  -w, --window SIZE      socket buffer size (SO_SNDBUF/SO_RCVBUF)\n"
 	"  -C, --congestion ALGO  TCP congestion control on both ends (cubic, bbr)\n"
 	"  -M, --set-mss MSS      TCP maximum segment size\n"
@@ -36,13 +45,17 @@ const char cmd_bench_usage[] =
 	"                         or sendfile\n"
 	"  -4, --ipv4 / -6, --ipv6  use only that address family\n"
 	"  -B, --bind ADDR        bind to local address ADDR\n"
+	"  -T, --title STR        prefix the report's lines with STR\n"
+	"      --get-server-output  show the iperf3 server's own report (--iperf3)\n"
+	"      --udp-counters-64bit  64-bit UDP sequence numbers (--iperf3)\n"
 	"  -J, --json             one JSON document at the end (iperf3 -J schema)\n"
 	"      --json-stream      one JSON object per line as results arrive\n"
 	"      --link-speed RATE  speed of the link (e.g. 1gbit) when /sys does not\n"
 	"                         know it; prints the TCP ceiling and the %% reached\n"
 	"      --connect-timeout SEC  give up connecting after SEC (default 5)\n"
 	"      --token-file FILE  the server's token (else LINERATE_TOKEN, else a\n"
-	"                         prompt when the server asks for one)\n"
+	"                         prompt when the server asks for one); not\n"
+	"                         with --iperf3\n"
 	"      --cipher NAME      auto (default), aes-256-gcm, chacha20-poly1305\n"
 	"                         or none (data in clear; the server must allow it)\n"
 	"  -h, --help             this text\n"
@@ -53,6 +66,8 @@ const char cmd_bench_usage[] =
 struct bench_cli_opts {
 	struct bench_opts b;
 	bool have_time, have_bytes, reverse, bidir, have_token;
+	bool have_port, have_len, have_rate, iperf3;
+	struct ip3_client_opts ip3;
 	const char *token_file, *cipher;
 	uint8_t psk[CRYPTO_KEY_LEN];
 	enum report_format fmt;
@@ -66,6 +81,9 @@ enum {
 	OPT_CONNECT_TIMEOUT,
 	OPT_TOKEN_FILE,
 	OPT_CIPHER,
+	OPT_IPERF3,
+	OPT_GET_SERVER_OUTPUT,
+	OPT_UDP_COUNTERS64,
 };
 
 static const struct option long_opts[] = {
@@ -91,6 +109,12 @@ static const struct option long_opts[] = {
 	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
 	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 	{ "cipher", required_argument, NULL, OPT_CIPHER },
+	{ "iperf3", no_argument, NULL, OPT_IPERF3 },
+	{ "udp", no_argument, NULL, 'u' },
+	{ "bitrate", required_argument, NULL, 'b' },
+	{ "title", required_argument, NULL, 'T' },
+	{ "get-server-output", no_argument, NULL, OPT_GET_SERVER_OUTPUT },
+	{ "udp-counters-64bit", no_argument, NULL, OPT_UDP_COUNTERS64 },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -113,6 +137,40 @@ static int bench_opts_check(struct bench_cli_opts *o, struct lr_err *err)
 		return lr_err_set(err, -EINVAL,
 				  "-R and --bidir exclude each "
 				  "other");
+	if (!o->iperf3 && (o->ip3.get_server_output || o->ip3.counters64))
+		return lr_err_set(err, -EINVAL,
+				  "--get-server-output and "
+				  "--udp-counters-64bit go with --iperf3");
+	if (o->iperf3 && (o->token_file || o->cipher))
+		return lr_err_set(err, -EINVAL,
+				  "--token-file and --cipher do not go with "
+				  "--iperf3: an iperf3 server has no tokens "
+				  "and sends in clear");
+	if (o->ip3.counters64 && !q->udp)
+		return lr_err_set(err, -EINVAL,
+				  "--udp-counters-64bit needs -u");
+	if (q->udp) {
+		uint32_t hdr = o->ip3.counters64 ? UDP_HDR_LEN64
+						 : UDP_HDR_LEN32;
+
+		if (!o->have_len)
+			q->blksize = UDP_DEFAULT_LEN;
+		if (!o->have_rate)
+			q->rate_bps = UDP_DEFAULT_RATE;
+		if (q->blksize < hdr || q->blksize > UDP_MAX_LEN)
+			return lr_err_set(err, -EINVAL,
+					  "-l %u: a UDP datagram carries %u "
+					  "to %u bytes",
+					  q->blksize, hdr, UDP_MAX_LEN);
+		if (q->zerocopy)
+			return lr_err_set(err, -EINVAL, "-Z is for TCP tests");
+	}
+	if (o->iperf3 && bench_conn_count(q) > IP3_MAX_STREAMS)
+		return lr_err_set(err, -EINVAL,
+				  "--iperf3 takes at most %u streams in all",
+				  IP3_MAX_STREAMS);
+	if (!o->have_port)
+		o->b.port = o->iperf3 ? IP3_DEFAULT_PORT : BENCH_DEFAULT_PORT;
 	if (o->have_bytes)
 		q->duration_ms = 0;
 	q->mode = o->bidir     ? PROTO_MODE_BIDIR
@@ -144,13 +202,15 @@ static int bench_parse(int argc, char **argv, struct bench_cli_opts *o,
 	q->duration_ms = 10000;
 	q->blksize = BENCH_DEFAULT_BLKSIZE;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":p:t:n:i:P:RO:l:w:C:M:Z::46B:Jh",
+	while ((c = getopt_long(argc, argv,
+				":p:t:n:i:P:RO:l:w:C:M:Z::46B:JhuT:b:",
 				long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (opts_uint("-p", optarg, 1, 65535, &v, err))
 				return -EINVAL;
 			o->b.port = (uint16_t)v;
+			o->have_port = true;
 			break;
 		case 't':
 			if (opts_ms("-t", optarg, 100, PROTO_MAX_DURATION_MS,
@@ -192,6 +252,7 @@ static int bench_parse(int argc, char **argv, struct bench_cli_opts *o,
 				       err))
 				return -EINVAL;
 			q->blksize = (uint32_t)v;
+			o->have_len = true;
 			break;
 		case 'w':
 			if (opts_bytes("-w", optarg, 1024, PROTO_MAX_WINDOW, &v,
@@ -246,6 +307,26 @@ static int bench_parse(int argc, char **argv, struct bench_cli_opts *o,
 			break;
 		case OPT_TOKEN_FILE: o->token_file = optarg; break;
 		case OPT_CIPHER: o->cipher = optarg; break;
+		case OPT_IPERF3: o->iperf3 = true; break;
+		case 'u': q->udp = 1; break;
+		case 'b':
+			if (opts_rate("-b", optarg, 0, UINT64_MAX / 2,
+				      &q->rate_bps, err))
+				return -EINVAL;
+			o->have_rate = true;
+			break;
+		case 'T':
+			/* res.title and iperf3's parameter hold 127 */
+			if (strlen(optarg) > 127)
+				return lr_err_set(err, -EINVAL,
+						  "-T: a title has at most "
+						  "127 bytes");
+			o->ip3.title = optarg;
+			break;
+		case OPT_GET_SERVER_OUTPUT:
+			o->ip3.get_server_output = true;
+			break;
+		case OPT_UDP_COUNTERS64: o->ip3.counters64 = true; break;
 		case 'h': return 1;
 		default: return opts_getopt_error(c, argv, err);
 		}
@@ -254,9 +335,17 @@ static int bench_parse(int argc, char **argv, struct bench_cli_opts *o,
 		return lr_err_set(err, -EINVAL,
 				  optind == argc ? "missing HOST"
 						 : "one HOST expected");
-	if (opts_host_port(argv[optind], o->hostbuf, sizeof(o->hostbuf),
-			   &o->b.host, &o->b.port, err))
-		return -EINVAL;
+	{
+		uint16_t port = 0;
+
+		if (opts_host_port(argv[optind], o->hostbuf, sizeof(o->hostbuf),
+				   &o->b.host, &port, err))
+			return -EINVAL;
+		if (port) {
+			o->b.port = port;
+			o->have_port = true;
+		}
+	}
 	return bench_opts_check(o, err);
 }
 
@@ -300,11 +389,11 @@ int cmd_bench(int argc, char **argv)
 		fputs(cmd_bench_usage, stdout);
 		return EXIT_OK;
 	}
-	if (!r)
+	if (!r && !o.iperf3)
 		r = bench_security(&o, &err);
 	if (r)
 		return usage_error(err.msg);
-	if (o.b.cipher_wish == CRYPTO_NONE)
+	if (!o.iperf3 && o.b.cipher_wish == CRYPTO_NONE)
 		fprintf(stderr,
 			"linerate: warning: --cipher none: the data "
 			"travels in clear; only the handshake and the control "
@@ -316,9 +405,14 @@ int cmd_bench(int argc, char **argv)
 		return EXIT_RUNTIME;
 	}
 	report_bench_callbacks(rp, &cb);
-	r = bench_client_run(&o.b, &cb, &res, &err);
-	if (r == LR_EAUTH && !o.have_token && isatty(STDIN_FILENO) &&
-	    o.fmt == REPORT_HUMAN) {
+	if (o.ip3.title)
+		report_set_title(rp, o.ip3.title);
+	if (o.iperf3)
+		r = ip3_client_run(&o.b, &o.ip3, &cb, &res, &err);
+	else
+		r = bench_client_run(&o.b, &cb, &res, &err);
+	if (!o.iperf3 && r == LR_EAUTH && !o.have_token &&
+	    isatty(STDIN_FILENO) && o.fmt == REPORT_HUMAN) {
 		/* the server wants a token we were not given: ask */
 		struct lr_err e2 = { 0 };
 

@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,6 +14,8 @@
 #include "bench.h"
 #include "crypto.h"
 #include "cmds.h"
+#include "ip3.h"
+#include "ip3server.h"
 #include "opts.h"
 #include "report.h"
 #include "server.h"
@@ -20,8 +24,9 @@
 const char cmd_serve_usage[] =
 	"usage: linerate serve [options]\n"
 	"\n"
-	"Answer `linerate bench` clients (several tests at once) and, with\n"
-	"--root, `linerate send` and `linerate get`.\n"
+	"Answer `linerate bench` clients (several tests at once), stock iperf3\n"
+	"clients (`iperf3 -c`, on TCP and UDP port 5201) and, with --root,\n"
+	"`linerate send` and `linerate get`.\n"
 	"\n"
 	"  -p, --port PORT            port to listen on (default 7350; 0 = any)\n"
 	"  -B, --bind ADDR            listen on ADDR only (default: all, IPv4+IPv6)\n"
@@ -38,6 +43,14 @@ const char cmd_serve_usage[] =
 	"                             serve pulls (`linerate get`) from it; needs\n"
 	"                             --token-file\n"
 	"      --read-only            with --root: serve pulls, refuse pushes\n"
+	"      --iperf3-port PORT     answer iperf3 clients on PORT, TCP and UDP\n"
+	"                             (default 5201; if 5201 is taken, a warning\n"
+	"                             and linerate only; a PORT given here must\n"
+	"                             be free). --max-tests, --max-duration and\n"
+	"                             --handshake-timeout apply to them too.\n"
+	"                             With --token-file, only when given: iperf3\n"
+	"                             clients have no token to show\n"
+	"      --no-iperf3            do not answer iperf3 clients\n"
 	"  -h, --help                 this text\n"
 	"\n"
 	"One log line per test and per rejected connection goes to standard error.\n"
@@ -48,6 +61,9 @@ struct serve_opts {
 	const char *token_file;
 	const char *root;
 	uint8_t psk[CRYPTO_KEY_LEN];
+	bool ip3;	   /* answer iperf3 clients */
+	bool ip3_explicit; /* --iperf3-port given: failing to bind is fatal */
+	uint16_t ip3_port;
 };
 
 enum {
@@ -58,6 +74,8 @@ enum {
 	OPT_ALLOW_PLAINTEXT,
 	OPT_ROOT,
 	OPT_READ_ONLY,
+	OPT_IPERF3_PORT,
+	OPT_NO_IPERF3,
 };
 
 static const struct option long_opts[] = {
@@ -73,18 +91,69 @@ static const struct option long_opts[] = {
 	{ "allow-plaintext", no_argument, NULL, OPT_ALLOW_PLAINTEXT },
 	{ "root", required_argument, NULL, OPT_ROOT },
 	{ "read-only", no_argument, NULL, OPT_READ_ONLY },
+	{ "iperf3-port", required_argument, NULL, OPT_IPERF3_PORT },
+	{ "no-iperf3", no_argument, NULL, OPT_NO_IPERF3 },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
 
-/* The signal handler's only way to reach the server. */
+/* The signal handler's only way to reach the servers. */
 static struct server *volatile the_server;
+static struct ip3srv *volatile the_ip3srv;
 
 static void on_signal(int sig)
 {
 	(void)sig;
 	if (the_server)
 		server_stop(the_server);
+	if (the_ip3srv)
+		ip3srv_stop(the_ip3srv);
+}
+
+/* --get-server-output: the server's human report of an iperf3 test, in
+ * a malloc'd string for the core to send. */
+static char *render_ip3(void *ctx, const struct bench_run *run,
+			const struct bench_result *res,
+			const struct bench_interval *ivs, unsigned niv)
+{
+	struct bench_callbacks cb = { 0 };
+	struct report *rp;
+	char *buf = NULL;
+	size_t len = 0;
+	unsigned i;
+	FILE *f;
+
+	(void)ctx;
+	f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	rp = report_new(f, REPORT_HUMAN);
+	if (rp) {
+		report_bench_callbacks(rp, &cb);
+		if (cb.started)
+			cb.started(cb.ctx, run, res);
+		for (i = 0; cb.interval && i < niv; i++)
+			cb.interval(cb.ctx, &ivs[i]);
+		if (cb.finished)
+			cb.finished(cb.ctx, res);
+		report_bench_flush(rp);
+		report_free(rp);
+	}
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static void *ip3_main(void *arg)
+{
+	struct ip3srv *srv = arg;
+	struct lr_err err = { 0 };
+
+	if (ip3srv_run(srv, &err) && err.msg[0])
+		fprintf(stderr, "linerate serve: iperf3: %s\n", err.msg);
+	return NULL;
 }
 
 static void on_event(void *ctx, const struct server_event *ev)
@@ -107,6 +176,8 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o,
 	o->s.handshake_ms = SERVER_DEFAULT_HANDSHAKE_MS;
 	o->s.rootfd = -1;
 	o->s.outfd = -1;
+	o->ip3 = true;
+	o->ip3_port = IP3_DEFAULT_PORT;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":p:B:461h", long_opts, NULL)) !=
 	       -1) {
@@ -141,6 +212,14 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o,
 		case OPT_ALLOW_PLAINTEXT: o->s.allow_plaintext = true; break;
 		case OPT_ROOT: o->root = optarg; break;
 		case OPT_READ_ONLY: o->s.read_only = true; break;
+		case OPT_IPERF3_PORT:
+			if (opts_uint("--iperf3-port", optarg, 0, 65535, &v,
+				      err))
+				return -EINVAL;
+			o->ip3_port = (uint16_t)v;
+			o->ip3_explicit = true;
+			break;
+		case OPT_NO_IPERF3: o->ip3 = false; break;
 		case 'h': return 1;
 		default: return opts_getopt_error(c, argv, err);
 		}
@@ -148,6 +227,12 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o,
 	if (optind != argc)
 		return lr_err_set(err, -EINVAL, "unexpected argument '%s'",
 				  argv[optind]);
+	if (!o->ip3 && o->ip3_explicit)
+		return lr_err_set(err, -EINVAL,
+				  "--iperf3-port and --no-iperf3 conflict");
+	/* --once serves one linerate test; iperf3 only when asked */
+	if (o->s.once && !o->ip3_explicit)
+		o->ip3 = false;
 	return 0;
 }
 
@@ -169,6 +254,9 @@ int cmd_serve(int argc, char **argv)
 	struct sigaction sa;
 	struct serve_opts o;
 	struct lr_err err = { 0 };
+	struct ip3srv *ip3 = NULL;
+	pthread_t ip3_thread;
+	bool ip3_running = false;
 	struct server *srv;
 	int r;
 
@@ -207,6 +295,15 @@ int cmd_serve(int argc, char **argv)
 			err.msg);
 		return EXIT_USAGE;
 	}
+	/* a token is asked of every client; iperf3 has none to give, so
+	 * its port stays closed unless asked for by name */
+	if (o.s.psk && o.ip3 && !o.ip3_explicit)
+		o.ip3 = false;
+	else if (o.s.psk && o.ip3)
+		fprintf(stderr,
+			"linerate serve: warning: --iperf3-port: iperf3 "
+			"clients are served without the token (iperf3 has "
+			"none to give)\n");
 	signal(SIGPIPE, SIG_IGN);
 	raise_nofile();
 	r = server_new(&o.s, &cb, &srv, &err);
@@ -214,16 +311,58 @@ int cmd_serve(int argc, char **argv)
 		fprintf(stderr, "linerate serve: %s\n", err.msg);
 		return EXIT_RUNTIME;
 	}
+	if (o.ip3) {
+		struct ip3srv_opts io = {
+			.bind_addr = o.s.bind_addr,
+			.port = o.ip3_port,
+			.family = o.s.family,
+			.max_tests = o.s.max_tests,
+			.max_duration_ms = o.s.max_duration_ms,
+			.handshake_ms = o.s.handshake_ms,
+		};
+		struct ip3srv_callbacks icb = { .event = on_event,
+						.render = render_ip3 };
+
+		r = ip3srv_new(&io, &icb, &ip3, &err);
+		if (r && o.ip3_explicit) {
+			fprintf(stderr, "linerate serve: iperf3 port %u: %s\n",
+				o.ip3_port, err.msg);
+			server_free(srv);
+			return EXIT_RUNTIME;
+		}
+		if (r) {
+			fprintf(stderr,
+				"linerate serve: warning: not answering iperf3 "
+				"clients: port %u: %s (--iperf3-port PORT "
+				"picks another, --no-iperf3 silences this)\n",
+				o.ip3_port, err.msg);
+			ip3 = NULL;
+		}
+	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
 	the_server = srv;
+	the_ip3srv = ip3;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	if (ip3 && pthread_create(&ip3_thread, NULL, ip3_main, ip3) == 0)
+		ip3_running = true;
+	else if (ip3)
+		fprintf(stderr, "linerate serve: warning: cannot start the "
+				"iperf3 thread; linerate only\n");
+	memset(&err, 0, sizeof(err));
 	r = server_run(srv, &err);
 	if (r && err.msg[0])
 		fprintf(stderr, "linerate serve: %s\n", err.msg);
+	if (ip3) {
+		ip3srv_stop(ip3);
+		if (ip3_running)
+			pthread_join(ip3_thread, NULL);
+	}
+	the_ip3srv = NULL;
 	the_server = NULL;
+	ip3srv_free(ip3);
 	server_free(srv);
 	if (o.s.rootfd >= 0)
 		close(o.s.rootfd);

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,9 @@ struct report {
 	uint8_t mode;
 	uint8_t *dirs; /* per stream */
 	bool *local_sender;
+	bool udp;
+	bool bol;	 /* at the beginning of a line (for the title) */
+	char title[128]; /* iperf3's --title: a prefix on every line */
 };
 
 struct report *report_new(FILE *out, enum report_format fmt)
@@ -42,6 +46,7 @@ struct report *report_new(FILE *out, enum report_format fmt)
 		return NULL;
 	rp->out = out;
 	rp->fmt = fmt;
+	rp->bol = true;
 	if (fmt == REPORT_JSON) {
 		rp->root = cJSON_CreateObject();
 		if (!rp->root) {
@@ -68,6 +73,56 @@ void report_escaped(FILE *out, const char *s)
 		unsigned char c = (unsigned char)*s;
 
 		if (c < 0x20 || c >= 0x7f || c == '\\')
+			fprintf(out, "\\x%02x", c);
+		else
+			fputc(c, out);
+	}
+}
+
+void report_set_title(struct report *rp, const char *title)
+{
+	snprintf(rp->title, sizeof(rp->title), "%s", title ? title : "");
+}
+
+/* Human bench output: like fprintf, with iperf3's "TITLE:  " in front of
+ * every line when a title is set. */
+__attribute__((format(printf, 2, 3))) static void rp_print(struct report *rp,
+							   const char *fmt, ...)
+{
+	char sbuf[512], *buf = sbuf, *p;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(sbuf, sizeof(sbuf), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof(sbuf)) {
+		buf = malloc((size_t)n + 1);
+		if (!buf)
+			return;
+		va_start(ap, fmt);
+		vsnprintf(buf, (size_t)n + 1, fmt, ap);
+		va_end(ap);
+	}
+	for (p = buf; *p; p++) {
+		if (rp->bol && rp->title[0])
+			fprintf(rp->out, "%s:  ", rp->title);
+		fputc(*p, rp->out);
+		rp->bol = *p == '\n';
+	}
+	if (buf != sbuf)
+		free(buf);
+}
+
+/* Text from a peer: lines and tabs kept, other control bytes escaped. */
+static void text_out(FILE *out, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f)
 			fprintf(out, "\\x%02x", c);
 		else
 			fputc(c, out);
@@ -120,8 +175,7 @@ static void cb_connecting(void *ctx, const char *host, uint16_t port)
 	struct report *rp = ctx;
 
 	if (rp->fmt == REPORT_HUMAN) {
-		fprintf(rp->out, "Connecting to host %s, port %u\n", host,
-			port);
+		rp_print(rp, "Connecting to host %s, port %u\n", host, port);
 		fflush(rp->out);
 	}
 }
@@ -169,12 +223,15 @@ static cJSON *start_json(const struct bench_run *run,
 	o = cJSON_AddObjectToObject(start, "connecting_to");
 	cJSON_AddStringToObject(o, "host", res->remote_host);
 	cJSON_AddNumberToObject(o, "port", res->remote_port);
-	cJSON_AddNumberToObject(start, "tcp_mss_default", res->mss);
+	if (!res->req.udp)
+		cJSON_AddNumberToObject(start, "tcp_mss_default", res->mss);
+	cJSON_AddNumberToObject(start, "target_bitrate",
+				(double)res->req.rate_bps);
 	cJSON_AddNumberToObject(start, "sock_bufsize", res->req.window);
 	cJSON_AddNumberToObject(start, "sndbuf_actual", res->sndbuf);
 	cJSON_AddNumberToObject(start, "rcvbuf_actual", res->rcvbuf);
 	tst = cJSON_AddObjectToObject(start, "test_start");
-	cJSON_AddStringToObject(tst, "protocol", "TCP");
+	cJSON_AddStringToObject(tst, "protocol", res->req.udp ? "UDP" : "TCP");
 	cJSON_AddNumberToObject(tst, "num_streams", res->req.streams);
 	cJSON_AddNumberToObject(tst, "blksize", res->req.blksize);
 	cJSON_AddNumberToObject(tst, "omit", (double)res->req.omit_ms / 1e3);
@@ -185,7 +242,8 @@ static cJSON *start_json(const struct bench_run *run,
 	cJSON_AddNumberToObject(tst, "reverse",
 				res->req.mode == PROTO_MODE_REVERSE);
 	cJSON_AddNumberToObject(tst, "tos", 0);
-	cJSON_AddNumberToObject(tst, "target_bitrate", 0);
+	cJSON_AddNumberToObject(tst, "target_bitrate",
+				(double)res->req.rate_bps);
 	cJSON_AddNumberToObject(tst, "bidir",
 				res->req.mode == PROTO_MODE_BIDIR);
 	cJSON_AddNumberToObject(tst, "fqrate", 0);
@@ -204,6 +262,9 @@ static void cb_started(void *ctx, const struct bench_run *run,
 	rp->nstreams = run->nstreams;
 	rp->mode = res->req.mode;
 	rp->bidir = res->req.mode == PROTO_MODE_BIDIR;
+	rp->udp = res->req.udp;
+	if (res->title[0] && !rp->title[0])
+		report_set_title(rp, res->title);
 	rp->dirs = calloc(run->nstreams, 1);
 	rp->local_sender = calloc(run->nstreams, sizeof(bool));
 	for (i = 0; rp->dirs && rp->local_sender && i < run->nstreams; i++) {
@@ -222,8 +283,8 @@ static void cb_started(void *ctx, const struct bench_run *run,
 		return;
 	}
 	if (res->req.mode == PROTO_MODE_REVERSE)
-		fprintf(rp->out, "Reverse mode, remote host %s is sending\n",
-			res->remote_host);
+		rp_print(rp, "Reverse mode, remote host %s is sending\n",
+			 res->remote_host);
 	for (i = 0; i < run->nstreams; i++) {
 		const struct bench_stream *s = &run->streams[i];
 
@@ -231,41 +292,97 @@ static void cb_started(void *ctx, const struct bench_run *run,
 			      sizeof(host), &port);
 		net_addr_host((const struct sockaddr *)&s->peer.ss, rhost,
 			      sizeof(rhost), &rport);
-		fprintf(rp->out,
-			"[%3u]%s local %s port %u connected to %s "
-			"port %u\n",
-			i + 1, role_tag(rp, i), host, port, rhost, rport);
+		rp_print(rp,
+			 "[%3u]%s local %s port %u connected to %s "
+			 "port %u\n",
+			 i + 1, role_tag(rp, i), host, port, rhost, rport);
 	}
 	fflush(rp->out);
 }
 
 /* ---------------- intervals ---------------- */
 
+static double pct(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+/* The figures of one line of the interval table. */
+struct line_fig {
+	uint64_t bytes;
+	bool sender; /* the sending side's figures */
+	bool has_tcp;
+	uint32_t retr, cwnd, rtt_us;
+	uint64_t packets, lost, dup; /* UDP */
+	double jitter_ms;
+};
+
+static void human_udp_tail(struct report *rp, const struct line_fig *f,
+			   bool omitted)
+{
+	uint64_t tot = f->packets;
+
+	if (f->sender)
+		rp_print(rp, "  %llu  %s\n", (unsigned long long)f->packets,
+			 omitted ? "(omitted)" : "");
+	else
+		rp_print(rp, "  %5.3f ms  %llu/%llu (%.2g%%)  %s\n",
+			 f->jitter_ms, (unsigned long long)f->lost,
+			 (unsigned long long)tot, pct(f->lost, tot),
+			 omitted ? "(omitted)" : "");
+}
+
 static void human_iv_line(struct report *rp, const char *id, const char *tag,
-			  const struct bench_interval *iv, uint64_t bytes,
-			  bool sender, uint32_t retr, uint32_t cwnd,
-			  uint32_t rtt, bool per_stream)
+			  const struct bench_interval *iv,
+			  const struct line_fig *f, bool per_stream)
 {
 	char tb[32], rb[32], cb[32];
 	double secs = iv->end - iv->start;
 
-	fprintf(rp->out, "[%s]%s %6.2f-%-6.2f sec  %s  %s", id, tag, iv->start,
-		iv->end, units_fmt_bytes(tb, sizeof(tb), (double)bytes),
-		units_fmt_rate(rb, sizeof(rb), rate(bytes, secs)));
-	if (sender) {
-		fprintf(rp->out, "  %4u", retr);
-		if (per_stream)
-			fprintf(rp->out, "   %s  %6.2f ms",
-				units_fmt_bytes(cb, sizeof(cb), cwnd),
-				rtt / 1000.0);
+	rp_print(rp, "[%s]%s %6.2f-%-6.2f sec  %s  %s", id, tag, iv->start,
+		 iv->end, units_fmt_bytes(tb, sizeof(tb), (double)f->bytes),
+		 units_fmt_rate(rb, sizeof(rb), rate(f->bytes, secs)));
+	if (rp->udp) {
+		human_udp_tail(rp, f, iv->omitted);
+		return;
 	}
-	fprintf(rp->out, "%s\n", iv->omitted ? "  (omitted)" : "");
+	if (f->sender && f->has_tcp) {
+		rp_print(rp, "  %4u", f->retr);
+		if (per_stream)
+			rp_print(rp, "   %s  %6.2f ms",
+				 units_fmt_bytes(cb, sizeof(cb), f->cwnd),
+				 f->rtt_us / 1000.0);
+	}
+	rp_print(rp, "%s\n", iv->omitted ? "  (omitted)" : "");
+}
+
+static void human_iv_header(struct report *rp)
+{
+	if (rp->udp)
+		rp_print(rp,
+			 "[ ID]%s Interval           Transfer     Bitrate"
+			 "         %s\n",
+			 rp->bidir ? "[Role]" : "",
+			 rp->any_sender && !rp->bidir
+				 ? "Total Datagrams"
+				 : "Jitter    Lost/Total Datagrams");
+	else if (rp->bidir)
+		rp_print(rp, "[ ID][Role] Interval           "
+			     "Transfer     Bitrate         Retr  Cwnd"
+			     "          RTT\n");
+	else if (rp->any_sender)
+		rp_print(rp, "[ ID] Interval           Transfer"
+			     "     Bitrate         Retr  Cwnd          "
+			     "RTT\n");
+	else
+		rp_print(rp, "[ ID] Interval           Transfer"
+			     "     Bitrate\n");
 }
 
 static void human_interval(struct report *rp, const struct bench_interval *iv)
 {
-	uint64_t sum[2] = { 0, 0 };
-	uint32_t retr[2] = { 0, 0 };
+	struct line_fig sum[2] = { { .sender = true }, { .sender = false } };
+	unsigned jn[2] = { 0, 0 };
 	bool has[2] = { false, false };
 	char id[8];
 	unsigned i;
@@ -273,53 +390,77 @@ static void human_interval(struct report *rp, const struct bench_interval *iv)
 
 	rp->sep_done = false;
 	if (!rp->header_done) {
-		if (rp->bidir)
-			fprintf(rp->out,
-				"[ ID][Role] Interval           "
-				"Transfer     Bitrate         Retr  Cwnd"
-				"          RTT\n");
-		else if (rp->any_sender)
-			fprintf(rp->out,
-				"[ ID] Interval           Transfer"
-				"     Bitrate         Retr  Cwnd          "
-				"RTT\n");
-		else
-			fprintf(rp->out, "[ ID] Interval           Transfer"
-					 "     Bitrate\n");
+		human_iv_header(rp);
 		rp->header_done = true;
 	}
 	for (i = 0; i < iv->n; i++) {
 		const struct bench_iv_stream *s = &iv->s[i];
+		struct line_fig f = {
+			.bytes = s->bytes,
+			.sender = s->sender,
+			.has_tcp = s->has_tcp,
+			.retr = s->retrans,
+			.cwnd = s->cwnd,
+			.rtt_us = s->rtt_us,
+			.packets = s->packets,
+			.lost = s->lost,
+			.dup = s->dup,
+			.jitter_ms = s->jitter_ms,
+		};
 
 		snprintf(id, sizeof(id), "%3u", i + 1);
-		human_iv_line(rp, id, role_tag(rp, i), iv, s->bytes,
-			      s->sender && s->has_tcp, s->retrans, s->cwnd,
-			      s->rtt_us, true);
+		human_iv_line(rp, id, role_tag(rp, i), iv, &f, true);
 		k = s->sender ? 0 : 1;
-		sum[k] += s->bytes;
-		retr[k] += s->retrans;
+		sum[k].bytes += s->bytes;
+		sum[k].retr += s->retrans;
+		sum[k].has_tcp = sum[k].has_tcp || s->has_tcp;
+		sum[k].packets += s->packets;
+		sum[k].lost += s->lost;
+		sum[k].dup += s->dup;
+		sum[k].jitter_ms += s->jitter_ms;
+		jn[k]++;
 		has[k] = true;
 	}
 	if (rp->nstreams / (rp->bidir ? 2u : 1u) > 1) {
 		for (k = 0; k < 2; k++) {
 			if (!has[k])
 				continue;
+			/* iperf3 shows the streams' mean jitter */
+			if (jn[k])
+				sum[k].jitter_ms /= jn[k];
 			human_iv_line(rp, "SUM",
 				      rp->bidir ? (k ? "[RX-C]" : "[TX-C]")
 						: "",
-				      iv, sum[k], k == 0, retr[k], 0, 0, false);
+				      iv, &sum[k], false);
 		}
-		fputs(SEP, rp->out);
+		rp_print(rp, "%s", SEP);
 		rp->sep_done = true;
 	}
 	fflush(rp->out);
 }
 
+/* The UDP keys of an interval or summary object, iperf3's way: the
+ * sender has its datagram count, the receiver also jitter and loss. */
+static void udp_json_keys(cJSON *o, bool sender, uint64_t packets,
+			  uint64_t lost, double jitter_ms)
+{
+	uint64_t tot = packets;
+
+	if (sender) {
+		cJSON_AddNumberToObject(o, "packets", (double)packets);
+		return;
+	}
+	add_num(o, "jitter_ms", jitter_ms);
+	cJSON_AddNumberToObject(o, "lost_packets", (double)lost);
+	cJSON_AddNumberToObject(o, "packets", (double)tot);
+	add_num(o, "lost_percent", pct(lost, tot));
+}
+
 static cJSON *interval_json(struct report *rp, const struct bench_interval *iv)
 {
 	cJSON *o = cJSON_CreateObject(), *arr, *s, *sum;
-	uint64_t tot[2] = { 0, 0 };
-	uint32_t retr[2] = { 0, 0 };
+	struct line_fig tot[2] = { { .bytes = 0 } };
+	unsigned jn[2] = { 0, 0 };
 	bool has[2] = { false, false };
 	double secs = iv->end - iv->start;
 	unsigned i;
@@ -336,6 +477,9 @@ static cJSON *interval_json(struct report *rp, const struct bench_interval *iv)
 		add_num(s, "seconds", secs);
 		cJSON_AddNumberToObject(s, "bytes", (double)st->bytes);
 		add_num(s, "bits_per_second", rate(st->bytes, secs));
+		if (rp->udp)
+			udp_json_keys(s, st->sender, st->packets, st->lost,
+				      st->jitter_ms);
 		if (st->sender && st->has_tcp) {
 			cJSON_AddNumberToObject(s, "retransmits", st->retrans);
 			cJSON_AddNumberToObject(s, "snd_cwnd", st->cwnd);
@@ -347,8 +491,13 @@ static cJSON *interval_json(struct report *rp, const struct bench_interval *iv)
 		cJSON_AddBoolToObject(s, "sender", st->sender);
 		cJSON_AddItemToArray(arr, s);
 		k = (rp->bidir && st->dir == PROTO_DIR_S2C) ? 1 : 0;
-		tot[k] += st->bytes;
-		retr[k] += st->retrans;
+		tot[k].bytes += st->bytes;
+		tot[k].retr += st->retrans;
+		tot[k].packets += st->packets;
+		tot[k].lost += st->lost;
+		tot[k].dup += st->dup;
+		tot[k].jitter_ms += st->jitter_ms;
+		jn[k]++;
 		has[k] = has[k] || st->sender;
 	}
 	for (k = 0; k < (rp->bidir ? 2 : 1); k++) {
@@ -357,10 +506,14 @@ static cJSON *interval_json(struct report *rp, const struct bench_interval *iv)
 		add_num(sum, "start", iv->start);
 		add_num(sum, "end", iv->end);
 		add_num(sum, "seconds", secs);
-		cJSON_AddNumberToObject(sum, "bytes", (double)tot[k]);
-		add_num(sum, "bits_per_second", rate(tot[k], secs));
-		if (has[k])
-			cJSON_AddNumberToObject(sum, "retransmits", retr[k]);
+		cJSON_AddNumberToObject(sum, "bytes", (double)tot[k].bytes);
+		add_num(sum, "bits_per_second", rate(tot[k].bytes, secs));
+		if (rp->udp)
+			udp_json_keys(sum, has[k], tot[k].packets, tot[k].lost,
+				      jn[k] ? tot[k].jitter_ms / jn[k] : 0);
+		else if (has[k])
+			cJSON_AddNumberToObject(sum, "retransmits",
+						tot[k].retr);
 		cJSON_AddBoolToObject(sum, "omitted", iv->omitted);
 		cJSON_AddBoolToObject(sum, "sender", has[k]);
 	}
@@ -386,6 +539,9 @@ struct sums {
 	double seconds;
 	uint32_t retrans;
 	bool has_tcp;
+	uint64_t packets, lost, ooo, dup; /* UDP */
+	double jitter_sum;
+	unsigned n;
 };
 
 static void sum_add(struct sums *s, const struct bench_side *d)
@@ -395,6 +551,31 @@ static void sum_add(struct sums *s, const struct bench_side *d)
 		s->seconds = d->seconds;
 	s->retrans += d->retrans;
 	s->has_tcp = s->has_tcp || d->has_tcp;
+	s->packets += d->packets;
+	s->lost += d->lost;
+	s->ooo += d->ooo;
+	s->dup += d->dup;
+	s->jitter_sum += d->jitter_ms;
+	s->n++;
+}
+
+/* The sums as one side, for the formatters of one side (jitter: the
+ * streams' mean, as iperf3). */
+static struct bench_side sums_side(const struct sums *s)
+{
+	struct bench_side d = {
+		.bytes = s->bytes,
+		.seconds = s->seconds,
+		.retrans = s->retrans,
+		.has_tcp = s->has_tcp,
+		.packets = s->packets,
+		.lost = s->lost,
+		.ooo = s->ooo,
+		.dup = s->dup,
+		.jitter_ms = s->n ? s->jitter_sum / s->n : 0,
+	};
+
+	return d;
 }
 
 /* Streams of the test's main direction go to k=0; with --bidir the
@@ -426,18 +607,65 @@ static cJSON *side_json(unsigned id, const struct bench_side *d,
 	return o;
 }
 
+/* iperf3's four UDP keys of a summary: the receiver's jitter and loss;
+ * on the sender's side jitter and loss are 0 and packets is sent. */
+static void udp_sum_keys(cJSON *o, const struct bench_side *d, bool sender_side)
+{
+	uint64_t tot = d->packets;
+
+	add_num(o, "jitter_ms", sender_side ? 0 : d->jitter_ms);
+	cJSON_AddNumberToObject(o, "lost_packets",
+				sender_side ? 0 : (double)d->lost);
+	cJSON_AddNumberToObject(o, "packets",
+				(double)(sender_side ? d->packets : tot));
+	add_num(o, "lost_percent", sender_side ? 0 : pct(d->lost, tot));
+}
+
 static cJSON *sum_json(const struct sums *s, bool sender_side,
-		       bool local_sender)
+		       bool local_sender, bool udp)
 {
 	cJSON *o = cJSON_CreateObject();
+	struct bench_side d = sums_side(s);
 
 	cJSON_AddNumberToObject(o, "start", 0);
 	add_num(o, "end", s->seconds);
 	add_num(o, "seconds", s->seconds);
 	cJSON_AddNumberToObject(o, "bytes", (double)s->bytes);
 	add_num(o, "bits_per_second", rate(s->bytes, s->seconds));
-	if (sender_side)
+	if (udp)
+		udp_sum_keys(o, &d, sender_side);
+	else if (sender_side)
 		cJSON_AddNumberToObject(o, "retransmits", s->retrans);
+	/* iperf3 marks a UDP test's sums by their side, a TCP test's by
+	 * whether this end sends */
+	cJSON_AddBoolToObject(o, "sender", udp ? sender_side : local_sender);
+	return o;
+}
+
+/* end.streams[].udp (and end.sum of a UDP test): this side's bytes and
+ * seconds, the receiver's jitter and loss. */
+static cJSON *udp_end_json(int id, const struct bench_side *snd,
+			   const struct bench_side *rcv, bool local_sender,
+			   bool with_ooo)
+{
+	cJSON *o = cJSON_CreateObject();
+	const struct bench_side *mine = local_sender ? snd : rcv;
+	uint64_t tot = rcv->packets;
+
+	if (id > 0)
+		cJSON_AddNumberToObject(o, "socket", id);
+	cJSON_AddNumberToObject(o, "start", 0);
+	add_num(o, "end", mine->seconds);
+	add_num(o, "seconds", mine->seconds);
+	cJSON_AddNumberToObject(o, "bytes", (double)mine->bytes);
+	add_num(o, "bits_per_second", rate(mine->bytes, mine->seconds));
+	add_num(o, "jitter_ms", rcv->jitter_ms);
+	cJSON_AddNumberToObject(o, "lost_packets", (double)rcv->lost);
+	cJSON_AddNumberToObject(o, "packets",
+				(double)(local_sender ? snd->packets : tot));
+	add_num(o, "lost_percent", pct(rcv->lost, tot));
+	if (with_ooo)
+		cJSON_AddNumberToObject(o, "out_of_order", (double)rcv->ooo);
 	cJSON_AddBoolToObject(o, "sender", local_sender);
 	return o;
 }
@@ -465,11 +693,19 @@ static cJSON *end_json(const struct bench_result *res)
 		bool ls = local_sends(s->dir);
 
 		o = cJSON_CreateObject();
-		cJSON_AddItemToObject(o, "sender",
-				      side_json(i + 1, &s->sender, ls, true));
-		cJSON_AddItemToObject(o, "receiver",
-				      side_json(i + 1, &s->receiver, ls,
-						false));
+		if (res->req.udp) {
+			cJSON_AddItemToObject(
+				o, "udp",
+				udp_end_json((int)i + 1, &s->sender,
+					     &s->receiver, ls, true));
+		} else {
+			cJSON_AddItemToObject(o, "sender",
+					      side_json(i + 1, &s->sender, ls,
+							true));
+			cJSON_AddItemToObject(o, "receiver",
+					      side_json(i + 1, &s->receiver, ls,
+							false));
+		}
 		cJSON_AddItemToArray(arr, o);
 		k = dir_slot(res, s->dir);
 		sum_add(&snd[k], &s->sender);
@@ -479,12 +715,20 @@ static cJSON *end_json(const struct bench_result *res)
 		bool ls = res->req.mode == PROTO_MODE_FORWARD ||
 			  (res->req.mode == PROTO_MODE_BIDIR && k == 0);
 
-		cJSON_AddItemToObject(end,
-				      k ? "sum_sent_bidir_reverse" : "sum_sent",
-				      sum_json(&snd[k], true, ls));
+		if (res->req.udp) {
+			struct bench_side ds = sums_side(&snd[k]);
+			struct bench_side dr = sums_side(&rcv[k]);
+
+			cJSON_AddItemToObject(
+				end, k ? "sum_bidir_reverse" : "sum",
+				udp_end_json(0, &ds, &dr, ls, false));
+		}
+		cJSON_AddItemToObject(
+			end, k ? "sum_sent_bidir_reverse" : "sum_sent",
+			sum_json(&snd[k], true, ls, res->req.udp));
 		cJSON_AddItemToObject(
 			end, k ? "sum_received_bidir_reverse" : "sum_received",
-			sum_json(&rcv[k], false, ls));
+			sum_json(&rcv[k], false, ls, res->req.udp));
 	}
 	cpu = cJSON_AddObjectToObject(end, "cpu_utilization_percent");
 	add_num(cpu, "host_total",
@@ -501,7 +745,9 @@ static cJSON *end_json(const struct bench_result *res)
 		cpu_pct(res->remote_cpu.user_us, res->remote_cpu.wall_us));
 	add_num(cpu, "remote_system",
 		cpu_pct(res->remote_cpu.sys_us, res->remote_cpu.wall_us));
-	if (res->req.mode == PROTO_MODE_REVERSE) {
+	if (res->req.udp) {
+		/* no congestion control to name */
+	} else if (res->req.mode == PROTO_MODE_REVERSE) {
 		cJSON_AddStringToObject(end, "sender_tcp_congestion",
 					res->remote_cc);
 		cJSON_AddStringToObject(end, "receiver_tcp_congestion",
@@ -514,11 +760,14 @@ static cJSON *end_json(const struct bench_result *res)
 	}
 	lr = cJSON_AddObjectToObject(end, "linerate");
 	cJSON_AddStringToObject(lr, "server_version", res->server_software);
+	cJSON_AddBoolToObject(lr, "iperf3_server", res->iperf3);
 	cJSON_AddNumberToObject(lr, "overlapping_tests", res->overlap);
 	cJSON_AddBoolToObject(lr, "truncated", res->truncated);
 	cJSON_AddBoolToObject(lr, "authenticated", res->authenticated);
+	/* UDP datagrams are never sealed (docs/SECURITY.md) */
 	cJSON_AddStringToObject(lr, "cipher",
-				crypto_cipher_name(res->authenticated
+				crypto_cipher_name(res->authenticated &&
+								   !res->req.udp
 							   ? res->cipher
 							   : CRYPTO_NONE));
 	add_num(lr, "local_cpu_seconds",
@@ -548,14 +797,29 @@ static void human_total_line(struct report *rp, const char *id, const char *tag,
 {
 	char tb[32], rb[32];
 
-	fprintf(rp->out, "[%s]%s %6.2f-%-6.2f sec  %s  %s", id, tag, 0.0,
-		d->seconds, units_fmt_bytes(tb, sizeof(tb), (double)d->bytes),
-		units_fmt_rate(rb, sizeof(rb), rate(d->bytes, d->seconds)));
+	rp_print(rp, "[%s]%s %6.2f-%-6.2f sec  %s  %s", id, tag, 0.0,
+		 d->seconds, units_fmt_bytes(tb, sizeof(tb), (double)d->bytes),
+		 units_fmt_rate(rb, sizeof(rb), rate(d->bytes, d->seconds)));
+	if (rp->udp) {
+		/* iperf3: the sender's line has no jitter or loss, its
+		 * total is what it sent */
+		uint64_t tot = d->packets;
+
+		if (sender)
+			rp_print(rp, "  %5.3f ms  %d/%llu (%.2g%%)  %s\n", 0.0,
+				 0, (unsigned long long)d->packets, 0.0, what);
+		else
+			rp_print(rp, "  %5.3f ms  %llu/%llu (%.2g%%)  %s\n",
+				 d->jitter_ms, (unsigned long long)d->lost,
+				 (unsigned long long)tot, pct(d->lost, tot),
+				 what);
+		return;
+	}
 	if (sender)
-		fprintf(rp->out, "  %4u", d->retrans);
+		rp_print(rp, "  %4u", d->retrans);
 	else
-		fprintf(rp->out, "      ");
-	fprintf(rp->out, "             %s\n", what);
+		rp_print(rp, "      ");
+	rp_print(rp, "             %s\n", what);
 }
 
 static void human_end(struct report *rp, const struct bench_result *res)
@@ -566,11 +830,12 @@ static void human_end(struct report *rp, const struct bench_result *res)
 	int k;
 
 	if (!rp->sep_done)
-		fputs(SEP, rp->out);
-	fprintf(rp->out,
-		"[ ID]%s Interval           Transfer     Bitrate"
-		"         Retr\n",
-		rp->bidir ? "[Role]" : "");
+		rp_print(rp, "%s", SEP);
+	rp_print(rp,
+		 "[ ID]%s Interval           Transfer     Bitrate"
+		 "         %s\n",
+		 rp->bidir ? "[Role]" : "",
+		 rp->udp ? "Jitter    Lost/Total Datagrams" : "Retr");
 	for (i = 0; i < res->nstreams; i++) {
 		const struct bench_stream_result *s = &res->streams[i];
 
@@ -585,11 +850,8 @@ static void human_end(struct report *rp, const struct bench_result *res)
 	}
 	if (per_dir > 1) {
 		for (k = 0; k < (rp->bidir ? 2 : 1); k++) {
-			struct bench_side ds = { .bytes = snd[k].bytes,
-						 .seconds = snd[k].seconds,
-						 .retrans = snd[k].retrans };
-			struct bench_side dr = { .bytes = rcv[k].bytes,
-						 .seconds = rcv[k].seconds };
+			struct bench_side ds = sums_side(&snd[k]);
+			struct bench_side dr = sums_side(&rcv[k]);
 			const char *tag = rp->bidir ? (k ? "[RX-C]" : "[TX-C]")
 						    : "";
 
@@ -598,82 +860,142 @@ static void human_end(struct report *rp, const struct bench_result *res)
 					 "receiver");
 		}
 	}
-	fprintf(rp->out,
-		"CPU Utilization: local %.1f%% (%.1f%%u/%.1f%%s), "
-		"remote %.1f%% (%.1f%%u/%.1f%%s); %.2f + %.2f CPU seconds\n",
-		cpu_pct(res->local_cpu.user_us + res->local_cpu.sys_us,
-			res->local_cpu.wall_us),
-		cpu_pct(res->local_cpu.user_us, res->local_cpu.wall_us),
-		cpu_pct(res->local_cpu.sys_us, res->local_cpu.wall_us),
-		cpu_pct(res->remote_cpu.user_us + res->remote_cpu.sys_us,
-			res->remote_cpu.wall_us),
-		cpu_pct(res->remote_cpu.user_us, res->remote_cpu.wall_us),
-		cpu_pct(res->remote_cpu.sys_us, res->remote_cpu.wall_us),
-		(double)(res->local_cpu.user_us + res->local_cpu.sys_us) / 1e6,
-		(double)(res->remote_cpu.user_us + res->remote_cpu.sys_us) /
-			1e6);
-	fprintf(rp->out, "TCP congestion control: local %s, remote %s\n",
-		res->local_cc[0] ? res->local_cc : "?",
-		res->remote_cc[0] ? res->remote_cc : "?");
-	if (res->link_ceiling_bps > 0) {
+	rp_print(rp,
+		 "CPU Utilization: local %.1f%% (%.1f%%u/%.1f%%s), "
+		 "remote %.1f%% (%.1f%%u/%.1f%%s); %.2f + %.2f CPU seconds\n",
+		 cpu_pct(res->local_cpu.user_us + res->local_cpu.sys_us,
+			 res->local_cpu.wall_us),
+		 cpu_pct(res->local_cpu.user_us, res->local_cpu.wall_us),
+		 cpu_pct(res->local_cpu.sys_us, res->local_cpu.wall_us),
+		 cpu_pct(res->remote_cpu.user_us + res->remote_cpu.sys_us,
+			 res->remote_cpu.wall_us),
+		 cpu_pct(res->remote_cpu.user_us, res->remote_cpu.wall_us),
+		 cpu_pct(res->remote_cpu.sys_us, res->remote_cpu.wall_us),
+		 (double)(res->local_cpu.user_us + res->local_cpu.sys_us) / 1e6,
+		 (double)(res->remote_cpu.user_us + res->remote_cpu.sys_us) /
+			 1e6);
+	if (!res->req.udp)
+		rp_print(rp, "TCP congestion control: local %s, remote %s\n",
+			 res->local_cc[0] ? res->local_cc : "?",
+			 res->remote_cc[0] ? res->remote_cc : "?");
+	if (res->req.udp) {
+		/* a paced test: the TCP ceiling says nothing about it */
+	} else if (res->link_ceiling_bps > 0) {
 		for (k = 0; k < (rp->bidir ? 2 : 1); k++) {
-			fprintf(rp->out,
-				"Link %s%s: %s, MTU %u, TCP ceiling "
-				"%s; %sreceived %.1f%% of it\n",
-				res->link_if[0] ? res->link_if : "?",
-				res->link_wireless ? " (Wi-Fi)" : "",
-				units_fmt_rate(rb, sizeof(rb),
-					       (double)res->link_speed_bps),
-				res->link_mtu,
-				units_fmt_rate(cb, sizeof(cb),
-					       res->link_ceiling_bps),
-				rp->bidir ? (k ? "reverse " : "forward ") : "",
-				100.0 * rate(rcv[k].bytes, rcv[k].seconds) /
-					res->link_ceiling_bps);
+			rp_print(rp,
+				 "Link %s%s: %s, MTU %u, TCP ceiling "
+				 "%s; %sreceived %.1f%% of it\n",
+				 res->link_if[0] ? res->link_if : "?",
+				 res->link_wireless ? " (Wi-Fi)" : "",
+				 units_fmt_rate(rb, sizeof(rb),
+						(double)res->link_speed_bps),
+				 res->link_mtu,
+				 units_fmt_rate(cb, sizeof(cb),
+						res->link_ceiling_bps),
+				 rp->bidir ? (k ? "reverse " : "forward ") : "",
+				 100.0 * rate(rcv[k].bytes, rcv[k].seconds) /
+					 res->link_ceiling_bps);
 		}
 	} else if (res->link_known) {
-		fprintf(rp->out,
-			"Link %s: %s, speed not known (--link-speed "
-			"RATE gives the TCP ceiling)\n",
-			res->link_if,
-			res->link_virtual ? (strcmp(res->link_if, "lo")
-						     ? "virtual interface"
-						     : "loopback")
-					  : "physical interface");
+		rp_print(rp,
+			 "Link %s: %s, speed not known (--link-speed "
+			 "RATE gives the TCP ceiling)\n",
+			 res->link_if,
+			 res->link_virtual ? (strcmp(res->link_if, "lo")
+						      ? "virtual interface"
+						      : "loopback")
+					   : "physical interface");
 	}
-	if (!res->authenticated)
-		fprintf(rp->out, "Security: none (no token: not authenticated, "
-				 "not encrypted)\n");
+	if (res->iperf3)
+		rp_print(rp, "Security: none (iperf3 protocol: not "
+			     "authenticated, not encrypted)\n");
+	else if (!res->authenticated)
+		rp_print(rp, "Security: none (no token: not authenticated, "
+			     "not encrypted)\n");
+	else if (res->req.udp)
+		rp_print(rp, "Security: authenticated with the token; UDP "
+			     "datagrams in clear (random test data)\n");
 	else if (res->cipher == CRYPTO_NONE)
-		fprintf(rp->out, "Security: authenticated with the token; "
-				 "data in clear (--cipher none)\n");
+		rp_print(rp, "Security: authenticated with the token; "
+			     "data in clear (--cipher none)\n");
 	else
-		fprintf(rp->out,
-			"Security: authenticated with the token; "
-			"data encrypted with %s\n",
-			crypto_cipher_name(res->cipher));
+		rp_print(rp,
+			 "Security: authenticated with the token; "
+			 "data encrypted with %s\n",
+			 crypto_cipher_name(res->cipher));
 	if (res->truncated)
-		fprintf(rp->out, "Note: stopped at the server's time limit "
-				 "before all bytes were sent\n");
+		rp_print(rp, "Note: stopped at the server's time limit "
+			     "before all bytes were sent\n");
 	if (res->overlap)
-		fprintf(rp->out,
-			"Note: %u other test%s ran on the server during "
-			"this one and shared its CPU and link\n",
-			res->overlap, res->overlap == 1 ? "" : "s");
-	fprintf(rp->out, "\nlinerate Done.\n");
+		rp_print(rp,
+			 "Note: %u other test%s ran on the server during "
+			 "this one and shared its CPU and link\n",
+			 res->overlap, res->overlap == 1 ? "" : "s");
+	if (res->server_output) {
+		/* as iperf3 --get-server-output: the peer's own text, not
+		 * prefixed with the title */
+		rp_print(rp, "\n");
+		if (res->server_output_json) {
+			/* iperf3 prints a -J server's document formatted */
+			cJSON *doc = cJSON_Parse(res->server_output);
+			char *pretty = doc ? cJSON_Print(doc) : NULL;
+
+			fputs("Server JSON output:\n", rp->out);
+			text_out(rp->out, pretty ? pretty : res->server_output);
+			free(pretty);
+			cJSON_Delete(doc);
+		} else {
+			fputs("Server output:\n", rp->out);
+			text_out(rp->out, res->server_output);
+		}
+		fputc('\n', rp->out);
+		rp->bol = true;
+	}
+	rp_print(rp, "\nlinerate Done.\n");
 	fflush(rp->out);
+}
+
+/* --get-server-output, as iperf3 -J has it: "server_output_text", or
+ * "server_output_json" (the document) from a server run with -J. */
+static const char *server_output_key(const struct bench_result *res)
+{
+	return res->server_output_json ? "server_output_json"
+				       : "server_output_text";
+}
+
+static cJSON *server_output_item(const struct bench_result *res)
+{
+	cJSON *doc = NULL;
+
+	if (res->server_output_json)
+		doc = cJSON_Parse(res->server_output);
+	return doc ? doc : cJSON_CreateString(res->server_output);
 }
 
 static void cb_finished(void *ctx, const struct bench_result *res)
 {
 	struct report *rp = ctx;
 
-	if (rp->fmt == REPORT_HUMAN)
+	if (rp->fmt == REPORT_HUMAN) {
 		human_end(rp, res);
-	else if (rp->fmt == REPORT_JSON)
+		return;
+	}
+	if (rp->fmt == REPORT_JSON) {
 		cJSON_AddItemToObject(rp->root, "end", end_json(res));
-	else
-		emit_stream_event(rp, "end", end_json(res));
+		/* iperf3 -J: both at the top level */
+		if (rp->title[0] || res->title[0])
+			cJSON_AddStringToObject(rp->root, "title",
+						rp->title[0] ? rp->title
+							     : res->title);
+		if (res->server_output)
+			cJSON_AddItemToObject(rp->root, server_output_key(res),
+					      server_output_item(res));
+		return;
+	}
+	emit_stream_event(rp, "end", end_json(res));
+	if (res->server_output)
+		emit_stream_event(rp, server_output_key(res),
+				  server_output_item(res));
 }
 
 void report_bench_callbacks(struct report *rp, struct bench_callbacks *cb)
@@ -737,8 +1059,10 @@ void report_server_event(FILE *out, FILE *log, const struct server_event *ev)
 	time_t now = time(NULL);
 
 	if (ev->kind == SERVER_EV_LISTENING) {
-		fprintf(out, "Server listening on %s port %u\n", ev->peer,
-			ev->port);
+		/* the iperf3 port's line is told apart: scripts read the
+		 * first form back for the linerate port */
+		fprintf(out, "Server listening on %s port %u%s\n", ev->peer,
+			ev->port, ev->iperf3 ? " (iperf3 clients)" : "");
 		fflush(out);
 		return;
 	}
@@ -789,10 +1113,15 @@ void report_server_event(FILE *out, FILE *log, const struct server_event *ev)
 			fprintf(log, ": %s, %u stream%s",
 				mode_name(ev->req.mode), ev->req.streams,
 				ev->req.streams == 1 ? "" : "s");
+		if (ev->req.udp)
+			fprintf(log, ", UDP");
+		if (ev->iperf3)
+			fprintf(log, ", iperf3 protocol");
 		if (ev->ok) {
 			fprintf(log, ", %s",
-				ev->secure ? crypto_cipher_name(ev->cipher)
-					   : "no token");
+				!ev->secure   ? "no token"
+				: ev->req.udp ? "token, datagrams in clear"
+					      : crypto_cipher_name(ev->cipher));
 			fprintf(log, ", %.2f s", ev->seconds);
 			if (ev->bytes_sent ||
 			    ev->req.mode != PROTO_MODE_FORWARD)

@@ -25,6 +25,10 @@ struct report;
 struct report *report_new(FILE *out, enum report_format fmt);
 void report_free(struct report *rp);
 
+/* iperf3's --title: human lines get "TITLE:  " in front (as iperf3 does;
+ * set it before the first line), JSON a top-level "title". The result's
+ * title (bench_result.title) is used when none is set here. */
+void report_set_title(struct report *rp, const char *title);
 /* Callbacks for bench_client_run, bound to rp. */
 void report_bench_callbacks(struct report *rp, struct bench_callbacks *cb);
 /* Report a failed test: human "linerate: error - ..." on err_out, or the

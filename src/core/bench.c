@@ -12,6 +12,7 @@
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include "conn.h"
 #include "crypto.h"
 #include "link.h"
+#include "udp.h"
 #include "banned.h"
 
 #ifndef SO_ZEROCOPY
@@ -34,6 +36,12 @@
 #define CTRL_TIMEOUT_MS	   10000
 #define RESULTS_TIMEOUT_MS 10000
 #define STOP_GRACE_MS	   5000
+/* UDP receivers wake this often to notice the stop and the silence */
+#define UDP_POLL_MS 50
+/* datagrams per recvmmsg */
+#define UDP_BATCH 32
+/* longest single sleep of a paced sender, so stop is seen in time */
+#define PACE_STEP_US 20000
 /* a control message with room for its record header and tag */
 #define BUF_LEN (PROTO_MAX_BODY + PROTO_HDR_LEN + CONN_REC_HDR + CRYPTO_TAG_LEN)
 
@@ -69,6 +77,15 @@ int bench_run_init(struct bench_run *run, const struct proto_test_request *req,
 	run->memfd = -1;
 	run->req = *req;
 	run->is_client = is_client;
+	/* linerate's own UDP tests always use 64-bit sequence numbers
+	 * (docs/PROTOCOL.md); iperf3 callers set it from the parameters */
+	run->udp_counters64 = true;
+	if (req->udp &&
+	    (req->blksize < UDP_HDR_LEN32 || req->blksize > UDP_MAX_LEN))
+		return lr_err_set(err, -EINVAL,
+				  "UDP datagrams of %u bytes: the size must "
+				  "be %u to %u",
+				  req->blksize, UDP_HDR_LEN32, UDP_MAX_LEN);
 	if ((uint64_t)n * bench_recv_buf(req) > BENCH_MAX_TEST_MEM)
 		return lr_err_set(err, -E2BIG,
 				  "%u streams of %u-byte buffers exceed the "
@@ -89,6 +106,9 @@ int bench_run_init(struct bench_run *run, const struct proto_test_request *req,
 		conn_init_plain(&s->conn, -1);
 		s->conn.abort = &run->abort;
 		s->tcp.min_rtt = UINT32_MAX;
+		udp_rx_init(&s->udp);
+		pthread_mutex_init(&s->udp_lock, NULL);
+		s->udp_lock_init = true;
 	}
 	pthread_mutex_init(&run->gate_lock, NULL);
 	pthread_cond_init(&run->gate_cv, NULL);
@@ -143,6 +163,9 @@ void bench_run_fini(struct bench_run *run)
 		if (s->fd >= 0)
 			close(s->fd);
 		s->fd = -1;
+		if (s->udp_lock_init)
+			pthread_mutex_destroy(&s->udp_lock);
+		s->udp_lock_init = false;
 	}
 	free(run->streams);
 	run->streams = NULL;
@@ -188,6 +211,53 @@ static void drain_zerocopy(int fd)
 	}
 }
 
+static bool must_stop(const struct bench_run *run)
+{
+	return atomic_load_explicit(&run->stop, memory_order_relaxed) ||
+	       atomic_load_explicit(&run->abort, memory_order_relaxed);
+}
+
+static void sleep_us(int64_t us)
+{
+	struct timespec ts = { .tv_sec = us / 1000000,
+			       .tv_nsec = (us % 1000000) * 1000 };
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR) {
+	}
+}
+
+/* Wait until the pacer (if any) lets len more bytes go, in short sleeps;
+ * false when the stream must stop instead (stop, abort, end of time). */
+static bool pace(struct bench_run *run, struct udp_pacer *p, size_t len)
+{
+	for (;;) {
+		int64_t now = net_now_us(), w;
+
+		if (must_stop(run))
+			return false;
+		if (run->send_end_us && now >= run->send_end_us)
+			return false;
+		if (!p->rate_bps)
+			return true;
+		w = udp_pacer_wait_us(p, now, len);
+		if (w <= 0)
+			return true;
+		if (w > PACE_STEP_US)
+			w = PACE_STEP_US;
+		if (run->send_end_us && now + w > run->send_end_us)
+			w = run->send_end_us - now;
+		sleep_us(w);
+	}
+}
+
+static int64_t wall_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 static int send_loop(struct bench_stream *s, uint8_t *buf)
 {
 	struct bench_run *run = s->run;
@@ -197,10 +267,13 @@ static int send_loop(struct bench_stream *s, uint8_t *buf)
 	ssize_t k;
 	unsigned sends = 0;
 	int64_t now = 0;
+	struct udp_pacer pacer;
 
-	while (!atomic_load_explicit(&run->stop, memory_order_relaxed) &&
-	       !atomic_load_explicit(&run->abort, memory_order_relaxed)) {
+	udp_pacer_init(&pacer, run->req.rate_bps, net_now_us());
+	while (!must_stop(run)) {
 		n = run->req.blksize;
+		if (!pace(run, &pacer, n))
+			break;
 		if (budget && !(n = budget_take(budget, n)))
 			break;
 		for (off = 0; off < n;) {
@@ -235,6 +308,7 @@ static int send_loop(struct bench_stream *s, uint8_t *buf)
 			atomic_store_explicit(&s->last_us, now,
 					      memory_order_relaxed);
 		}
+		udp_pacer_sent(&pacer, now, n);
 		if (zc == PROTO_ZC_MSG && (++sends & 15) == 0)
 			drain_zerocopy(s->fd);
 		if (run->send_end_us && now >= run->send_end_us)
@@ -256,10 +330,13 @@ static int send_sealed(struct bench_stream *s, uint8_t *buf)
 	size_t n;
 	int64_t now;
 	int r;
+	struct udp_pacer pacer;
 
-	while (!atomic_load_explicit(&run->stop, memory_order_relaxed) &&
-	       !atomic_load_explicit(&run->abort, memory_order_relaxed)) {
+	udp_pacer_init(&pacer, run->req.rate_bps, net_now_us());
+	while (!must_stop(run)) {
 		n = run->req.blksize;
+		if (!pace(run, &pacer, n))
+			break;
 		if (budget && !(n = budget_take(budget, n)))
 			break;
 		r = conn_send_data(&s->conn, CONN_REC_DATA, buf, n);
@@ -268,6 +345,7 @@ static int send_sealed(struct bench_stream *s, uint8_t *buf)
 		if (r)
 			return r;
 		now = net_now_us();
+		udp_pacer_sent(&pacer, now, n);
 		atomic_fetch_add_explicit(&s->bytes, n, memory_order_relaxed);
 		atomic_store_explicit(&s->last_us, now, memory_order_relaxed);
 		if (run->send_end_us && now >= run->send_end_us)
@@ -341,6 +419,136 @@ static int recv_loop(struct bench_stream *s, uint8_t *buf, size_t cap)
 	}
 }
 
+static size_t udp_hdr_len(const struct bench_run *run)
+{
+	return run->udp_counters64 ? UDP_HDR_LEN64 : UDP_HDR_LEN32;
+}
+
+/* UDP sender: datagrams of blksize bytes with iperf3's header (wall clock,
+ * seq from 1), paced; no end marker, the receiver ends on silence. */
+static int send_udp(struct bench_stream *s, uint8_t *buf)
+{
+	struct bench_run *run = s->run;
+	_Atomic uint64_t *budget = run->req.bytes ? &run->budget[s->dir] : NULL;
+	size_t n = run->req.blksize;
+	struct udp_pacer pacer;
+	uint64_t seq = 1;
+	int64_t now;
+	size_t taken = 0;
+	ssize_t k;
+
+	udp_pacer_init(&pacer, run->req.rate_bps, net_now_us());
+	while (!must_stop(run)) {
+		if (!pace(run, &pacer, n))
+			break;
+		/* like iperf3, -n counts whole datagrams */
+		if (budget && !(taken = budget_take(budget, n)))
+			break;
+		if (udp_hdr_encode(buf, n, wall_us(), seq,
+				   run->udp_counters64) < 0)
+			return -EINVAL;
+		k = send(s->fd, buf, n, 0);
+		now = net_now_us();
+		if (k < 0 && (errno == EINTR || errno == EAGAIN)) {
+			/* not sent: what it took goes back to the budget */
+			if (budget)
+				atomic_fetch_add(budget, taken);
+			continue;
+		}
+		if (k < 0) {
+			if (errno != ECONNREFUSED && errno != ENOBUFS)
+				return -errno;
+			/* iperf3 ignores these; the pacer still advances,
+			 * so a refusing peer is not hammered */
+			atomic_fetch_add_explicit(&s->udp_send_err, 1,
+						  memory_order_relaxed);
+			udp_pacer_sent(&pacer, now, n);
+			continue;
+		}
+		seq++;
+		udp_pacer_sent(&pacer, now, (size_t)k);
+		atomic_fetch_add_explicit(&s->bytes, (uint64_t)k,
+					  memory_order_relaxed);
+		atomic_fetch_add_explicit(&s->udp_sent, 1,
+					  memory_order_relaxed);
+		atomic_store_explicit(&s->last_us, now, memory_order_relaxed);
+	}
+	return 0;
+}
+
+/* UDP receiver: batches of datagrams into the stream's udp_rx. It ends on
+ * abort, or BENCH_UDP_SILENCE_MS without a datagram after the stop. */
+static int recv_udp(struct bench_stream *s, uint8_t *buf, size_t cap)
+{
+	struct bench_run *run = s->run;
+	size_t slot = run->req.blksize, hl = udp_hdr_len(run);
+	unsigned i, nslots = (unsigned)(cap / slot);
+	struct mmsghdr msgs[UDP_BATCH];
+	struct iovec iov[UDP_BATCH];
+	int64_t stop_seen = 0, last = net_now_us(), now, sent_us, arrival;
+	uint64_t seq, good_bytes;
+	int k;
+
+	if (nslots > UDP_BATCH)
+		nslots = UDP_BATCH;
+	if (!nslots)
+		return -EINVAL;
+	for (;;) {
+		if (atomic_load(&run->abort))
+			return 0;
+		if (atomic_load_explicit(&run->stop, memory_order_relaxed)) {
+			now = net_now_us();
+			if (!stop_seen)
+				stop_seen = now;
+			if (now - (last > stop_seen ? last : stop_seen) >=
+			    BENCH_UDP_SILENCE_MS * 1000)
+				return 0;
+		}
+		memset(msgs, 0, sizeof(msgs[0]) * nslots);
+		for (i = 0; i < nslots; i++) {
+			iov[i].iov_base = buf + (size_t)i * slot;
+			iov[i].iov_len = slot;
+			msgs[i].msg_hdr.msg_iov = &iov[i];
+			msgs[i].msg_hdr.msg_iovlen = 1;
+		}
+		k = recvmmsg(s->fd, msgs, nslots, MSG_WAITFORONE, NULL);
+		if (k < 0) {
+			if (errno == EINTR || errno == EAGAIN ||
+			    errno == ECONNREFUSED)
+				continue;
+			return -errno;
+		}
+		arrival = wall_us();
+		good_bytes = 0;
+		pthread_mutex_lock(&s->udp_lock);
+		for (i = 0; i < (unsigned)k; i++) {
+			size_t len = msgs[i].msg_len;
+
+			/* a late answer to a repeated hello is no data */
+			if (len < hl ||
+			    (len == PROTO_UDP_HELLO_LEN &&
+			     !memcmp(iov[i].iov_base, "LRUA", 4)) ||
+			    udp_hdr_decode(iov[i].iov_base, len,
+					   run->udp_counters64, &sent_us,
+					   &seq)) {
+				atomic_fetch_add_explicit(&s->udp_bad, 1,
+							  memory_order_relaxed);
+				continue;
+			}
+			udp_rx_packet(&s->udp, seq, sent_us, arrival, len);
+			good_bytes += len;
+		}
+		pthread_mutex_unlock(&s->udp_lock);
+		if (good_bytes) {
+			last = net_now_us();
+			atomic_fetch_add_explicit(&s->bytes, good_bytes,
+						  memory_order_relaxed);
+			atomic_store_explicit(&s->last_us, last,
+					      memory_order_relaxed);
+		}
+	}
+}
+
 static void *stream_main(void *arg)
 {
 	struct bench_stream *s = arg;
@@ -368,7 +576,9 @@ static void *stream_main(void *arg)
 	gate_wait(run);
 	if (atomic_load(&run->abort))
 		goto out_free;
-	if (conn_data_sealed(&s->conn))
+	if (run->req.udp)
+		s->error = s->sender ? send_udp(s, buf) : recv_udp(s, buf, cap);
+	else if (conn_data_sealed(&s->conn))
 		s->error = s->sender ? send_sealed(s, buf)
 				     : recv_sealed(s, buf, cap);
 	else
@@ -421,13 +631,61 @@ out_close:
 	return r;
 }
 
-int bench_run_start(struct bench_run *run, struct lr_err *err)
+/* UDP sockets: no TCP options; a generous receive buffer so that bursts
+ * are not dropped by the receiving socket. */
+static void udp_sockopts(const struct bench_run *run, struct bench_stream *s)
 {
 	struct timeval tv = { 0, STREAM_POLL_MS * 1000 };
-	unsigned i;
-	int r, one = 1;
+	struct timeval utv = { 0, UDP_POLL_MS * 1000 };
+	int b = run->req.window ? (int)run->req.window : (int)BENCH_UDP_RCVBUF;
 
-	if (run->req.zerocopy == PROTO_ZC_SENDFILE) {
+	setsockopt(s->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	setsockopt(s->fd, SOL_SOCKET, SO_RCVTIMEO, &utv, sizeof(utv));
+	if (!s->sender)
+		setsockopt(s->fd, SOL_SOCKET, SO_RCVBUF, &b, sizeof(b));
+	else if (run->req.window)
+		setsockopt(s->fd, SOL_SOCKET, SO_SNDBUF, &b, sizeof(b));
+}
+
+static int tcp_sockopts(const struct bench_run *run, struct bench_stream *s,
+			struct lr_err *err)
+{
+	struct timeval tv = { 0, STREAM_POLL_MS * 1000 };
+	int one = 1;
+
+	setsockopt(s->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	setsockopt(s->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	/* a record's tail must not wait for an ACK (Nagle): the
+	 * receiver needs the whole record before it can use any */
+	if (conn_data_sealed(&s->conn))
+		setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (!s->sender) {
+		/* wake the receiver for big batches, not for every
+		 * segment: measured 1.5x the throughput at 0.6x the
+		 * CPU per GB between namespaces (docs/BENCHMARKS.md) */
+		int lw = BENCH_RCVLOWAT;
+
+		if (run->req.window && run->req.window / 4 < BENCH_RCVLOWAT)
+			lw = (int)(run->req.window / 4);
+		setsockopt(s->fd, SOL_SOCKET, SO_RCVLOWAT, &lw, sizeof(lw));
+	}
+	if (run->req.zerocopy == PROTO_ZC_MSG && s->sender &&
+	    setsockopt(s->fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof(one)))
+		return lr_err_setc(err, -errno, "SO_ZEROCOPY");
+	return 0;
+}
+
+int bench_run_start(struct bench_run *run, struct lr_err *err)
+{
+	unsigned i;
+	int r;
+
+	if (run->req.udp && run->req.blksize < udp_hdr_len(run))
+		return lr_err_set(err, -EINVAL,
+				  "UDP datagrams of %u bytes are shorter than "
+				  "the %zu-byte header",
+				  run->req.blksize, udp_hdr_len(run));
+	if (run->req.zerocopy == PROTO_ZC_SENDFILE && !run->req.udp) {
 		r = setup_memfd(run, err);
 		if (r)
 			return r;
@@ -435,29 +693,13 @@ int bench_run_start(struct bench_run *run, struct lr_err *err)
 	for (i = 0; i < run->nstreams; i++) {
 		struct bench_stream *s = &run->streams[i];
 
-		setsockopt(s->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-		setsockopt(s->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-		/* a record's tail must not wait for an ACK (Nagle): the
-		 * receiver needs the whole record before it can use any */
-		if (conn_data_sealed(&s->conn))
-			setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one,
-				   sizeof(one));
-		if (!s->sender) {
-			/* wake the receiver for big batches, not for every
-			 * segment: measured 1.5x the throughput at 0.6x the
-			 * CPU per GB between namespaces (docs/BENCHMARKS.md) */
-			int lw = BENCH_RCVLOWAT;
-
-			if (run->req.window &&
-			    run->req.window / 4 < BENCH_RCVLOWAT)
-				lw = (int)(run->req.window / 4);
-			setsockopt(s->fd, SOL_SOCKET, SO_RCVLOWAT, &lw,
-				   sizeof(lw));
+		if (run->req.udp) {
+			udp_sockopts(run, s);
+		} else {
+			r = tcp_sockopts(run, s, err);
+			if (r)
+				return r;
 		}
-		if (run->req.zerocopy == PROTO_ZC_MSG && s->sender &&
-		    setsockopt(s->fd, SOL_SOCKET, SO_ZEROCOPY, &one,
-			       sizeof(one)))
-			return lr_err_setc(err, -errno, "SO_ZEROCOPY");
 		s->local.len = sizeof(s->local.ss);
 		getsockname(s->fd, (struct sockaddr *)&s->local.ss,
 			    &s->local.len);
@@ -492,7 +734,7 @@ int bench_run_start(struct bench_run *run, struct lr_err *err)
 
 		atomic_store(&s->last_us, run->t0_us);
 		/* no omitted period: totals start from zero */
-		if (!run->req.omit_ms && s->sender &&
+		if (!run->req.omit_ms && s->sender && !run->req.udp &&
 		    !net_tcp_stats(s->fd, &st)) {
 			s->tcp.retrans_base = st.total_retrans;
 			s->tcp.retrans_last = st.total_retrans;
@@ -513,6 +755,36 @@ bool bench_run_all_done(const struct bench_run *run)
 		if (!atomic_load(&run->streams[i].done))
 			return false;
 	return true;
+}
+
+/* Raw UDP counters of s now (from the start, omitted period included). */
+static void udp_mark(const struct bench_stream *s, struct bench_udp_mark *m,
+		     double *jitter_s)
+{
+	pthread_mutex_t *lk = (pthread_mutex_t *)&s->udp_lock;
+
+	pthread_mutex_lock(lk);
+	m->packets = s->udp.packets;
+	m->bytes = s->udp.bytes;
+	m->lost = s->udp.lost;
+	m->ooo = s->udp.ooo;
+	m->dup = s->udp.dup;
+	*jitter_s = s->udp.jitter_s;
+	pthread_mutex_unlock(lk);
+	m->sent = atomic_load(&s->udp_sent);
+}
+
+/* a - b for counters that may go back (late arrivals un-lose packets) */
+static uint64_t delta0(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : 0;
+}
+
+/* Datagrams a receiver accounts for: received (duplicates aside) and lost,
+ * which is iperf3's receiver "packets" (its highest sequence number). */
+static uint64_t accounted(uint64_t packets, uint64_t dup, uint64_t lost)
+{
+	return delta0(packets, dup) + lost;
 }
 
 void bench_run_sample(struct bench_run *run, struct bench_interval *iv,
@@ -538,7 +810,13 @@ void bench_run_sample(struct bench_run *run, struct bench_interval *iv,
 		struct bench_stream *s = &run->streams[i];
 		struct net_tcp_stats st;
 		uint64_t b = atomic_load(&s->bytes);
-		bool tcp = s->sender && !net_tcp_stats(s->fd, &st);
+		bool udp = run->req.udp;
+		bool tcp = !udp && s->sender && !net_tcp_stats(s->fd, &st);
+		struct bench_udp_mark um = { 0 };
+		double jit = 0;
+
+		if (udp)
+			udp_mark(s, &um, &jit);
 
 		if (iv) {
 			struct bench_iv_stream *o = &iv->s[i];
@@ -556,9 +834,25 @@ void bench_run_sample(struct bench_run *run, struct bench_interval *iv,
 				o->rttvar_us = st.rttvar_us;
 				o->pmtu = st.pmtu;
 			}
+			if (udp && s->sender) {
+				o->packets = delta0(um.sent, s->udp_iv.sent);
+			} else if (udp) {
+				const struct bench_udp_mark *m0 = &s->udp_iv;
+
+				o->packets = delta0(
+					accounted(um.packets, um.dup, um.lost),
+					accounted(m0->packets, m0->dup,
+						  m0->lost));
+				o->lost = delta0(um.lost, s->udp_iv.lost);
+				o->ooo = delta0(um.ooo, s->udp_iv.ooo);
+				o->dup = delta0(um.dup, s->udp_iv.dup);
+				o->jitter_ms = jit * 1000.0;
+			}
 		}
-		if (iv)
+		if (iv) {
 			s->iv_bytes = b;
+			s->udp_iv = um;
+		}
 		if (tcp) {
 			if (iv)
 				s->iv_retrans = st.total_retrans;
@@ -580,8 +874,10 @@ void bench_run_sample(struct bench_run *run, struct bench_interval *iv,
 				s->tcp.rtt_n++;
 			}
 		}
-		if (cross_omit)
+		if (cross_omit) {
 			s->bytes_omit = b;
+			s->udp_omit = um;
+		}
 	}
 	if (cross_omit)
 		run->omit_done = true;
@@ -633,7 +929,20 @@ static void side_from_stream(const struct bench_run *run,
 	o->dir = s->dir;
 	o->bytes = atomic_load(&s->bytes) - s->bytes_omit;
 	o->duration_us = last > from ? (uint64_t)(last - from) : 0;
-	if (s->sender) {
+	if (run->req.udp) {
+		struct udp_rx rx;
+		uint64_t sent;
+
+		bench_stream_udp(s, &rx, &sent);
+		o->udp = true;
+		o->packets = s->sender ? sent : rx.packets;
+		if (!s->sender) {
+			o->lost = rx.lost;
+			o->ooo = rx.ooo;
+			o->dup = rx.dup;
+			o->jitter_ns = (uint64_t)(rx.jitter_s * 1e9);
+		}
+	} else if (s->sender) {
 		o->flags = 1;
 		o->retrans = s->tcp.retrans_last - s->tcp.retrans_base;
 		o->max_cwnd = s->tcp.max_cwnd;
@@ -643,6 +952,55 @@ static void side_from_stream(const struct bench_run *run,
 			s->tcp.rtt_n ? (uint32_t)(s->tcp.rtt_sum / s->tcp.rtt_n)
 				     : 0;
 	}
+}
+
+static void side_fill(struct bench_side *d, const struct proto_stream_result *r)
+{
+	d->bytes = r->bytes;
+	d->seconds = (double)r->duration_us / 1e6;
+	d->retrans = r->retrans;
+	d->max_cwnd = r->max_cwnd;
+	d->min_rtt = r->min_rtt;
+	d->mean_rtt = r->mean_rtt;
+	d->max_rtt = r->max_rtt;
+	d->has_tcp = r->flags & 1;
+	/* the wire carries datagrams received; a side shows them the way
+	 * iperf3 does (a sender's lost and dup are 0) */
+	d->packets = accounted(r->packets, r->dup, r->lost);
+	d->lost = r->lost;
+	d->ooo = r->ooo;
+	d->dup = r->dup;
+	d->jitter_ms = (double)r->jitter_ns / 1e6;
+}
+
+void bench_stream_udp(const struct bench_stream *s, struct udp_rx *rx_out,
+		      uint64_t *pkts_sent_out)
+{
+	pthread_mutex_t *lk = (pthread_mutex_t *)&s->udp_lock;
+	const struct bench_udp_mark *om = &s->udp_omit;
+
+	if (rx_out) {
+		pthread_mutex_lock(lk);
+		*rx_out = s->udp;
+		pthread_mutex_unlock(lk);
+		rx_out->packets = delta0(rx_out->packets, om->packets);
+		rx_out->bytes = delta0(rx_out->bytes, om->bytes);
+		rx_out->lost = delta0(rx_out->lost, om->lost);
+		rx_out->ooo = delta0(rx_out->ooo, om->ooo);
+		rx_out->dup = delta0(rx_out->dup, om->dup);
+	}
+	if (pkts_sent_out)
+		*pkts_sent_out = delta0(atomic_load(&s->udp_sent), om->sent);
+}
+
+void bench_stream_side(const struct bench_run *run,
+		       const struct bench_stream *s, struct bench_side *out)
+{
+	struct proto_stream_result r;
+
+	side_from_stream(run, s, &r);
+	memset(out, 0, sizeof(*out));
+	side_fill(out, &r);
 }
 
 void bench_run_cpu(const struct bench_run *run, uint64_t *user_us,
@@ -675,18 +1033,6 @@ void bench_run_results(const struct bench_run *run, struct proto_results *out,
 }
 
 /* ---------------- client ---------------- */
-
-static void side_fill(struct bench_side *d, const struct proto_stream_result *r)
-{
-	d->bytes = r->bytes;
-	d->seconds = (double)r->duration_us / 1e6;
-	d->retrans = r->retrans;
-	d->max_cwnd = r->max_cwnd;
-	d->min_rtt = r->min_rtt;
-	d->mean_rtt = r->mean_rtt;
-	d->max_rtt = r->max_rtt;
-	d->has_tcp = r->flags & 1;
-}
 
 static int peer_error(const uint8_t *body, size_t len, struct lr_err *err)
 {
@@ -739,22 +1085,28 @@ static uint64_t tv_us(const struct timeval *tv)
 	return (uint64_t)tv->tv_sec * 1000000 + (uint64_t)tv->tv_usec;
 }
 
-static void fill_link(const struct bench_opts *o, struct bench_run *run,
-		      struct bench_result *res)
+void bench_fill_link(const struct bench_opts *o, struct bench_run *run,
+		     struct bench_result *res)
 {
 	struct bench_stream *s = &run->streams[0];
 	struct net_tcp_stats st;
 	struct link_info li;
-	bool have = !link_lookup((struct sockaddr *)&s->local.ss, "/sys", &li);
+	int v;
+	socklen_t sl = sizeof(v);
 
+	if (!getsockopt(s->fd, SOL_SOCKET, SO_SNDBUF, &v, &sl))
+		res->sndbuf = (uint32_t)v;
+	sl = sizeof(v);
+	if (!getsockopt(s->fd, SOL_SOCKET, SO_RCVBUF, &v, &sl))
+		res->rcvbuf = (uint32_t)v;
 	res->ipv6 = s->local.ss.ss_family == AF_INET6 &&
 		    !IN6_IS_ADDR_V4MAPPED(
 			    &((struct sockaddr_in6 *)&s->local.ss)->sin6_addr);
-	if (!net_tcp_stats(s->fd, &st)) {
+	if (!run->req.udp && !net_tcp_stats(s->fd, &st)) {
 		res->timestamps = st.timestamps;
 		res->mss = st.snd_mss;
 	}
-	if (have) {
+	if (!link_lookup((struct sockaddr *)&s->local.ss, "/sys", &li)) {
 		res->link_known = true;
 		snprintf(res->link_if, sizeof(res->link_if), "%s", li.ifname);
 		res->link_speed_bps = li.speed_bps;
@@ -768,6 +1120,59 @@ static void fill_link(const struct bench_opts *o, struct bench_run *run,
 		res->link_mtu = 1500;
 	res->link_ceiling_bps = link_goodput_bps(
 		res->link_speed_bps, res->link_mtu, res->ipv6, res->timestamps);
+	if (!run->req.udp)
+		net_get_cc(s->fd, res->local_cc, sizeof(res->local_cc));
+}
+
+void bench_client_tick(struct bench_run *run, const struct bench_opts *o,
+		       const struct bench_callbacks *cb,
+		       struct bench_client_clock *clk, int64_t now_ms)
+{
+	if (!run->omit_done && now_ms >= run->omit_end_us / 1000) {
+		/* the omitted phase ends: report its last part, then the
+		 * interval clock restarts at zero */
+		bench_run_sample(run, clk->iv, clk->iv_start);
+		if (o->interval_ms && cb->interval &&
+		    clk->iv->end - clk->iv->start >= 0.001)
+			cb->interval(cb->ctx, clk->iv);
+		clk->iv_start = 0;
+		clk->next_iv = run->omit_end_us / 1000 + clk->tick;
+	} else if (now_ms >= clk->next_iv) {
+		bench_run_sample(run, clk->iv, clk->iv_start);
+		if (o->interval_ms && cb->interval)
+			cb->interval(cb->ctx, clk->iv);
+		clk->iv_start = clk->iv->end;
+		clk->next_iv += clk->tick;
+	}
+}
+
+int64_t bench_client_wake(const struct bench_run *run,
+			  const struct bench_client_clock *clk, int64_t end_ms,
+			  int64_t hard_end)
+{
+	int64_t wake = clk->next_iv;
+
+	if (end_ms && end_ms < wake)
+		wake = end_ms;
+	if (hard_end < wake)
+		wake = hard_end;
+	if (!run->omit_done && run->omit_end_us / 1000 < wake)
+		wake = run->omit_end_us / 1000;
+	return wake;
+}
+
+int bench_run_error(const struct bench_run *run, bool ended_only,
+		    struct lr_err *err)
+{
+	unsigned i;
+
+	for (i = 0; i < run->nstreams; i++) {
+		const struct bench_stream *s = &run->streams[i];
+
+		if ((!ended_only || atomic_load(&s->done)) && s->error)
+			return lr_err_setc(err, s->error, "stream %u", i + 1);
+	}
+	return 0;
 }
 
 static int open_streams(const struct bench_opts *o, const struct net_addr *addr,
@@ -813,6 +1218,135 @@ static int open_streams(const struct bench_opts *o, const struct net_addr *addr,
 	return 0;
 }
 
+/* UDP streams (docs/PROTOCOL.md, "UDP tests"): a connected UDP socket per
+ * stream, attached with a hello datagram repeated until the server's
+ * answer comes from the stream's own socket. */
+#define UDP_HELLO_EVERY_MS 200
+#define UDP_HELLO_TRIES	   25
+
+static bool udp_answer_ok(int fd, const struct proto_data_open *want)
+{
+	uint8_t dg[64];
+	struct proto_data_open got;
+	ssize_t k;
+
+	/* read everything queued: late answers to earlier hellos too */
+	while ((k = recv(fd, dg, sizeof(dg), MSG_DONTWAIT)) >= 0 ||
+	       errno == ECONNREFUSED || errno == EINTR) {
+		if (k < 0)
+			continue;
+		if (!proto_decode_udp_hello(dg, (size_t)k, true, &got) &&
+		    !memcmp(got.test_id, want->test_id, PROTO_TEST_ID_LEN) &&
+		    got.stream == want->stream && got.dir == want->dir)
+			return true;
+	}
+	return false;
+}
+
+static int open_udp_streams(const struct net_addr *addr,
+			    const struct net_addr *bind, const char *where,
+			    const uint8_t *test_id, struct bench_run *run,
+			    struct lr_err *err)
+{
+	struct pollfd *pf;
+	bool *ok;
+	unsigned i, left = run->nstreams, tries;
+	int r = 0;
+
+	pf = calloc(run->nstreams, sizeof(*pf));
+	ok = calloc(run->nstreams, sizeof(*ok));
+	if (!pf || !ok) {
+		r = lr_err_setc(err, -ENOMEM, "UDP stream table");
+		goto out_free;
+	}
+	for (i = 0; i < run->nstreams; i++) {
+		r = net_udp_socket(bind, addr, err);
+		if (r < 0)
+			goto out_free;
+		run->streams[i].fd = r;
+		r = 0;
+	}
+	for (tries = 0; left && tries < UDP_HELLO_TRIES; tries++) {
+		int64_t until = net_now_ms() + UDP_HELLO_EVERY_MS, now;
+
+		for (i = 0; i < run->nstreams; i++) {
+			struct bench_stream *s = &run->streams[i];
+			struct proto_data_open d = { .stream = (uint16_t)s->idx,
+						     .dir = s->dir };
+			uint8_t dg[PROTO_UDP_HELLO_LEN];
+
+			pf[i].fd = ok[i] ? -1 : s->fd;
+			pf[i].events = POLLIN;
+			if (ok[i])
+				continue;
+			memcpy(d.test_id, test_id, PROTO_TEST_ID_LEN);
+			proto_encode_udp_hello(dg, &d, false);
+			/* a refusal (ICMP) is retried like a loss */
+			if (send(s->fd, dg, sizeof(dg), 0) < 0 &&
+			    errno != ECONNREFUSED && errno != EINTR &&
+			    errno != ENOBUFS && errno != EAGAIN) {
+				r = lr_err_setc(err, -errno,
+						"UDP stream %u to %s", i + 1,
+						where);
+				goto out_free;
+			}
+		}
+		while (left && (now = net_now_ms()) < until) {
+			if (poll(pf, run->nstreams, (int)(until - now)) <= 0)
+				continue;
+			for (i = 0; i < run->nstreams; i++) {
+				struct bench_stream *s = &run->streams[i];
+				struct proto_data_open d = {
+					.stream = (uint16_t)s->idx,
+					.dir = s->dir
+				};
+
+				if (ok[i] || !pf[i].revents)
+					continue;
+				memcpy(d.test_id, test_id, PROTO_TEST_ID_LEN);
+				if (udp_answer_ok(s->fd, &d)) {
+					ok[i] = true;
+					pf[i].fd = -1;
+					left--;
+				}
+			}
+		}
+	}
+	if (left)
+		r = lr_err_set(err, LR_ETIMEOUT,
+			       "%u of %u UDP streams got no answer from %s "
+			       "(UDP blocked on the way?)",
+			       left, run->nstreams, where);
+out_free:
+	free(pf);
+	free(ok);
+	return r;
+}
+
+/* The last interval of a UDP test ends with its last datagram, not after
+ * the receivers' wait for silence; with none in it, it is empty. */
+static void udp_last_interval(const struct bench_run *run,
+			      struct bench_interval *iv)
+{
+	int64_t base = run->omit_done ? run->omit_end_us : run->t0_us, last = 0;
+	bool any = false;
+	unsigned i;
+	double end;
+
+	for (i = 0; i < iv->n; i++) {
+		int64_t l = atomic_load(&run->streams[i].last_us);
+
+		if (l > last)
+			last = l;
+		any = any || iv->s[i].bytes;
+	}
+	end = (double)(last - base) / 1e6;
+	if (!any)
+		iv->end = iv->start;
+	else if (end > iv->start && end < iv->end)
+		iv->end = end;
+}
+
 int bench_client_run(const struct bench_opts *o,
 		     const struct bench_callbacks *cb, struct bench_result *res,
 		     struct lr_err *err)
@@ -831,8 +1365,8 @@ int bench_client_run(const struct bench_opts *o,
 	struct rusage ru0, ru1;
 	char where[NET_ADDRSTR];
 	uint8_t *buf;
-	int64_t t_wall0, next_iv, end_ms, hard_end, now, tick;
-	double iv_start = 0;
+	struct bench_client_clock clk = { .iv = &iv };
+	int64_t t_wall0, end_ms, hard_end, now;
 	unsigned i;
 	int fd, r;
 
@@ -923,7 +1457,13 @@ int bench_client_run(const struct bench_opts *o,
 	r = bench_run_init(&run, &o->req, true, err);
 	if (r)
 		goto out_close;
-	r = open_streams(o, &addr, bindp, where, acc.test_id, &run, err);
+	run.udp_counters64 = true; /* linerate's UDP tests always are */
+	if (o->req.udp)
+		r = open_udp_streams(&addr, bindp, where, acc.test_id, &run,
+				     err);
+	else
+		r = open_streams(o, &addr, bindp, where, acc.test_id, &run,
+				 err);
 	if (r)
 		goto out_run;
 	r = expect_msg(&ctrl, PROTO_TEST_START, buf, BUF_LEN, &h,
@@ -940,48 +1480,30 @@ int bench_client_run(const struct bench_opts *o,
 		r = lr_err_setc(err, -ENOMEM, "result tables");
 		goto out_run;
 	}
-	{
-		int v;
-		socklen_t sl = sizeof(v);
-
-		if (!getsockopt(run.streams[0].fd, SOL_SOCKET, SO_SNDBUF, &v,
-				&sl))
-			res->sndbuf = (uint32_t)v;
-		sl = sizeof(v);
-		if (!getsockopt(run.streams[0].fd, SOL_SOCKET, SO_RCVBUF, &v,
-				&sl))
-			res->rcvbuf = (uint32_t)v;
-	}
 	r = bench_run_start(&run, err);
 	if (r)
 		goto out_run;
-	fill_link(o, &run, res);
-	net_get_cc(run.streams[0].fd, res->local_cc, sizeof(res->local_cc));
+	bench_fill_link(o, &run, res);
 	if (cb->started)
 		cb->started(cb->ctx, &run, res);
 
 	/* the test: intervals until the time or the bytes run out; TCP
 	 * figures are sampled every tick even when intervals are not shown */
-	tick = o->interval_ms ? (int64_t)o->interval_ms : 1000;
+	clk.tick = o->interval_ms ? (int64_t)o->interval_ms : 1000;
 	end_ms = run.omit_end_us / 1000 + (int64_t)o->req.duration_ms;
 	hard_end = run.t0_us / 1000 + (int64_t)o->req.omit_ms +
 		   (int64_t)(acc.max_duration_ms ? acc.max_duration_ms
 						 : PROTO_MAX_DURATION_MS);
-	next_iv = run.t0_us / 1000 + tick;
+	clk.next_iv = run.t0_us / 1000 + clk.tick;
 	for (;;) {
 		struct pollfd pf[2] = {
 			{ .fd = fd, .events = POLLIN },
 			{ .fd = run.evfd, .events = POLLIN },
 		};
-		int64_t wake = next_iv;
+		int64_t wake = bench_client_wake(
+			&run, &clk, o->req.duration_ms ? end_ms : 0, hard_end);
 		uint64_t ev;
 
-		if (o->req.duration_ms && end_ms < wake)
-			wake = end_ms;
-		if (hard_end < wake)
-			wake = hard_end;
-		if (!run.omit_done && run.omit_end_us / 1000 < wake)
-			wake = run.omit_end_us / 1000;
 		now = net_now_ms();
 		if (wake > now && poll(pf, 2, (int)(wake - now)) < 0 &&
 		    errno != EINTR) {
@@ -1008,30 +1530,10 @@ int bench_client_run(const struct bench_opts *o,
 			/* nothing to drain */
 		}
 		now = net_now_ms();
-		if (!run.omit_done && now >= run.omit_end_us / 1000) {
-			/* the omitted phase ends: report its last part, then
-			 * the interval clock restarts at zero */
-			bench_run_sample(&run, &iv, iv_start);
-			if (o->interval_ms && cb->interval &&
-			    iv.end - iv.start >= 0.001)
-				cb->interval(cb->ctx, &iv);
-			iv_start = 0;
-			next_iv = run.omit_end_us / 1000 + tick;
-		} else if (now >= next_iv) {
-			bench_run_sample(&run, &iv, iv_start);
-			if (o->interval_ms && cb->interval)
-				cb->interval(cb->ctx, &iv);
-			iv_start = iv.end;
-			next_iv += tick;
-		}
-		for (i = 0; i < run.nstreams; i++) {
-			if (atomic_load(&run.streams[i].done) &&
-			    run.streams[i].error) {
-				r = lr_err_setc(err, run.streams[i].error,
-						"stream %u", i + 1);
-				goto out_run;
-			}
-		}
+		bench_client_tick(&run, o, cb, &clk, now);
+		r = bench_run_error(&run, true, err);
+		if (r)
+			goto out_run;
 		if (o->req.duration_ms && now >= end_ms)
 			break;
 		if (now >= hard_end) {
@@ -1053,18 +1555,16 @@ int bench_client_run(const struct bench_opts *o,
 	if (o->interval_ms && cb->interval) {
 		double span;
 
-		bench_run_sample(&run, &iv, iv_start);
+		bench_run_sample(&run, &iv, clk.iv_start);
+		if (o->req.udp)
+			udp_last_interval(&run, &iv);
 		span = iv.end - iv.start;
 		if (span * 1000.0 >= (double)o->interval_ms * 0.05)
 			cb->interval(cb->ctx, &iv);
 	}
-	for (i = 0; i < run.nstreams; i++) {
-		if (run.streams[i].error) {
-			r = lr_err_setc(err, run.streams[i].error, "stream %u",
-					i + 1);
-			goto out_run;
-		}
-	}
+	r = bench_run_error(&run, false, err);
+	if (r)
+		goto out_run;
 	getrusage(RUSAGE_SELF, &ru1);
 	bench_run_results(&run, &lres, larr);
 	lres.cpu.user_us = tv_us(&ru1.ru_utime) - tv_us(&ru0.ru_utime);
@@ -1114,11 +1614,11 @@ int bench_client_run(const struct bench_opts *o,
 			if (rarr[j].stream == i && rarr[j].dir == sr->dir)
 				remote = &rarr[j];
 		if (run.streams[i].sender) {
-			side_fill(&sr->sender, &larr[i]);
+			bench_stream_side(&run, &run.streams[i], &sr->sender);
 			if (remote)
 				side_fill(&sr->receiver, remote);
 		} else {
-			side_fill(&sr->receiver, &larr[i]);
+			bench_stream_side(&run, &run.streams[i], &sr->receiver);
 			if (remote)
 				side_fill(&sr->sender, remote);
 		}
@@ -1150,4 +1650,6 @@ void bench_result_free(struct bench_result *res)
 		return;
 	free(res->streams);
 	res->streams = NULL;
+	free(res->server_output);
+	res->server_output = NULL;
 }

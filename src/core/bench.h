@@ -11,6 +11,7 @@
 #include "err.h"
 #include "net.h"
 #include "proto.h"
+#include "udp.h"
 
 /*
  * The throughput test engine. One struct bench_run drives the data streams
@@ -57,6 +58,17 @@ struct bench_tcp_acc {
 
 struct bench_run;
 
+/* UDP counters of one stream at a moment (interval start, omit end). */
+struct bench_udp_mark {
+	uint64_t sent; /* datagrams sent (sending side) */
+	uint64_t packets, lost, ooo, dup, bytes; /* receiving side */
+};
+
+/* Silence after the stop that ends a UDP receiver (it has no EOF). */
+#define BENCH_UDP_SILENCE_MS 250
+/* Receive buffer of UDP receivers when req.window is not given. */
+#define BENCH_UDP_RCVBUF (4u << 20)
+
 struct bench_stream {
 	struct bench_run *run;
 	unsigned idx; /* unique in the test */
@@ -76,6 +88,16 @@ struct bench_stream {
 	struct bench_tcp_acc tcp;
 	uint64_t cpu_user_us, cpu_sys_us; /* the thread's, at exit */
 	struct net_addr local, peer;
+	/* UDP (run->req.udp); read them with bench_stream_udp() */
+	pthread_mutex_t udp_lock; /* guards udp */
+	bool udp_lock_init;
+	struct udp_rx udp;		/* receiving side's figures */
+	_Atomic uint64_t udp_sent;	/* datagrams sent */
+	_Atomic uint64_t udp_bad;	/* received, shorter than the header */
+	_Atomic uint64_t udp_send_err;	/* sends refused (ECONNREFUSED,
+					  ENOBUFS): not counted, not fatal */
+	struct bench_udp_mark udp_iv;	/* at the start of the interval */
+	struct bench_udp_mark udp_omit; /* when the omitted period ended */
 };
 
 struct bench_run {
@@ -99,6 +121,10 @@ struct bench_run {
 	bool go;
 	bool gate_init;
 	int64_t send_end_us; /* senders stop by themselves then; 0 = never */
+	/* UDP: 64-bit sequence numbers in the datagram header (iperf3's
+	 * --udp-counters-64bit). bench_run_init sets it true, as linerate's
+	 * own protocol wants; iperf3 callers set it after bench_run_init */
+	bool udp_counters64;
 };
 
 /* One stream's figures for one interval. */
@@ -111,6 +137,13 @@ struct bench_iv_stream {
 	uint32_t cwnd;
 	uint32_t rtt_us, rttvar_us, pmtu;
 	bool has_tcp; /* retrans/cwnd meaningful (sending side) */
+	/* UDP (req.udp): datagrams this interval, as iperf3 counts them:
+	 * sent, or on the receiving side accounted for (received without
+	 * duplicates, plus lost: the advance of the highest sequence
+	 * number); the receiving side also has lost / out of order /
+	 * duplicates this interval and the jitter estimate at its end */
+	uint64_t packets, lost, ooo, dup;
+	double jitter_ms;
 };
 
 struct bench_interval {
@@ -128,6 +161,13 @@ struct bench_side {
 	uint32_t max_cwnd;
 	uint32_t min_rtt, mean_rtt, max_rtt;
 	bool has_tcp;
+	/* UDP: datagrams as iperf3 counts them: sent, or on the receiving
+	 * side accounted for (received without duplicates, plus lost:
+	 * iperf3's receiver "packets", its highest sequence number); the
+	 * receiving side also lost ("errors"), out of order, duplicates and
+	 * jitter at the end */
+	uint64_t packets, lost, ooo, dup;
+	double jitter_ms;
 };
 
 struct bench_stream_result {
@@ -162,6 +202,12 @@ struct bench_result {
 	unsigned link_mtu;
 	bool link_wireless, link_virtual;
 	double link_ceiling_bps;
+	/* iperf3 peers (issue 6) */
+	bool iperf3;	     /* the server spoke iperf3's protocol */
+	char title[128];     /* --title: iperf3 prefixes its lines with it */
+	char *server_output; /* --get-server-output: the server's text,
+				malloc'd, freed by bench_result_free */
+	bool server_output_json; /* it is the JSON of a server run with -J */
 };
 
 /* Callbacks through which the core reports; the CLI formats. */
@@ -178,7 +224,11 @@ struct bench_callbacks {
 
 /* ---- shared engine (used by client.c side and server.c) ---- */
 
-/* Set up a run for req on this side; streams get fds later. */
+/* Set up a run for req on this side; streams get fds later. With
+ * req->udp the streams' fds must be connected UDP sockets, req->blksize
+ * (the datagram size) at least the header's and at most UDP_MAX_LEN
+ * (-EINVAL otherwise). req->rate_bps paces every sending stream, TCP
+ * or UDP. */
 int bench_run_init(struct bench_run *run, const struct proto_test_request *req,
 		   bool is_client, struct lr_err *err);
 /* Release threads' resources, close stream fds; safe on a partial init. */
@@ -197,15 +247,64 @@ void bench_run_sample(struct bench_run *run, struct bench_interval *iv,
 		      double iv_start);
 /* True when every stream thread has ended. */
 bool bench_run_all_done(const struct bench_run *run);
-/* Stop sending, wait up to grace_ms for receivers to reach EOF, then force
- * the rest and join all threads. */
+/* Stop sending, wait up to grace_ms for receivers to reach EOF (UDP
+ * receivers: BENCH_UDP_SILENCE_MS without a datagram), then force the rest
+ * and join all threads. */
 void bench_run_stop(struct bench_run *run, int grace_ms);
 /* This side's per-stream results and CPU, for TEST_RESULTS. */
 void bench_run_results(const struct bench_run *run, struct proto_results *out,
 		       struct proto_stream_result *arr);
+/*
+ * UDP figures of stream s, counted from the end of the omitted period:
+ * the receiving side's struct udp_rx (packets, bytes, lost, ooo, dup,
+ * jitter_s; the duplicate window and transit state as they are) and the
+ * datagrams the sending side sent. Safe while the stream's thread runs.
+ * Either out-pointer may be NULL. On a TCP stream both read as zero.
+ */
+void bench_stream_udp(const struct bench_stream *s, struct udp_rx *rx_out,
+		      uint64_t *pkts_sent_out);
+/* This side's end figures of stream s (bytes and seconds after the
+ * omitted period; TCP figures on the sending side; UDP datagrams, and on
+ * the receiving side lost/ooo/dup/jitter), as the report wants them. */
+void bench_stream_side(const struct bench_run *run,
+		       const struct bench_stream *s, struct bench_side *out);
 /* CPU used by this run's stream threads. */
 void bench_run_cpu(const struct bench_run *run, uint64_t *user_us,
 		   uint64_t *sys_us);
+
+/* ---- what the clients (bench.c, ip3client.c) share ---- */
+
+/* Socket buffers, MSS, timestamps, the local link and its TCP ceiling
+ * (o->link_speed_bps overrides the link's speed) and the congestion
+ * control of the first stream, into res. After bench_run_start. */
+void bench_fill_link(const struct bench_opts *o, struct bench_run *run,
+		     struct bench_result *res);
+
+/* A client's interval clock. */
+struct bench_client_clock {
+	struct bench_interval *iv; /* iv->s sized nstreams */
+	double iv_start;	   /* seconds since TEST_START */
+	int64_t next_iv;	   /* ms (net_now_ms) of the next report */
+	int64_t tick;		   /* ms between reports */
+};
+
+/* One turn of a client's test loop at now_ms: the end of the omitted
+ * period and the interval clock; intervals reported through cb when
+ * o->interval_ms. */
+void bench_client_tick(struct bench_run *run, const struct bench_opts *o,
+		       const struct bench_callbacks *cb,
+		       struct bench_client_clock *clk, int64_t now_ms);
+
+/* When the client's loop must wake: the next report, the end of the
+ * omitted period, the test's end_ms (0 = none) or hard_end. */
+int64_t bench_client_wake(const struct bench_run *run,
+			  const struct bench_client_clock *clk, int64_t end_ms,
+			  int64_t hard_end);
+
+/* The first stream that failed (with ended_only, only among those whose
+ * thread has ended): its error into err; 0 when none did. */
+int bench_run_error(const struct bench_run *run, bool ended_only,
+		    struct lr_err *err);
 
 /*
  * Run one test as a client against a linerate server. Blocks for the

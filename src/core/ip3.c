@@ -122,6 +122,20 @@ static int get_u64(const cJSON *it, uint64_t *out)
 	return 0;
 }
 
+/*
+ * iperf 3.12 and older print -1 (an int stored in an unsigned 64-bit
+ * field) as 18446744073709551615 in retransmits and
+ * sender_has_retransmits: read 2^64 - 1 (2^64 as a double) as -1.
+ */
+static int get_int_m1(const cJSON *it, double lo, double hi, double *out)
+{
+	if (cJSON_IsNumber(it) && it->valuedouble == 18446744073709551616.0) {
+		*out = -1;
+		return lo <= -1 ? 0 : -1;
+	}
+	return get_int(it, lo, hi, out);
+}
+
 /* A finite number in [lo, hi], fractions allowed. */
 static int get_real(const cJSON *it, double lo, double hi, double *out)
 {
@@ -202,6 +216,7 @@ enum pkey {
 	PK_ZEROCOPY,
 	PK_TITLE,
 	PK_CLIENT_VERSION,
+	PK_UDP_COUNTERS64,
 };
 
 /* iperf3's spellings (send_parameters / get_parameters). */
@@ -225,6 +240,7 @@ static const char *const pkey_names[] = {
 	[PK_ZEROCOPY] = "zerocopy",
 	[PK_TITLE] = "title",
 	[PK_CLIENT_VERSION] = "client_version",
+	[PK_UDP_COUNTERS64] = "udp_counters_64bit",
 };
 
 static int pkey_find(const char *name)
@@ -265,6 +281,7 @@ static int param_set(struct ip3_params *p, enum pkey k, const cJSON *it,
 	case PK_GET_SERVER_OUTPUT: return get_flag(it, &p->get_server_output);
 	case PK_ZEROCOPY: return get_flag(it, &p->zerocopy);
 	case PK_TITLE: return get_str(it, p->title, sizeof(p->title));
+	case PK_UDP_COUNTERS64: return get_flag(it, &p->udp_counters64);
 	case PK_CLIENT_VERSION:
 		return get_str(it, p->client_version,
 			       sizeof(p->client_version));
@@ -479,6 +496,8 @@ int ip3_params_encode(const struct ip3_params *p, char *out, size_t cap)
 		ok = ok && add_true(root, "get_server_output");
 	if (p->zerocopy)
 		ok = ok && add_true(root, "zerocopy");
+	if (p->udp_counters64)
+		ok = ok && add_true(root, "udp_counters_64bit");
 	if (p->client_version[0])
 		ok = ok && cJSON_AddStringToObject(root, "client_version",
 						   p->client_version);
@@ -489,25 +508,33 @@ int ip3_params_encode(const struct ip3_params *p, char *out, size_t cap)
 
 /* ---- results ---- */
 
-int ip3_results_encode(const struct ip3_results *r, char *out, size_t cap)
+static const cJSON *member(const cJSON *o, const char *k)
 {
-	cJSON *root = cJSON_CreateObject();
-	cJSON *arr;
-	bool ok = root != NULL;
-	unsigned i;
-	int ret;
+	return cJSON_GetObjectItemCaseSensitive(o, k);
+}
 
-	if (!ok)
-		return -ENOMEM;
+/* The results object without text; NULL and *ret on failure. */
+static cJSON *results_tree(const struct ip3_results *r, int *ret)
+{
+	cJSON *root;
+	cJSON *arr;
+	bool ok;
+	unsigned i;
+
 	if (r->nstreams > IP3_MAX_STREAMS) {
-		cJSON_Delete(root);
-		return -EINVAL;
+		*ret = -EINVAL;
+		return NULL;
 	}
+	root = cJSON_CreateObject();
+	ok = root != NULL;
 	ok = ok && add_real(root, "cpu_util_total", r->cpu_total);
 	ok = ok && add_real(root, "cpu_util_user", r->cpu_user);
 	ok = ok && add_real(root, "cpu_util_system", r->cpu_system);
 	ok = ok &&
 	     add_int(root, "sender_has_retransmits", r->sender_has_retransmits);
+	if (ok && r->congestion_used[0])
+		ok = cJSON_AddStringToObject(root, "congestion_used",
+					     r->congestion_used) != NULL;
 	arr = ok ? cJSON_AddArrayToObject(root, "streams") : NULL;
 	ok = ok && arr;
 	for (i = 0; ok && i < r->nstreams; i++) {
@@ -528,14 +555,179 @@ int ip3_results_encode(const struct ip3_results *r, char *out, size_t cap)
 		ok = ok && add_real(o, "start_time", s->start_time);
 		ok = ok && add_real(o, "end_time", s->end_time);
 	}
-	ret = render(root, ok, out, cap);
+	if (!ok) {
+		cJSON_Delete(root);
+		*ret = -ENOMEM;
+		return NULL;
+	}
+	return root;
+}
+
+int ip3_results_encode(const struct ip3_results *r, char *out, size_t cap)
+{
+	cJSON *root;
+	int ret = 0;
+
+	root = results_tree(r, &ret);
+	if (!root)
+		return ret;
+	ret = render(root, true, out, cap);
 	cJSON_Delete(root);
 	return ret;
 }
 
-static const cJSON *member(const cJSON *o, const char *k)
+static const char truncated_mark[] = "[... truncated]\n";
+
+/* A copy of the first n bytes of text cut back to a line end, with the
+ * truncation mark; NULL on allocation failure. */
+static char *text_cut(const char *text, size_t n)
 {
-	return cJSON_GetObjectItemCaseSensitive(o, k);
+	size_t m = n;
+	char *t;
+
+	while (m > 0 && text[m - 1] != '\n')
+		m--;
+	if (m == 0)
+		m = n; /* one long line: cut inside it */
+	t = malloc(m + sizeof(truncated_mark));
+	if (!t)
+		return NULL;
+	memcpy(t, text, m);
+	memcpy(t + m, truncated_mark, sizeof(truncated_mark));
+	return t;
+}
+
+int ip3_results_encode_text(const struct ip3_results *r, const char *text,
+			    char *out, size_t cap)
+{
+	size_t n = text ? strlen(text) : 0;
+	cJSON *root, *item = NULL;
+	char *cut = NULL;
+	int ret = 0, tries;
+
+	if (n == 0)
+		return ip3_results_encode(r, out, cap);
+	root = results_tree(r, &ret);
+	if (!root)
+		return ret;
+	if (n > IP3_MAX_SERVER_OUTPUT - sizeof(truncated_mark))
+		n = IP3_MAX_SERVER_OUTPUT - sizeof(truncated_mark);
+	/* Halve the text until the message fits: at most ~20 rounds. */
+	for (tries = 0; tries < 40; tries++) {
+		const char *t = text;
+
+		if (n < strlen(text)) {
+			free(cut);
+			cut = text_cut(text, n);
+			if (!cut) {
+				ret = -ENOMEM;
+				goto out_delete;
+			}
+			t = cut;
+		}
+		cJSON_DeleteItemFromObjectCaseSensitive(root,
+							"server_output_text");
+		item = cJSON_AddStringToObject(root, "server_output_text", t);
+		if (!item) {
+			ret = -ENOMEM;
+			goto out_delete;
+		}
+		ret = render(root, true, out, cap);
+		if (ret != -ENOBUFS || n == 0)
+			break;
+		n /= 2;
+	}
+	if (ret == -ENOBUFS) /* not even without the text */
+		ret = ip3_results_encode(r, out, cap);
+out_delete:
+	free(cut);
+	cJSON_Delete(root);
+	return ret;
+}
+
+int ip3_server_output_decode(const char *json, size_t len, char **text,
+			     struct lr_err *err)
+{
+	const cJSON *it;
+	cJSON *root;
+	char *t = NULL;
+	size_t n;
+	int ret = 0;
+
+	root = parse_object(json, len, IP3_MAX_RESULTS_TEXT_JSON, &ret, err,
+			    "results");
+	if (!root)
+		return ret;
+	it = member(root, "server_output_text");
+	if (it) {
+		if (!cJSON_IsString(it) || !it->valuestring) {
+			ret = lr_err_set(err, LR_EBADMSG,
+					 "iperf3 results: server_output_text "
+					 "is not a string");
+			goto out_delete;
+		}
+		n = strlen(it->valuestring);
+		if (n > IP3_MAX_SERVER_OUTPUT) {
+			ret = lr_err_set(err, LR_ETOOBIG,
+					 "iperf3 results: server output of "
+					 "%zu bytes, limit %u",
+					 n, IP3_MAX_SERVER_OUTPUT);
+			goto out_delete;
+		}
+		t = malloc(n + 1);
+		if (!t) {
+			ret = lr_err_set(err, -ENOMEM,
+					 "iperf3 results: out of memory");
+			goto out_delete;
+		}
+		memcpy(t, it->valuestring, n + 1);
+	}
+	*text = t;
+out_delete:
+	cJSON_Delete(root);
+	return ret;
+}
+
+int ip3_server_output_json_decode(const char *json, size_t len, char **text,
+				  struct lr_err *err)
+{
+	const cJSON *it;
+	cJSON *root;
+	char *t = NULL;
+	int ret = 0;
+
+	root = parse_object(json, len, IP3_MAX_RESULTS_TEXT_JSON, &ret, err,
+			    "results");
+	if (!root)
+		return ret;
+	it = member(root, "server_output_json");
+	if (it) {
+		if (!cJSON_IsObject(it)) {
+			ret = lr_err_set(err, LR_EBADMSG,
+					 "iperf3 results: server_output_json "
+					 "is not an object");
+			goto out_delete;
+		}
+		t = cJSON_PrintUnformatted(it);
+		if (!t) {
+			ret = lr_err_set(err, -ENOMEM,
+					 "iperf3 results: out of memory");
+			goto out_delete;
+		}
+		if (strlen(t) > IP3_MAX_SERVER_OUTPUT) {
+			ret = lr_err_set(err, LR_ETOOBIG,
+					 "iperf3 results: server output of "
+					 "%zu bytes, limit %u",
+					 strlen(t), IP3_MAX_SERVER_OUTPUT);
+			cJSON_free(t);
+			t = NULL;
+			goto out_delete;
+		}
+	}
+	*text = t;
+out_delete:
+	cJSON_Delete(root);
+	return ret;
 }
 
 /* One element of streams[]; -1 when a key is missing or bad. */
@@ -548,14 +740,14 @@ static int stream_decode(const cJSON *o, struct ip3_stream_result *s)
 		return -1;
 	if (get_u32(member(o, "id"), 1, INT32_MAX, &s->id) ||
 	    get_u64(member(o, "bytes"), &s->bytes) ||
-	    get_int(member(o, "retransmits"), -1, IP3_MAX_EXACT, &d))
+	    get_int_m1(member(o, "retransmits"), -1, IP3_MAX_EXACT, &d))
 		return -1;
 	s->retransmits = (int64_t)d;
 	if (get_real(member(o, "jitter"), 0, IP3_MAX_SECONDS, &s->jitter))
 		return -1;
 	/* iperf3 counts a late packet as lost, then takes it back: its
 	 * error count can go below zero. Such a count means no loss. */
-	if (get_int(member(o, "errors"), -IP3_MAX_EXACT, IP3_MAX_EXACT, &d))
+	if (get_int_m1(member(o, "errors"), -IP3_MAX_EXACT, IP3_MAX_EXACT, &d))
 		return -1;
 	s->errors = d < 0 ? 0 : (uint64_t)d;
 	if (get_u64(member(o, "packets"), &s->packets))
@@ -582,7 +774,7 @@ int ip3_results_decode(const char *json, size_t len, struct ip3_results *r,
 	double d;
 	int ret = 0;
 
-	root = parse_object(json, len, IP3_MAX_RESULTS_JSON, &ret, err,
+	root = parse_object(json, len, IP3_MAX_RESULTS_TEXT_JSON, &ret, err,
 			    "results");
 	if (!root)
 		return ret;
@@ -598,13 +790,18 @@ int ip3_results_decode(const char *json, size_t len, struct ip3_results *r,
 				 "iperf3 results: bad or missing cpu_util");
 		goto out_delete;
 	}
-	if (get_int(member(root, "sender_has_retransmits"), -1, 1, &d)) {
+	if (get_int_m1(member(root, "sender_has_retransmits"), -1, 1, &d)) {
 		ret = lr_err_set(err, LR_EBADMSG,
 				 "iperf3 results: bad or missing "
 				 "sender_has_retransmits");
 		goto out_delete;
 	}
 	v.sender_has_retransmits = (int)d;
+	/* shown only: a name that is too long or odd is left out */
+	it = member(root, "congestion_used");
+	if (it && (get_str(it, v.congestion_used, sizeof(v.congestion_used)) ||
+		   !cc_name_ok(v.congestion_used)))
+		v.congestion_used[0] = '\0';
 	arr = member(root, "streams");
 	if (!cJSON_IsArray(arr)) {
 		ret = lr_err_set(err, LR_EBADMSG,

@@ -20,7 +20,11 @@
 #define IP3_COOKIE_LEN	     37 /* 36 characters of [a-z2-7] and a NUL */
 #define IP3_MAX_JSON	     (8u << 10) /* parameters; results see below */
 #define IP3_MAX_RESULTS_JSON (64u << 10)
-#define IP3_MAX_STREAMS	     128u
+/* --get-server-output: the server's text, and a results message that
+ * carries it (the text JSON-escaped, plus the streams) */
+#define IP3_MAX_SERVER_OUTPUT	  (256u << 10)
+#define IP3_MAX_RESULTS_TEXT_JSON (1u << 20)
+#define IP3_MAX_STREAMS		  128u
 
 enum ip3_state {
 	IP3_TEST_START = 1,
@@ -36,6 +40,30 @@ enum ip3_state {
 	IP3_IPERF_DONE = 16,
 	IP3_ACCESS_DENIED = -1,
 	IP3_SERVER_ERROR = -2,
+};
+
+/* iperf3's error codes (iperf_api.h) a server sends after SERVER_ERROR. */
+enum ip3_errcode {
+	IP3_IEDURATION = 5,
+	IP3_IENUMSTREAMS = 6,
+	IP3_IEBLOCKSIZE = 7,
+	IP3_IEUDPBLOCKSIZE = 20,
+	IP3_IEREVERSEBIDIR = 25,
+	IP3_IETOTALRATE = 27,
+	IP3_IENEWTEST = 100,
+	IP3_IEINITTEST = 101,
+	IP3_IECTRLREAD = 108,
+	IP3_IEMESSAGE = 110,
+	IP3_IERECVPARAMS = 114,
+	IP3_IEPACKAGERESULTS = 115,
+	IP3_IERECVRESULTS = 117,
+	IP3_IESERVERTERM = 120,
+	IP3_IEACCESSDENIED = 121,
+	IP3_IESETCONGESTION = 134,
+	IP3_IECREATESTREAM = 200,
+	IP3_IESTREAMACCEPT = 204,
+	IP3_IESTREAMWRITE = 205,
+	IP3_IESTREAMREAD = 206,
 };
 
 /* A test's parameters (the client's PARAM_EXCHANGE JSON). */
@@ -54,6 +82,7 @@ struct ip3_params {
 	bool nodelay;
 	bool zerocopy;
 	bool get_server_output;
+	bool udp_counters64; /* "udp_counters_64bit": 64-bit sequence numbers */
 	char congestion[16];
 	char title[128];
 	char client_version[64];
@@ -109,6 +138,7 @@ struct ip3_stream_result {
 struct ip3_results {
 	double cpu_total, cpu_user, cpu_system; /* percent */
 	int sender_has_retransmits;		/* -1, 0 or 1 */
+	char congestion_used[16]; /* "" when not given (optional key) */
 	unsigned nstreams;
 	struct ip3_stream_result streams[IP3_MAX_STREAMS];
 };
@@ -117,7 +147,10 @@ struct ip3_results {
  * Encode / decode an EXCHANGE_RESULTS JSON message. Encode returns the
  * length, -ENOBUFS, -ENOMEM, or -EINVAL when nstreams is above
  * IP3_MAX_STREAMS. Decode bounds and type-checks like ip3_params_decode:
- * LR_ETOOBIG above IP3_MAX_RESULTS_JSON or for more than IP3_MAX_STREAMS
+ * LR_ETOOBIG above IP3_MAX_RESULTS_TEXT_JSON (a message may carry the
+ * server's text; read its length prefix with that bound when
+ * get_server_output was asked for, else IP3_MAX_RESULTS_JSON), or for
+ * more than IP3_MAX_STREAMS
  * streams; LR_EBADMSG for a missing cpu_util_* / sender_has_retransmits /
  * streams or stream key (start_time and end_time may be missing, as from
  * iperf3 before 3.2: then 0), NaN or infinity, bytes and packets that are
@@ -128,5 +161,39 @@ struct ip3_results {
 int ip3_results_encode(const struct ip3_results *r, char *out, size_t cap);
 int ip3_results_decode(const char *json, size_t len, struct ip3_results *r,
 		       struct lr_err *err);
+
+/*
+ * ip3_results_encode plus "server_output_text": text (NUL-terminated; NULL
+ * or "" = none), as a server answering --get-server-output sends it. A
+ * text longer than IP3_MAX_SERVER_OUTPUT, or one that does not fit cap, is
+ * cut at a line end and marked "[... truncated]" so the message still
+ * fits (cap must hold the results without text). Returns as
+ * ip3_results_encode.
+ */
+int ip3_results_encode_text(const struct ip3_results *r, const char *text,
+			    char *out, size_t cap);
+
+/*
+ * The "server_output_text" string of a results message (json/len, not
+ * NUL-terminated, at most IP3_MAX_RESULTS_TEXT_JSON). On success *text is
+ * a malloc'd NUL-terminated copy (at most IP3_MAX_SERVER_OUTPUT bytes;
+ * the caller frees it), or NULL when the key is absent; other keys,
+ * "server_output_json" included, are ignored. LR_ETOOBIG for a longer
+ * message or text, LR_EBADMSG for JSON that does not parse, is not an
+ * object, or has server_output_text of a type other than string; -ENOMEM.
+ * *text is written only on success.
+ */
+int ip3_server_output_decode(const char *json, size_t len, char **text,
+			     struct lr_err *err);
+
+/*
+ * The "server_output_json" object of a results message (a server run
+ * with -J sends it instead of the text), as unformatted JSON text in
+ * *text (malloc'd, at most IP3_MAX_SERVER_OUTPUT bytes), or NULL when the
+ * key is absent. LR_EBADMSG when it is not an object; otherwise as
+ * ip3_server_output_decode.
+ */
+int ip3_server_output_json_decode(const char *json, size_t len, char **text,
+				  struct lr_err *err);
 
 #endif

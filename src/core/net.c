@@ -177,6 +177,53 @@ out_close:
 	return r;
 }
 
+int net_udp_socket(const struct net_addr *local, const struct net_addr *peer,
+		   struct lr_err *err)
+{
+	const struct net_addr *a = local ? local : peer;
+	char where[NET_ADDRSTR];
+	int fd, one = 1, zero = 0, r;
+
+	if (!a)
+		return lr_err_set(err, -EINVAL, "UDP socket without address");
+	fd = socket(a->ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return lr_err_setc(err, -errno, "UDP socket");
+	if (local) {
+		/* SO_REUSEPORT, not SO_REUSEADDR: sharing the port takes
+		 * the same user, so another user's process cannot bind it
+		 * and take hellos meant for this server; connected sockets
+		 * in the group still get their own peer's datagrams */
+		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+		if (local->ss.ss_family == AF_INET6) {
+			const struct sockaddr_in6 *s6 =
+				(const struct sockaddr_in6 *)&local->ss;
+
+			if (IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr))
+				setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero,
+					   sizeof(zero));
+		}
+		if (bind(fd, (const struct sockaddr *)&local->ss, local->len)) {
+			net_addr_str((const struct sockaddr *)&local->ss, where,
+				     sizeof(where));
+			r = lr_err_setc(err, -errno, "bind UDP %s", where);
+			goto out_close;
+		}
+	}
+	if (peer &&
+	    connect(fd, (const struct sockaddr *)&peer->ss, peer->len)) {
+		net_addr_str((const struct sockaddr *)&peer->ss, where,
+			     sizeof(where));
+		r = lr_err_setc(err, -errno, "connect UDP %s", where);
+		goto out_close;
+	}
+	return fd;
+
+out_close:
+	close(fd);
+	return r;
+}
+
 uint16_t net_local_port(int fd)
 {
 	struct sockaddr_storage ss;

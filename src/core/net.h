@@ -63,6 +63,15 @@ int net_apply_sockopts(int fd, const struct net_sockopts *opts,
 /* Listen on addr (dual-stack when it is the IPv6 wildcard). Returns fd. */
 int net_listen(const struct net_addr *addr, int backlog, struct lr_err *err);
 
+/*
+ * A UDP socket (close-on-exec, SO_REUSEPORT so that a server's connected
+ * sockets share its port): bound to local when given (dual-stack when it
+ * is the IPv6 wildcard), connected to peer when given. Returns the fd or
+ * a negative errno with err set.
+ */
+int net_udp_socket(const struct net_addr *local, const struct net_addr *peer,
+		   struct lr_err *err);
+
 /* Port a bound socket listens on, or 0. */
 uint16_t net_local_port(int fd);
 

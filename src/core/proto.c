@@ -428,6 +428,10 @@ int proto_encode_test_request(struct proto_buf *b,
 	proto_put_u32(b, PROTO_T_MSS, m->mss);
 	proto_put_u8(b, PROTO_T_ZEROCOPY, m->zerocopy);
 	proto_put_u64(b, PROTO_T_OMIT_MS, m->omit_ms);
+	if (m->rate_bps)
+		proto_put_u64(b, PROTO_T_RATE, m->rate_bps);
+	if (m->udp)
+		proto_put_u8(b, PROTO_T_UDP, m->udp);
 	return proto_msg_end(b);
 }
 
@@ -472,6 +476,12 @@ int proto_decode_test_request(const uint8_t *body, size_t len,
 		case PROTO_T_OMIT_MS:
 			r = once(&seen, 9) ?: get_u64(&t, &m->omit_ms);
 			break;
+		case PROTO_T_RATE:
+			r = once(&seen, 10) ?: get_u64(&t, &m->rate_bps);
+			break;
+		case PROTO_T_UDP:
+			r = once(&seen, 11) ?: get_u8(&t, &m->udp);
+			break;
 		default: r = unknown_tag(&t);
 		}
 		if (r)
@@ -482,7 +492,8 @@ int proto_decode_test_request(const uint8_t *body, size_t len,
 	/* mode, streams, duration, bytes and blksize are required */
 	if ((seen & 0x1f) != 0x1f)
 		return LR_EBADMSG;
-	if (m->mode > PROTO_MODE_BIDIR || m->zerocopy > PROTO_ZC_MSG)
+	if (m->mode > PROTO_MODE_BIDIR || m->zerocopy > PROTO_ZC_MSG ||
+	    m->udp > 1)
 		return LR_EBADMSG;
 	if (m->streams < 1 || m->streams > PROTO_MAX_STREAMS)
 		return LR_EBADMSG;
@@ -566,6 +577,29 @@ int proto_decode_empty(const uint8_t *body, size_t len)
 	return r;
 }
 
+void proto_encode_udp_hello(uint8_t out[PROTO_UDP_HELLO_LEN],
+			    const struct proto_data_open *d, bool ack)
+{
+	memcpy(out, ack ? "LRUA" : "LRUH", 4);
+	memcpy(out + 4, d->test_id, PROTO_TEST_ID_LEN);
+	be16(out + 4 + PROTO_TEST_ID_LEN, d->stream);
+	out[6 + PROTO_TEST_ID_LEN] = d->dir;
+}
+
+int proto_decode_udp_hello(const uint8_t *buf, size_t len, bool ack,
+			   struct proto_data_open *d)
+{
+	if (len != PROTO_UDP_HELLO_LEN ||
+	    memcmp(buf, ack ? "LRUA" : "LRUH", 4) ||
+	    buf[6 + PROTO_TEST_ID_LEN] > PROTO_DIR_S2C ||
+	    rd16(buf + 4 + PROTO_TEST_ID_LEN) >= 2 * PROTO_MAX_STREAMS)
+		return LR_EBADMSG;
+	memcpy(d->test_id, buf + 4, PROTO_TEST_ID_LEN);
+	d->stream = rd16(buf + 4 + PROTO_TEST_ID_LEN);
+	d->dir = buf[6 + PROTO_TEST_ID_LEN];
+	return 0;
+}
+
 int proto_encode_results(struct proto_buf *b, const struct proto_results *m)
 {
 	uint8_t cpu[24], sr[PROTO_STREAM_RESULT_LEN];
@@ -593,6 +627,18 @@ int proto_encode_results(struct proto_buf *b, const struct proto_results *m)
 		be32(sr + 32, s->mean_rtt);
 		be32(sr + 36, s->max_rtt);
 		proto_put_bytes(b, PROTO_T_STREAM_RESULT, sr, sizeof(sr));
+		if (s->udp) {
+			uint8_t ur[PROTO_UDP_RESULT_LEN] = { 0 };
+
+			be16(ur, s->stream);
+			ur[2] = s->dir;
+			be64(ur + 4, s->packets);
+			be64(ur + 12, s->lost);
+			be64(ur + 20, s->ooo);
+			be64(ur + 28, s->dup);
+			be64(ur + 36, s->jitter_ns);
+			proto_put_bytes(b, PROTO_T_UDP_RESULT, ur, sizeof(ur));
+		}
 	}
 	return proto_msg_end(b);
 }
@@ -645,9 +691,31 @@ int proto_decode_results(const uint8_t *body, size_t len,
 			s->min_rtt = rd32(t.v + 28);
 			s->mean_rtt = rd32(t.v + 32);
 			s->max_rtt = rd32(t.v + 36);
+			s->udp = false;
+			s->packets = s->lost = s->ooo = s->dup = 0;
+			s->jitter_ns = 0;
 			if (s->dir > PROTO_DIR_S2C ||
 			    s->stream >= 2 * PROTO_MAX_STREAMS)
 				return LR_EBADMSG;
+			r = 0;
+			break;
+		}
+		case PROTO_T_UDP_RESULT: {
+			struct proto_stream_result *s;
+
+			/* belongs to the stream result just before it */
+			if (t.len != PROTO_UDP_RESULT_LEN || !m->nstreams)
+				return LR_EBADMSG;
+			s = &m->streams[m->nstreams - 1];
+			if (s->udp || rd16(t.v) != s->stream ||
+			    t.v[2] != s->dir)
+				return LR_EBADMSG;
+			s->udp = true;
+			s->packets = rd64(t.v + 4);
+			s->lost = rd64(t.v + 12);
+			s->ooo = rd64(t.v + 20);
+			s->dup = rd64(t.v + 28);
+			s->jitter_ns = rd64(t.v + 36);
 			r = 0;
 			break;
 		}

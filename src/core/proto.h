@@ -80,10 +80,13 @@ enum proto_tag {
 	PROTO_T_MSS = 0x0017,
 	PROTO_T_ZEROCOPY = 0x0018,
 	PROTO_T_OMIT_MS = 0x0019,
+	/* TEST_REQUEST also carries PROTO_T_RATE (bits/s per stream) */
+	PROTO_T_UDP = 0x801a, /* critical: a server must know UDP */
 	PROTO_T_OVERLAP = 0x0020,
 	PROTO_T_CPU = 0x0021,
 	PROTO_T_STREAM_RESULT = 0x0022,
 	PROTO_T_MAX_DURATION_MS = 0x0023,
+	PROTO_T_UDP_RESULT = 0x0024, /* follows its STREAM_RESULT */
 	/* file transfer */
 	PROTO_T_OP = 0x0030,
 	PROTO_T_CHUNK_SIZE = 0x0031,
@@ -166,6 +169,23 @@ struct proto_error {
 	char text[PROTO_MAX_TEXT + 1];
 };
 
+/*
+ * UDP tests attach their data streams with one datagram each (docs/
+ * PROTOCOL.md section 4.4): "LRUH", the test id, the stream (u16) and its
+ * direction; the server answers from the stream's own socket with the
+ * same bytes under "LRUA". The test id is the capability, as for TCP
+ * streams; it travels inside the sealed control connection.
+ */
+#define PROTO_UDP_HELLO_LEN (4u + PROTO_TEST_ID_LEN + 3u)
+
+/* Encode d as a hello (ack false) or its answer (ack true). */
+void proto_encode_udp_hello(uint8_t out[PROTO_UDP_HELLO_LEN],
+			    const struct proto_data_open *d, bool ack);
+/* Decode one; LR_EBADMSG unless it is exactly a hello (or answer) with a
+ * direction in range. */
+int proto_decode_udp_hello(const uint8_t *buf, size_t len, bool ack,
+			   struct proto_data_open *d);
+
 struct proto_test_request {
 	uint8_t mode;
 	uint16_t streams;     /* per direction, 1..PROTO_MAX_STREAMS */
@@ -177,6 +197,8 @@ struct proto_test_request {
 	uint32_t mss;	       /* 0 = default */
 	uint8_t zerocopy;
 	uint64_t omit_ms;
+	uint64_t rate_bps; /* per stream, paced; 0 = as fast as it goes */
+	uint8_t udp;	   /* datagrams instead of TCP streams */
 };
 
 struct proto_test_accept {
@@ -199,8 +221,14 @@ struct proto_stream_result {
 	uint32_t retrans;
 	uint32_t max_cwnd;		     /* bytes */
 	uint32_t min_rtt, mean_rtt, max_rtt; /* microseconds */
+	/* UDP tests: datagrams, and as seen by the receiving side lost,
+	 * out of order, duplicates and the jitter at the end */
+	bool udp;
+	uint64_t packets, lost, ooo, dup;
+	uint64_t jitter_ns;
 };
 #define PROTO_STREAM_RESULT_LEN 40u
+#define PROTO_UDP_RESULT_LEN	44u
 
 struct proto_results {
 	struct proto_cpu cpu;

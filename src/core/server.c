@@ -20,6 +20,7 @@
 #include "xfer.h"
 #include "crypto.h"
 #include "session.h"
+#include "udp.h"
 #include "server.h"
 #include "banned.h"
 
@@ -85,6 +86,8 @@ struct server {
 	struct server_opts o;
 	struct server_callbacks cb;
 	int lfd;
+	int ufd; /* UDP tests' streams say hello here; -1 = none */
+	struct net_addr uaddr; /* its address, for the streams' sockets */
 	int evfd;
 	_Atomic bool stopping;
 	pthread_mutex_t lock;
@@ -123,6 +126,30 @@ static void wake(struct server *srv)
 	}
 }
 
+/* The UDP socket of UDP tests, on the TCP port's number. Without it (the
+ * port is taken) the server still serves TCP and refuses UDP tests. */
+static void open_udp_port(struct server *srv, const struct net_addr *addr)
+{
+	struct lr_err e = { 0 };
+	uint16_t port = net_local_port(srv->lfd);
+	int fd;
+
+	srv->uaddr = *addr;
+	if (srv->uaddr.ss.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&srv->uaddr.ss)->sin6_port =
+			htons(port);
+	else
+		((struct sockaddr_in *)&srv->uaddr.ss)->sin_port = htons(port);
+	fd = net_udp_socket(&srv->uaddr, NULL, &e);
+	if (fd < 0)
+		return;
+	if (fcntl(fd, F_SETFL, O_NONBLOCK)) {
+		close(fd);
+		return;
+	}
+	srv->ufd = fd;
+}
+
 int server_new(const struct server_opts *o, const struct server_callbacks *cb,
 	       struct server **out, struct lr_err *err)
 {
@@ -135,7 +162,7 @@ int server_new(const struct server_opts *o, const struct server_callbacks *cb,
 		return lr_err_setc(err, -ENOMEM, "server");
 	srv->o = *o;
 	srv->cb = *cb;
-	srv->lfd = srv->evfd = -1;
+	srv->lfd = srv->evfd = srv->ufd = -1;
 	pthread_mutex_init(&srv->lock, NULL);
 	r = net_resolve(o->bind_addr, o->port, o->family, true, &addr, err);
 	if (r)
@@ -153,6 +180,7 @@ int server_new(const struct server_opts *o, const struct server_callbacks *cb,
 		r = lr_err_setc(err, -errno, "eventfd");
 		goto out_close;
 	}
+	open_udp_port(srv, &addr);
 	*out = srv;
 	return 0;
 
@@ -244,6 +272,24 @@ static int test_request(struct server_test *t, uint8_t *buf,
 		snprintf(why, cap, "malformed TEST_REQUEST");
 		send_error(&t->cc, PROTO_ERR_BAD_REQUEST, "%s", why);
 		return r;
+	}
+	if (req->udp && srv->ufd < 0) {
+		snprintf(why, cap,
+			 "UDP tests: UDP port %u is not available on this "
+			 "server",
+			 (unsigned)server_port(srv));
+		send_error(&t->cc, PROTO_ERR_BAD_REQUEST, "%s", why);
+		return -EPROTONOSUPPORT;
+	}
+	if (req->udp &&
+	    (req->zerocopy || req->mss || req->cc[0] ||
+	     req->blksize > UDP_MAX_LEN || req->blksize < UDP_HDR_LEN64)) {
+		snprintf(why, cap,
+			 "UDP tests take neither -Z, -M nor -C, and "
+			 "datagrams of %u to %u bytes",
+			 UDP_HDR_LEN64, UDP_MAX_LEN);
+		send_error(&t->cc, PROTO_ERR_BAD_REQUEST, "%s", why);
+		return -EINVAL;
 	}
 	if (req->duration_ms + req->omit_ms > srv->o.max_duration_ms) {
 		snprintf(why, cap,
@@ -661,7 +707,8 @@ static void *test_main(void *arg)
 		send_error(&t->cc, PROTO_ERR_TIMEOUT, "%s", why);
 		goto out;
 	}
-	so = (struct net_sockopts){ .window = req.window, .cc = req.cc };
+	so = (struct net_sockopts){ .window = req.window,
+				    .cc = req.udp ? NULL : req.cc };
 	for (i = 0; i < t->run.nstreams && !r; i++)
 		r = net_apply_sockopts(t->run.streams[i].fd, &so, &e);
 	if (!r)
@@ -915,6 +962,70 @@ static const char *attach_stream(struct server *srv,
 	}
 	pthread_mutex_unlock(&srv->lock);
 	return why;
+}
+
+/*
+ * A UDP stream's hello: the test waiting for it gets a socket of its own,
+ * bound to the server's UDP port and connected to the sender, and the
+ * answer goes out from it. A hello repeated (the answer was lost) is
+ * answered again. Anything else is dropped without an answer.
+ */
+static void udp_hello(struct server *srv, const uint8_t *dg, size_t len,
+		      const struct net_addr *peer)
+{
+	struct proto_data_open d;
+	struct server_test *t;
+	struct lr_err e = { 0 };
+	uint8_t ack[PROTO_UDP_HELLO_LEN];
+	int fd = -1;
+
+	if (proto_decode_udp_hello(dg, len, false, &d))
+		return;
+	proto_encode_udp_hello(ack, &d, true);
+	pthread_mutex_lock(&srv->lock);
+	for (t = srv->tests; t; t = t->next) {
+		struct bench_stream *s;
+
+		if (!t->waiting || t->is_xfer || !t->run.req.udp ||
+		    crypto_memcmp(t->id, d.test_id, PROTO_TEST_ID_LEN))
+			continue;
+		if (d.stream >= t->run.nstreams)
+			break;
+		s = &t->run.streams[d.stream];
+		if (s->dir != d.dir)
+			break;
+		if (s->fd < 0) {
+			fd = net_udp_socket(&srv->uaddr, peer, &e);
+			if (fd < 0)
+				break;
+			s->fd = fd;
+			t->attached++;
+			pthread_cond_signal(&t->attach_cv);
+		}
+		if (send(s->fd, ack, sizeof(ack), MSG_DONTWAIT) < 0) {
+			/* the client repeats its hello */
+		}
+		break;
+	}
+	pthread_mutex_unlock(&srv->lock);
+}
+
+static void udp_read_some(struct server *srv)
+{
+	uint8_t dg[64];
+	struct net_addr peer;
+	unsigned n;
+	ssize_t k;
+
+	for (n = 0; n < 64; n++) {
+		peer.len = sizeof(peer.ss);
+		k = recvfrom(srv->ufd, dg, sizeof(dg), MSG_DONTWAIT | MSG_TRUNC,
+			     (struct sockaddr *)&peer.ss, &peer.len);
+		if (k < 0)
+			return;
+		if ((size_t)k <= sizeof(dg))
+			udp_hello(srv, dg, (size_t)k, &peer);
+	}
 }
 
 /* The first message is complete: decide what the connection is. */
@@ -1348,7 +1459,7 @@ int server_run(struct server *srv, struct lr_err *err)
 	unsigned i, n;
 	uint64_t v;
 
-	pf = calloc(SERVER_MAX_PENDING + 2, sizeof(*pf));
+	pf = calloc(SERVER_MAX_PENDING + 3, sizeof(*pf));
 	if (!pf)
 		return lr_err_setc(err, -ENOMEM, "poll table");
 	ev.port = server_port(srv);
@@ -1365,6 +1476,7 @@ int server_run(struct server *srv, struct lr_err *err)
 		pf[n++] = (struct pollfd){ .fd = now >= paused_until ? srv->lfd
 								     : -1,
 					   .events = POLLIN };
+		pf[n++] = (struct pollfd){ .fd = srv->ufd, .events = POLLIN };
 		for (i = 0; i < srv->npend; i++) {
 			struct pending *p = &srv->pend[i];
 			bool held = p->hold_until > now;
@@ -1391,7 +1503,7 @@ int server_run(struct server *srv, struct lr_err *err)
 		 * the last entry, which has been seen already */
 		now = net_now_ms();
 		for (i = srv->npend; i-- > 0;) {
-			if (pf[2 + i].revents && pending_read(srv, i))
+			if (pf[3 + i].revents && pending_read(srv, i))
 				continue;
 			if (i < srv->npend && srv->pend[i].deadline <= now) {
 				char msg[96];
@@ -1406,6 +1518,8 @@ int server_run(struct server *srv, struct lr_err *err)
 		}
 		if (pf[1].revents)
 			accept_some(srv, &paused_until);
+		if (pf[2].revents)
+			udp_read_some(srv);
 	}
 	free(pf);
 	return srv->o.once ? srv->once_result : 0;
@@ -1430,6 +1544,8 @@ void server_free(struct server *srv)
 	while (srv->npend)
 		pending_close(srv, 0);
 	close(srv->lfd);
+	if (srv->ufd >= 0)
+		close(srv->ufd);
 	close(srv->evfd);
 	pthread_mutex_destroy(&srv->lock);
 	free(srv);

@@ -60,6 +60,7 @@ struct server_event {
 	bool secure;		   /* authenticated with the token */
 	enum crypto_cipher cipher; /* of the data streams, when secure */
 	const char *reason;	   /* failures and rejections */
+	bool iperf3;		   /* a stock iperf3 client (ip3server.c) */
 	/* SERVER_EV_XFER_DONE */
 	uint8_t xfer_op; /* enum proto_xfer_op */
 	struct xfer_result xres;

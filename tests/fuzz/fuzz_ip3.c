@@ -5,7 +5,9 @@
  * JSON.
  *
  * The whole input goes to both JSON decoders, its first 4 bytes to
- * ip3_json_len and its first IP3_COOKIE_LEN bytes to ip3_cookie_valid.
+ * ip3_json_len and its first IP3_COOKIE_LEN bytes to ip3_cookie_valid;
+ * the whole input also to ip3_server_output_decode, whose text must
+ * survive ip3_results_encode_text and decode again.
  * Invariants checked, beyond "no sanitizer report":
  *  - return values are one of the documented ones;
  *  - decoded params are inside their bounds, strings NUL-terminated
@@ -64,6 +66,7 @@ static bool params_equal(const struct ip3_params *a, const struct ip3_params *b)
 	       a->mss == b->mss && a->nodelay == b->nodelay &&
 	       a->zerocopy == b->zerocopy &&
 	       a->get_server_output == b->get_server_output &&
+	       a->udp_counters64 == b->udp_counters64 &&
 	       !strcmp(a->congestion, b->congestion) &&
 	       !strcmp(a->title, b->title) &&
 	       !strcmp(a->client_version, b->client_version);
@@ -166,6 +169,47 @@ static void check_results(const char *buf, size_t size)
 	CHECK(n2 == n1 && !memcmp(enc1, enc2, (size_t)n1));
 }
 
+static void check_server_output(const char *buf, size_t size)
+{
+	static struct ip3_results r;
+	static char enc[IP3_MAX_RESULTS_TEXT_JSON];
+	struct lr_err err = { 0 };
+	char *text = (char *)1, *again = NULL;
+	int ret, n;
+
+	/* a -J server's document: an object printed back as JSON */
+	ret = ip3_server_output_json_decode(buf, size, &text, &err);
+	CHECK(ret == 0 || ret == LR_EBADMSG || ret == LR_ETOOBIG ||
+	      ret == -ENOMEM);
+	if (!ret && text) {
+		CHECK(strlen(text) <= IP3_MAX_SERVER_OUTPUT && text[0] == '{');
+		free(text);
+	}
+	text = (char *)1;
+	ret = ip3_server_output_decode(buf, size, &text, &err);
+	CHECK(ret == 0 || ret == LR_EBADMSG || ret == LR_ETOOBIG ||
+	      ret == -ENOMEM);
+	if (ret) {
+		CHECK(text == (char *)1);
+		CHECK(err.code == ret);
+		return;
+	}
+	if (!text)
+		return;
+	CHECK(strlen(text) <= IP3_MAX_SERVER_OUTPUT);
+	/* the text goes back out in a results message and reads back the
+	 * same, up to its first NUL */
+	memset(&r, 0, sizeof(r));
+	n = ip3_results_encode_text(&r, text, enc, sizeof(enc));
+	CHECK(n > 0 && (size_t)n == strlen(enc));
+	if (text[0]) {
+		ret = ip3_server_output_decode(enc, (size_t)n, &again, &err);
+		CHECK(ret == 0 && again && !strcmp(again, text));
+	}
+	free(again);
+	free(text);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *buf;
@@ -199,6 +243,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(buf, data, size);
 	check_params(buf, size);
 	check_results(buf, size);
+	check_server_output(buf, size);
 	free(buf);
 	return 0;
 }

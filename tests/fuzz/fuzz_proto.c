@@ -125,6 +125,7 @@ static void check_test_request(const union msg *m)
 	CHECK(r->window <= PROTO_MAX_WINDOW);
 	CHECK(r->mss <= 65535);
 	CHECK(r->zerocopy <= PROTO_ZC_MSG);
+	CHECK(r->udp <= 1);
 	check_str(r->cc, sizeof(r->cc));
 }
 
@@ -136,7 +137,8 @@ static bool eq_test_request(const union msg *a, const union msg *b)
 	       x->duration_ms == y->duration_ms && x->bytes == y->bytes &&
 	       x->blksize == y->blksize && x->window == y->window &&
 	       !strcmp(x->cc, y->cc) && x->mss == y->mss &&
-	       x->zerocopy == y->zerocopy && x->omit_ms == y->omit_ms;
+	       x->zerocopy == y->zerocopy && x->omit_ms == y->omit_ms &&
+	       x->rate_bps == y->rate_bps && x->udp == y->udp;
 }
 
 static void check_test_accept(const union msg *m)
@@ -173,7 +175,10 @@ static bool sr_eq(const struct proto_stream_result *x,
 	       x->flags == y->flags && x->bytes == y->bytes &&
 	       x->duration_us == y->duration_us && x->retrans == y->retrans &&
 	       x->max_cwnd == y->max_cwnd && x->min_rtt == y->min_rtt &&
-	       x->mean_rtt == y->mean_rtt && x->max_rtt == y->max_rtt;
+	       x->mean_rtt == y->mean_rtt && x->max_rtt == y->max_rtt &&
+	       x->udp == y->udp && x->packets == y->packets &&
+	       x->lost == y->lost && x->ooo == y->ooo && x->dup == y->dup &&
+	       x->jitter_ns == y->jitter_ns;
 }
 
 static bool eq_results(const union msg *a, const union msg *b)
@@ -384,6 +389,20 @@ static void fuzz_body(struct ctx *c, uint8_t type, const uint8_t *data,
 	for (i = 0; i < ARRAY_SIZE(kinds); i++)
 		if (kinds[i].type != type)
 			run_kind(c, &kinds[i], body, len);
+	/* a UDP stream's hello and its answer: exact, and canonical */
+	for (i = 0; i < 2; i++) {
+		struct proto_data_open d;
+		uint8_t again[PROTO_UDP_HELLO_LEN];
+
+		r = proto_decode_udp_hello(body, len, i, &d);
+		CHECK(r == 0 || r == LR_EBADMSG);
+		if (r)
+			continue;
+		CHECK(len == PROTO_UDP_HELLO_LEN && d.dir <= PROTO_DIR_S2C &&
+		      d.stream < 2 * PROTO_MAX_STREAMS);
+		proto_encode_udp_hello(again, &d, i);
+		CHECK(!memcmp(again, body, len));
+	}
 	free(body);
 }
 

@@ -109,7 +109,13 @@ class LinerateServer:
 
     def __init__(self, binary, *args, popen=subprocess.Popen, port=0,
                  start_timeout=10):
-        self.argv = [binary, "serve", "-p", str(port), *map(str, args)]
+        args = [str(a) for a in args]
+        # iperf3's port only when a test asks for it: serve's default
+        # (5201) would be fought over by servers on one host, and taken
+        # from a stock iperf3 -s started next to it
+        if "--iperf3-port" not in args and "--no-iperf3" not in args:
+            args.append("--no-iperf3")
+        self.argv = [binary, "serve", "-p", str(port), *args]
         self.proc = popen(self.argv, stdin=subprocess.DEVNULL,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.out = LineCollector(self.proc.stdout, "server stdout")

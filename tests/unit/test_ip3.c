@@ -177,6 +177,7 @@ static void fill_params(struct ip3_params *p)
 	p->nodelay = true;
 	p->zerocopy = true;
 	p->get_server_output = true;
+	p->udp_counters64 = true;
 	snprintf(p->congestion, sizeof(p->congestion), "bbr");
 	snprintf(p->title, sizeof(p->title), "a \"quoted\" \\ title");
 	snprintf(p->client_version, sizeof(p->client_version), "linerate");
@@ -201,6 +202,7 @@ static void assert_params_equal(const struct ip3_params *a,
 	assert_int_equal(a->nodelay, b->nodelay);
 	assert_int_equal(a->zerocopy, b->zerocopy);
 	assert_int_equal(a->get_server_output, b->get_server_output);
+	assert_int_equal(a->udp_counters64, b->udp_counters64);
 	assert_string_equal(a->congestion, b->congestion);
 	assert_string_equal(a->title, b->title);
 	assert_string_equal(a->client_version, b->client_version);
@@ -313,6 +315,7 @@ static void test_params_hostile(void **state)
 		{ "{\"congestion\":\"0123456789abcdef\"}", LR_EBADMSG },
 		{ "{\"client_version\":null}", LR_EBADMSG },
 		{ "{\"get_server_output\":\"yes\"}", LR_EBADMSG },
+		{ "{\"udp_counters_64bit\":2}", LR_EBADMSG },
 	};
 	struct ip3_params p;
 	size_t i;
@@ -502,6 +505,13 @@ static void test_results_iperf3(void **state)
 			  "\"streams\":[{\"id\":1,\"bytes\":1470,"
 			  "\"retransmits\":-1,\"jitter\":1.5e-05,"
 			  "\"errors\":-2,\"packets\":1}]}";
+	const char *m1 = "{\"cpu_util_total\":76.1,\"cpu_util_user\":7.2,"
+			 "\"cpu_util_system\":68.8,\"sender_has_retransmits\":"
+			 "18446744073709551615,\"congestion_used\":\"bbr\","
+			 "\"streams\":[{\"id\":1,\"bytes\":1537736704,"
+			 "\"retransmits\":18446744073709551615,\"jitter\":0,"
+			 "\"errors\":0,\"packets\":0,\"start_time\":0,"
+			 "\"end_time\":1.000222}]}";
 	struct ip3_results r;
 
 	(void)state;
@@ -513,6 +523,13 @@ static void test_results_iperf3(void **state)
 	assert_true(r.streams[0].end_time == 10.000452);
 	assert_true(r.cpu_total == 2.0741);
 
+	assert_int_equal(decode_r(old, &r), 0);
+	assert_int_equal(r.streams[0].errors, 0);
+
+	/* 3.12 prints -1 as 2^64 - 1 */
+	assert_int_equal(decode_r(m1, &r), 0);
+	assert_int_equal(r.sender_has_retransmits, -1);
+	assert_int_equal(r.streams[0].retransmits, -1);
 	assert_int_equal(decode_r(old, &r), 0);
 	assert_int_equal(r.streams[0].errors, 0);
 	assert_true(r.streams[0].end_time == 0);
@@ -609,10 +626,202 @@ static void test_results_too_many(void **state)
 	assert_int_equal(ip3_results_decode(buf, off, &r, &err), LR_ETOOBIG);
 	assert_int_equal(err.code, LR_ETOOBIG);
 
-	assert_int_equal(ip3_results_decode(buf, IP3_MAX_RESULTS_JSON + 1, &r,
-					    &err),
+	/* the length is checked before a byte is read */
+	assert_int_equal(ip3_results_decode(buf, IP3_MAX_RESULTS_TEXT_JSON + 1,
+					    &r, &err),
 			 LR_ETOOBIG);
 	assert_int_equal(ip3_results_decode(buf, 0, &r, &err), LR_EBADMSG);
+}
+
+static void test_server_output_roundtrip(void **state)
+{
+	static struct ip3_results r, q;
+	static char buf[IP3_MAX_RESULTS_TEXT_JSON];
+	const char *text = "Accepted connection from 127.0.0.1\n"
+			   "[  5]   0.00-1.00   sec  1.00 GBytes\t\"q\"\n";
+	struct lr_err err = { 0 };
+	char *out = (char *)1;
+	int n;
+
+	(void)state;
+	fill_results(&r, 3);
+	n = ip3_results_encode_text(&r, text, buf, sizeof(buf));
+	assert_true(n > 0);
+	assert_int_equal(ip3_results_decode(buf, (size_t)n, &q, &err), 0);
+	assert_results_equal(&r, &q);
+	assert_int_equal(ip3_server_output_decode(buf, (size_t)n, &out, &err),
+			 0);
+	assert_non_null(out);
+	assert_string_equal(out, text);
+	free(out);
+
+	/* no text: no key, and decode says NULL */
+	n = ip3_results_encode_text(&r, NULL, buf, sizeof(buf));
+	assert_true(n > 0);
+	assert_null(strstr(buf, "server_output_text"));
+	out = (char *)1;
+	assert_int_equal(ip3_server_output_decode(buf, (size_t)n, &out, &err),
+			 0);
+	assert_null(out);
+	n = ip3_results_encode_text(&r, "", buf, sizeof(buf));
+	assert_true(n > 0);
+	assert_null(strstr(buf, "server_output_text"));
+}
+
+static void test_server_output_truncate(void **state)
+{
+	static struct ip3_results r;
+	static char buf[IP3_MAX_RESULTS_TEXT_JSON];
+	struct lr_err err = { 0 };
+	size_t big = 2 * IP3_MAX_SERVER_OUTPUT, i, plain;
+	char *text = malloc(big + 1), *out = NULL;
+	int n;
+
+	(void)state;
+	assert_non_null(text);
+	for (i = 0; i < big; i++)
+		text[i] = (i % 64 == 63) ? '\n' : 'x';
+	text[big] = '\0';
+	fill_results(&r, 2);
+	plain = (size_t)ip3_results_encode(&r, buf, sizeof(buf));
+
+	/* longer than IP3_MAX_SERVER_OUTPUT: cut at a line end, marked */
+	n = ip3_results_encode_text(&r, text, buf, sizeof(buf));
+	assert_true(n > 0);
+	assert_int_equal(ip3_server_output_decode(buf, (size_t)n, &out, &err),
+			 0);
+	assert_true(strlen(out) <= IP3_MAX_SERVER_OUTPUT);
+	assert_non_null(strstr(out, "[... truncated]\n"));
+	assert_true(strstr(out, "[... truncated]") == out ||
+		    strstr(out, "[... truncated]")[-1] == '\n');
+	free(out);
+
+	/* a small buffer: the text shrinks to fit, the streams stay */
+	n = ip3_results_encode_text(&r, text, buf, plain + 200);
+	assert_true(n > 0 && (size_t)n < plain + 200);
+	assert_int_equal(ip3_server_output_decode(buf, (size_t)n, &out, &err),
+			 0);
+	assert_non_null(out);
+	free(out);
+	/* no room for any text: the results alone */
+	n = ip3_results_encode_text(&r, text, buf, plain + 16);
+	assert_int_equal((size_t)n, plain);
+	assert_int_equal(ip3_results_encode_text(&r, text, buf, 10), -ENOBUFS);
+	free(text);
+}
+
+static void test_server_output_hostile(void **state)
+{
+	static const struct {
+		const char *json;
+		int want;
+	} t[] = {
+		{ "[]", LR_EBADMSG },
+		{ "\"text\"", LR_EBADMSG },
+		{ "{", LR_EBADMSG },
+		{ "{\"server_output_text\":5}", LR_EBADMSG },
+		{ "{\"server_output_text\":null}", LR_EBADMSG },
+		{ "{\"server_output_text\":[\"a\"]}", LR_EBADMSG },
+		{ "{\"server_output_text\":{}}", LR_EBADMSG },
+		{ "{\"server_output_json\":{}}", 0 },
+	};
+	struct lr_err err = { 0 };
+	static char big[IP3_MAX_RESULTS_TEXT_JSON];
+	size_t i, off;
+	char *out;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(t); i++) {
+		out = (char *)1;
+		if (ip3_server_output_decode(t[i].json, strlen(t[i].json), &out,
+					     &err) != t[i].want)
+			fail_msg("case %zu: %s", i, t[i].json);
+		if (t[i].want)
+			assert_ptr_equal(out, (char *)1);
+		else
+			assert_null(out);
+	}
+	/* the length is checked before a byte is read */
+	assert_int_equal(ip3_server_output_decode(big,
+						  IP3_MAX_RESULTS_TEXT_JSON + 1,
+						  &out, &err),
+			 LR_ETOOBIG);
+	assert_int_equal(ip3_server_output_decode(big, 0, &out, &err),
+			 LR_EBADMSG);
+	/* a text above IP3_MAX_SERVER_OUTPUT in a message within bounds */
+	off = (size_t)snprintf(big, sizeof(big), "{\"server_output_text\":\"");
+	memset(big + off, 'a', IP3_MAX_SERVER_OUTPUT + 1);
+	off += IP3_MAX_SERVER_OUTPUT + 1;
+	memcpy(big + off, "\"}", 2);
+	off += 2;
+	out = (char *)1;
+	assert_int_equal(ip3_server_output_decode(big, off, &out, &err),
+			 LR_ETOOBIG);
+	assert_ptr_equal(out, (char *)1);
+}
+
+/* server_output_json: a -J server's document, as JSON text */
+static void test_server_output_json(void **state)
+{
+	struct lr_err err = { 0 };
+	const char *ok = "{\"server_output_json\":{\"end\":{\"x\":1}}}";
+	const char *none = "{\"streams\":[]}";
+	const char *bad = "{\"server_output_json\":\"text\"}";
+	char *t = (char *)1;
+
+	(void)state;
+	assert_int_equal(
+		ip3_server_output_json_decode(ok, strlen(ok), &t, &err), 0);
+	assert_non_null(t);
+	assert_string_equal(t, "{\"end\":{\"x\":1}}");
+	free(t);
+	t = (char *)1;
+	assert_int_equal(
+		ip3_server_output_json_decode(none, strlen(none), &t, &err), 0);
+	assert_null(t);
+	t = (char *)1;
+	assert_int_equal(ip3_server_output_json_decode(bad, strlen(bad), &t,
+						       &err),
+			 LR_EBADMSG);
+	assert_ptr_equal(t, (char *)1); /* untouched on failure */
+}
+
+/* congestion_used: optional; shown only, so an odd one is dropped */
+static void test_results_congestion_used(void **state)
+{
+	struct ip3_results r, q;
+	struct lr_err err = { 0 };
+	char buf[1024];
+	int n;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	r.sender_has_retransmits = 1;
+	snprintf(r.congestion_used, sizeof(r.congestion_used), "cubic");
+	n = ip3_results_encode(&r, buf, sizeof(buf));
+	assert_true(n > 0);
+	assert_non_null(strstr(buf, "\"congestion_used\":\"cubic\""));
+	assert_int_equal(ip3_results_decode(buf, (size_t)n, &q, &err), 0);
+	assert_string_equal(q.congestion_used, "cubic");
+	assert_int_equal(decode_r("{\"cpu_util_total\":1,\"cpu_util_user\":1,"
+				  "\"cpu_util_system\":0,"
+				  "\"sender_has_retransmits\":0,"
+				  "\"congestion_used\":\"a b\\u001b[31m\","
+				  "\"streams\":[]}",
+				  &q),
+			 0);
+	assert_string_equal(q.congestion_used, "");
+	assert_int_equal(decode_r("{\"cpu_util_total\":1,\"cpu_util_user\":1,"
+				  "\"cpu_util_system\":0,"
+				  "\"sender_has_retransmits\":0,"
+				  "\"congestion_used\":7,\"streams\":[]}",
+				  &q),
+			 0);
+	assert_string_equal(q.congestion_used, "");
+	/* without it (iperf3 before 3.1): empty */
+	r.congestion_used[0] = '\0';
+	n = ip3_results_encode(&r, buf, sizeof(buf));
+	assert_null(strstr(buf, "congestion_used"));
 }
 
 int main(void)
@@ -632,6 +841,11 @@ int main(void)
 		cmocka_unit_test(test_results_iperf3),
 		cmocka_unit_test(test_results_hostile),
 		cmocka_unit_test(test_results_too_many),
+		cmocka_unit_test(test_server_output_roundtrip),
+		cmocka_unit_test(test_server_output_truncate),
+		cmocka_unit_test(test_server_output_hostile),
+		cmocka_unit_test(test_results_congestion_used),
+		cmocka_unit_test(test_server_output_json),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -407,6 +407,8 @@ static void test_request_eq(const struct proto_test_request *a,
 	assert_int_equal(a->mss, b->mss);
 	assert_int_equal(a->zerocopy, b->zerocopy);
 	assert_true(a->omit_ms == b->omit_ms);
+	assert_true(a->rate_bps == b->rate_bps);
+	assert_int_equal(a->udp, b->udp);
 }
 
 static void test_rt_test_request(void **state)
@@ -427,6 +429,8 @@ static void test_rt_test_request(void **state)
 	in.mss = 1448;
 	in.zerocopy = PROTO_ZC_MSG;
 	in.omit_ms = 2000;
+	in.rate_bps = 100000000;
+	in.udp = 1;
 	msg_init(&m);
 	assert_int_equal(proto_encode_test_request(&m.b, &in), 0);
 	body = msg_body(&m, PROTO_TEST_REQUEST, &len);
@@ -516,6 +520,14 @@ static void stream_result_fill(struct proto_stream_result *s, unsigned i)
 	s->min_rtt = 20 + i;
 	s->mean_rtt = 40 + i;
 	s->max_rtt = 0xffffffffu - i;
+	if (i % 3 == 1) { /* some carry UDP figures */
+		s->udp = true;
+		s->packets = 1000000ull + i;
+		s->lost = i;
+		s->ooo = 2 * i;
+		s->dup = 3 * i;
+		s->jitter_ns = 0xffffffffffffull - i;
+	}
 }
 
 static void results_eq(const struct proto_results *a,
@@ -543,6 +555,12 @@ static void results_eq(const struct proto_results *a,
 		assert_int_equal(x->min_rtt, y->min_rtt);
 		assert_int_equal(x->mean_rtt, y->mean_rtt);
 		assert_int_equal(x->max_rtt, y->max_rtt);
+		assert_int_equal(x->udp, y->udp);
+		assert_true(x->packets == y->packets);
+		assert_true(x->lost == y->lost);
+		assert_true(x->ooo == y->ooo);
+		assert_true(x->dup == y->dup);
+		assert_true(x->jitter_ns == y->jitter_ns);
 	}
 }
 
@@ -595,6 +613,83 @@ static void test_rt_results(void **state)
 	out.cap = 0;
 	assert_int_equal(proto_decode_results(body, len, &out), 0);
 	results_eq(&in, &out);
+}
+
+static void test_udp_hello(void **state)
+{
+	struct proto_data_open in = { .stream = 255, .dir = PROTO_DIR_S2C },
+			       out;
+	uint8_t b[PROTO_UDP_HELLO_LEN];
+	unsigned i;
+
+	(void)state;
+	for (i = 0; i < PROTO_TEST_ID_LEN; i++)
+		in.test_id[i] = (uint8_t)(0xa0 + i);
+	proto_encode_udp_hello(b, &in, false);
+	assert_memory_equal(b, "LRUH", 4);
+	assert_int_equal(b[20], 0);
+	assert_int_equal(b[21], 255);
+	assert_int_equal(b[22], PROTO_DIR_S2C);
+	assert_int_equal(proto_decode_udp_hello(b, sizeof(b), false, &out), 0);
+	assert_memory_equal(out.test_id, in.test_id, PROTO_TEST_ID_LEN);
+	assert_int_equal(out.stream, 255);
+	assert_int_equal(out.dir, PROTO_DIR_S2C);
+	/* a hello is not an answer, lengths are exact, ranges checked */
+	assert_int_equal(proto_decode_udp_hello(b, sizeof(b), true, &out),
+			 LR_EBADMSG);
+	assert_int_equal(proto_decode_udp_hello(b, sizeof(b) - 1, false, &out),
+			 LR_EBADMSG);
+	b[22] = 2;
+	assert_int_equal(proto_decode_udp_hello(b, sizeof(b), false, &out),
+			 LR_EBADMSG);
+	b[22] = 0;
+	b[20] = 1; /* stream 511: above 2 x PROTO_MAX_STREAMS */
+	assert_int_equal(proto_decode_udp_hello(b, sizeof(b), false, &out),
+			 LR_EBADMSG);
+	proto_encode_udp_hello(b, &in, true);
+	assert_int_equal(proto_decode_udp_hello(b, sizeof(b), true, &out), 0);
+}
+
+/* A UDP result must follow the stream result it belongs to. */
+static void test_results_udp_order(void **state)
+{
+	struct proto_stream_result sin[1], sout[2];
+	struct proto_results in, out;
+	const uint8_t *body;
+	uint8_t copy[512];
+	struct msg m;
+	size_t len;
+
+	(void)state;
+	memset(&in, 0, sizeof(in));
+	stream_result_fill(&sin[0], 1); /* udp */
+	assert_true(sin[0].udp);
+	in.streams = sin;
+	in.nstreams = 1;
+	in.cap = 1;
+	msg_init(&m);
+	assert_int_equal(proto_encode_results(&m.b, &in), 0);
+	body = msg_body(&m, PROTO_TEST_RESULTS, &len);
+	assert_true(len <= sizeof(copy));
+	memcpy(copy, body, len);
+	out.streams = sout;
+	out.cap = 2;
+	assert_int_equal(proto_decode_results(copy, len, &out), 0);
+	assert_true(out.streams[0].udp);
+	/* the UDP result names another stream: refused */
+	copy[len - PROTO_UDP_RESULT_LEN + 1] ^= 1;
+	assert_int_equal(proto_decode_results(copy, len, &out), LR_EBADMSG);
+	/* the UDP result alone, without its stream result: refused */
+	copy[len - PROTO_UDP_RESULT_LEN + 1] ^= 1;
+	{
+		size_t ulen = 4 + PROTO_UDP_RESULT_LEN, cpu = 4 + 24;
+		uint8_t only[4 + 24 + 4 + PROTO_UDP_RESULT_LEN];
+
+		memcpy(only, copy, cpu); /* the CPU tag comes first */
+		memcpy(only + cpu, copy + len - ulen, ulen);
+		assert_int_equal(proto_decode_results(only, sizeof(only), &out),
+				 LR_EBADMSG);
+	}
 }
 
 /* The most streams a test can have: 128 each way. */
@@ -1159,9 +1254,9 @@ static void test_bad_truncated_tlv_header(void **state)
 /* Unknown tags: skipped without the critical bit, fatal with it. */
 static void test_bad_unknown_tags(void **state)
 {
-	static const uint16_t skip_tags[] = { 0x0000, 0x0024, 0x00ff, 0x0100,
+	static const uint16_t skip_tags[] = { 0x0000, 0x002f, 0x00ff, 0x0100,
 					      0x7fff };
-	static const uint16_t crit_tags[] = { 0x8000, 0x8001, 0x8024, 0xc000,
+	static const uint16_t crit_tags[] = { 0x8000, 0x8001, 0x802f, 0xc000,
 					      0xffff };
 	struct field f[13];
 	size_t k, i, t, pos;
@@ -1471,6 +1566,8 @@ int main(void)
 		cmocka_unit_test(test_rt_test_accept),
 		cmocka_unit_test(test_rt_empty),
 		cmocka_unit_test(test_rt_results),
+		cmocka_unit_test(test_results_udp_order),
+		cmocka_unit_test(test_udp_hello),
 		cmocka_unit_test(test_rt_results_max),
 		cmocka_unit_test(test_rt_sequence),
 		cmocka_unit_test(test_builder_overflow),

@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: MIT
+/*
+ * UDP tests: iperf3's datagram header, the receiver's loss / order /
+ * duplicate / jitter figures, and the sender's pacer. See udp.h.
+ */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "udp.h"
+#include "banned.h"
+
+#define US_PER_S 1000000
+
+/* Default bound on a catch-up burst after the sender fell behind. */
+#define PACER_BURST_US 10000
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+static uint32_t get_be32(const uint8_t *p)
+{
+	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
+	       ((uint32_t)p[2] << 8) | p[3];
+}
+
+/*
+ * now_us is split with floor division so that usec is always in
+ * [0, 1e6); seconds are sent modulo 2^32 as iperf3 does.
+ */
+int udp_hdr_encode(uint8_t *buf, size_t len, int64_t now_us, uint64_t seq,
+		   bool counters64)
+{
+	size_t need = counters64 ? UDP_HDR_LEN64 : UDP_HDR_LEN32;
+	int64_t sec = now_us / US_PER_S;
+	int64_t usec = now_us % US_PER_S;
+
+	if (!buf || len < need)
+		return -EINVAL;
+	if (usec < 0) {
+		usec += US_PER_S;
+		sec -= 1;
+	}
+	put_be32(buf, (uint32_t)sec);
+	put_be32(buf + 4, (uint32_t)usec);
+	if (counters64) {
+		put_be32(buf + 8, (uint32_t)(seq >> 32));
+		put_be32(buf + 12, (uint32_t)seq);
+	} else {
+		put_be32(buf + 8, (uint32_t)seq);
+	}
+	return (int)need;
+}
+
+/*
+ * Any 32-bit microseconds field is accepted (a peer may send more than
+ * 999999): sent_us is at most (2^32 - 1) * 1000001, far inside int64_t.
+ */
+int udp_hdr_decode(const uint8_t *buf, size_t len, bool counters64,
+		   int64_t *sent_us, uint64_t *seq)
+{
+	size_t need = counters64 ? UDP_HDR_LEN64 : UDP_HDR_LEN32;
+	uint64_t s;
+
+	if (!buf || len < need)
+		return -EBADMSG;
+	if (counters64)
+		s = ((uint64_t)get_be32(buf + 8) << 32) | get_be32(buf + 12);
+	else
+		s = get_be32(buf + 8);
+	*sent_us = (int64_t)get_be32(buf) * US_PER_S + get_be32(buf + 4);
+	*seq = s;
+	return 0;
+}
+
+void udp_rx_init(struct udp_rx *rx)
+{
+	memset(rx, 0, sizeof(*rx));
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static bool seen_test(const struct udp_rx *rx, uint64_t seq)
+{
+	uint64_t bit = seq % UDP_DUP_WINDOW;
+
+	return (rx->seen[bit / 64] >> (bit % 64)) & 1;
+}
+
+static void seen_set(struct udp_rx *rx, uint64_t seq)
+{
+	uint64_t bit = seq % UDP_DUP_WINDOW;
+
+	rx->seen[bit / 64] |= (uint64_t)1 << (bit % 64);
+}
+
+static void seen_clear(struct udp_rx *rx, uint64_t seq)
+{
+	uint64_t bit = seq % UDP_DUP_WINDOW;
+
+	rx->seen[bit / 64] &= ~((uint64_t)1 << (bit % 64));
+}
+
+/*
+ * The window covers max_seq - UDP_DUP_WINDOW + 1 .. max_seq. Moving
+ * max_seq forward to seq forgets the sequence numbers that leave it: their
+ * bits are reused by max_seq + 1 .. seq, which have not been seen.
+ */
+static void seen_advance(struct udp_rx *rx, uint64_t seq)
+{
+	uint64_t step = seq - rx->max_seq; /* > 0 */
+	uint64_t i;
+
+	if (step >= UDP_DUP_WINDOW) {
+		memset(rx->seen, 0, sizeof(rx->seen));
+		return;
+	}
+	for (i = 1; i <= step; i++)
+		seen_clear(rx, rx->max_seq + i);
+}
+
+static void rx_jitter(struct udp_rx *rx, int64_t sent_us, int64_t arrival_us)
+{
+	/* in double: the difference of two hostile int64 may overflow */
+	double transit = ((double)arrival_us - (double)sent_us) / 1e6;
+	double d;
+
+	if (!rx->have_transit) {
+		rx->prev_transit = transit;
+		rx->have_transit = true;
+		return;
+	}
+	d = fabs(transit - rx->prev_transit);
+	rx->prev_transit = transit;
+	rx->jitter_s += (d - rx->jitter_s) / 16.0;
+}
+
+/*
+ * iperf3's accounting (iperf_udp_recv) with duplicates told apart:
+ * - seq > max_seq: the gap below it is lost, max_seq moves up;
+ * - seq seen before within the window: dup, nothing else changes;
+ * - otherwise below max_seq: ooo, and one lost is taken back. A seq too old
+ *   for the window (below max_seq - UDP_DUP_WINDOW + 1) cannot be checked
+ *   and is counted as ooo, as iperf3 would.
+ * seq 0 is not a valid sequence number (iperf3 starts at 1) and max_seq 0
+ * means "none yet": a datagram with seq 0 counts in packets, bytes and
+ * jitter and as ooo (iperf3 sees it below the expected 1 too), but never
+ * moves max_seq, lost or the window.
+ * Counters saturate at UINT64_MAX instead of wrapping.
+ */
+void udp_rx_packet(struct udp_rx *rx, uint64_t seq, int64_t sent_us,
+		   int64_t arrival_us, size_t bytes)
+{
+	rx->packets = sat_add(rx->packets, 1);
+	rx->bytes = sat_add(rx->bytes, bytes);
+	rx_jitter(rx, sent_us, arrival_us);
+
+	if (seq == 0) {
+		rx->ooo = sat_add(rx->ooo, 1);
+		return;
+	}
+	if (seq > rx->max_seq) {
+		rx->lost = sat_add(rx->lost, seq - rx->max_seq - 1);
+		seen_advance(rx, seq);
+		rx->max_seq = seq;
+		seen_set(rx, seq);
+		return;
+	}
+	if (rx->max_seq - seq < UDP_DUP_WINDOW) {
+		if (seen_test(rx, seq)) {
+			rx->dup = sat_add(rx->dup, 1);
+			return;
+		}
+		seen_set(rx, seq);
+	}
+	rx->ooo = sat_add(rx->ooo, 1);
+	if (rx->lost > 0)
+		rx->lost--;
+}
+
+/*
+ * The pacer lets a datagram go once the bytes sent with it would not make
+ * the average since t0 exceed the rate: the send of the n-th byte is due at
+ * t0 + n * 8e6 / rate_bps microseconds (rounded up). So even the first
+ * datagram waits its own time at the rate. 128-bit arithmetic: at 100
+ * Gbit/s for 24 h, bytes * 8e6 is about 8.6e21, beyond 64 bits.
+ */
+static __int128 pacer_due(const struct udp_pacer *p, __int128 bytes)
+{
+	__int128 bits_us = bytes * 8 * US_PER_S;
+	__int128 r = (__int128)p->rate_bps;
+
+	return (__int128)p->t0_us + (bits_us + r - 1) / r;
+}
+
+/*
+ * When the next len bytes were due more than burst_us before now, the
+ * sender has stalled: move t0 forward so that they were due exactly
+ * burst_us ago. Back to back then go at most burst_us worth of datagrams
+ * plus the one that was due; bytes stays the total accounted. Lateness up
+ * to burst_us (timer slop) is still made up, so the average holds even
+ * when one datagram takes longer than burst_us at the rate.
+ */
+static void pacer_catch_up(struct udp_pacer *p, int64_t now_us, size_t len)
+{
+	__int128 behind;
+	__int128 burst = p->burst_us < 0 ? 0 : p->burst_us;
+
+	behind = (__int128)now_us - pacer_due(p, (__int128)p->bytes + len);
+	if (behind > burst)
+		p->t0_us = (int64_t)((__int128)p->t0_us + behind - burst);
+}
+
+void udp_pacer_init(struct udp_pacer *p, uint64_t rate_bps, int64_t now_us)
+{
+	p->rate_bps = rate_bps;
+	p->t0_us = now_us;
+	p->bytes = 0;
+	p->burst_us = PACER_BURST_US;
+}
+
+int64_t udp_pacer_wait_us(struct udp_pacer *p, int64_t now_us, size_t len)
+{
+	__int128 wait;
+
+	if (p->rate_bps == 0)
+		return 0;
+	pacer_catch_up(p, now_us, len);
+	wait = pacer_due(p, (__int128)p->bytes + len) - now_us;
+	if (wait <= 0)
+		return 0;
+	return wait > INT64_MAX ? INT64_MAX : (int64_t)wait;
+}
+
+void udp_pacer_sent(struct udp_pacer *p, int64_t now_us, size_t len)
+{
+	if (p->rate_bps != 0)
+		pacer_catch_up(p, now_us, len);
+	p->bytes = sat_add(p->bytes, len);
+}
