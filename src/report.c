@@ -313,7 +313,7 @@ struct line_fig {
 	bool sender; /* the sending side's figures */
 	bool has_tcp;
 	uint32_t retr, cwnd, rtt_us;
-	uint64_t packets, lost, dup; /* UDP */
+	uint64_t packets, lost, ooo, dup; /* UDP */
 	double jitter_ms;
 };
 
@@ -332,6 +332,21 @@ static void human_udp_tail(struct report *rp, const struct line_fig *f,
 			 omitted ? "(omitted)" : "");
 }
 
+/* A UDP receiver's datagrams out of order (a line as iperf3 prints) and
+ * duplicates (linerate's own count), when there were any. */
+static void human_ooo_line(struct report *rp, const char *id, const char *tag,
+			   double start, double end, uint64_t ooo, uint64_t dup)
+{
+	if (!ooo && !dup)
+		return;
+	rp_print(rp,
+		 "[%s]%s %6.2f-%-6.2f sec  %llu datagram%s received "
+		 "out-of-order, %llu duplicate%s\n",
+		 id, tag, start, end, (unsigned long long)ooo,
+		 ooo == 1 ? "" : "s", (unsigned long long)dup,
+		 dup == 1 ? "" : "s");
+}
+
 static void human_iv_line(struct report *rp, const char *id, const char *tag,
 			  const struct bench_interval *iv,
 			  const struct line_fig *f, bool per_stream)
@@ -344,6 +359,11 @@ static void human_iv_line(struct report *rp, const char *id, const char *tag,
 		 units_fmt_rate(rb, sizeof(rb), rate(f->bytes, secs)));
 	if (rp->udp) {
 		human_udp_tail(rp, f, iv->omitted);
+		/* as iperf3 does for datagrams out of order; duplicates
+		 * are linerate's own count */
+		if (!f->sender)
+			human_ooo_line(rp, id, tag, iv->start, iv->end, f->ooo,
+				       f->dup);
 		return;
 	}
 	if (f->sender && f->has_tcp) {
@@ -404,6 +424,7 @@ static void human_interval(struct report *rp, const struct bench_interval *iv)
 			.rtt_us = s->rtt_us,
 			.packets = s->packets,
 			.lost = s->lost,
+			.ooo = s->ooo,
 			.dup = s->dup,
 			.jitter_ms = s->jitter_ms,
 		};
@@ -416,6 +437,7 @@ static void human_interval(struct report *rp, const struct bench_interval *iv)
 		sum[k].has_tcp = sum[k].has_tcp || s->has_tcp;
 		sum[k].packets += s->packets;
 		sum[k].lost += s->lost;
+		sum[k].ooo += s->ooo;
 		sum[k].dup += s->dup;
 		sum[k].jitter_ms += s->jitter_ms;
 		jn[k]++;
@@ -441,19 +463,21 @@ static void human_interval(struct report *rp, const struct bench_interval *iv)
 
 /* The UDP keys of an interval or summary object, iperf3's way: the
  * sender has its datagram count, the receiver also jitter and loss. */
-static void udp_json_keys(cJSON *o, bool sender, uint64_t packets,
-			  uint64_t lost, double jitter_ms)
+static void udp_json_keys(cJSON *o, bool sender, const struct line_fig *f)
 {
-	uint64_t tot = packets;
+	uint64_t tot = f->packets;
 
 	if (sender) {
-		cJSON_AddNumberToObject(o, "packets", (double)packets);
+		cJSON_AddNumberToObject(o, "packets", (double)f->packets);
 		return;
 	}
-	add_num(o, "jitter_ms", jitter_ms);
-	cJSON_AddNumberToObject(o, "lost_packets", (double)lost);
+	add_num(o, "jitter_ms", f->jitter_ms);
+	cJSON_AddNumberToObject(o, "lost_packets", (double)f->lost);
 	cJSON_AddNumberToObject(o, "packets", (double)tot);
-	add_num(o, "lost_percent", pct(lost, tot));
+	add_num(o, "lost_percent", pct(f->lost, tot));
+	cJSON_AddNumberToObject(o, "out_of_order", (double)f->ooo);
+	/* not iperf3's: datagrams that came twice */
+	cJSON_AddNumberToObject(o, "duplicates", (double)f->dup);
 }
 
 static cJSON *interval_json(struct report *rp, const struct bench_interval *iv)
@@ -477,9 +501,15 @@ static cJSON *interval_json(struct report *rp, const struct bench_interval *iv)
 		add_num(s, "seconds", secs);
 		cJSON_AddNumberToObject(s, "bytes", (double)st->bytes);
 		add_num(s, "bits_per_second", rate(st->bytes, secs));
-		if (rp->udp)
-			udp_json_keys(s, st->sender, st->packets, st->lost,
-				      st->jitter_ms);
+		if (rp->udp) {
+			struct line_fig f = { .packets = st->packets,
+					      .lost = st->lost,
+					      .ooo = st->ooo,
+					      .dup = st->dup,
+					      .jitter_ms = st->jitter_ms };
+
+			udp_json_keys(s, st->sender, &f);
+		}
 		if (st->sender && st->has_tcp) {
 			cJSON_AddNumberToObject(s, "retransmits", st->retrans);
 			cJSON_AddNumberToObject(s, "snd_cwnd", st->cwnd);
@@ -495,6 +525,7 @@ static cJSON *interval_json(struct report *rp, const struct bench_interval *iv)
 		tot[k].retr += st->retrans;
 		tot[k].packets += st->packets;
 		tot[k].lost += st->lost;
+		tot[k].ooo += st->ooo;
 		tot[k].dup += st->dup;
 		tot[k].jitter_ms += st->jitter_ms;
 		jn[k]++;
@@ -508,10 +539,10 @@ static cJSON *interval_json(struct report *rp, const struct bench_interval *iv)
 		add_num(sum, "seconds", secs);
 		cJSON_AddNumberToObject(sum, "bytes", (double)tot[k].bytes);
 		add_num(sum, "bits_per_second", rate(tot[k].bytes, secs));
-		if (rp->udp)
-			udp_json_keys(sum, has[k], tot[k].packets, tot[k].lost,
-				      jn[k] ? tot[k].jitter_ms / jn[k] : 0);
-		else if (has[k])
+		if (rp->udp) {
+			tot[k].jitter_ms = jn[k] ? tot[k].jitter_ms / jn[k] : 0;
+			udp_json_keys(sum, has[k], &tot[k]);
+		} else if (has[k])
 			cJSON_AddNumberToObject(sum, "retransmits",
 						tot[k].retr);
 		cJSON_AddBoolToObject(sum, "omitted", iv->omitted);
@@ -664,8 +695,10 @@ static cJSON *udp_end_json(int id, const struct bench_side *snd,
 	cJSON_AddNumberToObject(o, "packets",
 				(double)(local_sender ? snd->packets : tot));
 	add_num(o, "lost_percent", pct(rcv->lost, tot));
-	if (with_ooo)
+	if (with_ooo) {
 		cJSON_AddNumberToObject(o, "out_of_order", (double)rcv->ooo);
+		cJSON_AddNumberToObject(o, "duplicates", (double)rcv->dup);
+	}
 	cJSON_AddBoolToObject(o, "sender", local_sender);
 	return o;
 }
@@ -813,6 +846,9 @@ static void human_total_line(struct report *rp, const char *id, const char *tag,
 				 d->jitter_ms, (unsigned long long)d->lost,
 				 (unsigned long long)tot, pct(d->lost, tot),
 				 what);
+		if (!sender)
+			human_ooo_line(rp, id, tag, 0.0, d->seconds, d->ooo,
+				       d->dup);
 		return;
 	}
 	if (sender)

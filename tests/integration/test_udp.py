@@ -8,10 +8,13 @@ test are dropped, and bad requests are refused. Nothing here asserts a
 speed; rates are low enough that a busy machine still delivers them.
 """
 
+import json
 import re
 import socket
 import struct
 import subprocess
+import threading
+import time
 
 import pytest
 
@@ -181,3 +184,107 @@ def test_udp_between_namespaces(hosts, serve, linerate_bin):
     for c in doc["start"]["connected"]:
         assert c["local_host"] == hosts.addr_a
         assert c["remote_host"] == hosts.addr_b
+
+
+# ---- a receiver's out-of-order and duplicate counts ----------------------
+#
+# A scripted iperf3 server (its protocol: docs/PROTOCOL.md section 10) that
+# sends `linerate bench --iperf3 -u -R` a known sequence: 4 comes after 5
+# (one out of order, no loss once it came) and 6 comes twice (a
+# duplicate). The client's report must say so per interval and in total.
+
+SEQ = [1, 2, 3, 5, 4, 6, 6, 7, 8, 9, 10]
+
+
+def _recv_exact(sock, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise EOFError(f"closed after {len(buf)} of {n} bytes")
+        buf += chunk
+    return buf
+
+
+def _scripted_iperf3_server(tcp, udp, length, done):
+    ctrl, _ = tcp.accept()
+    ctrl.settimeout(10)
+    try:
+        _recv_exact(ctrl, 37)                      # cookie
+        ctrl.sendall(bytes([9]))                   # PARAM_EXCHANGE
+        n = struct.unpack(">I", _recv_exact(ctrl, 4))[0]
+        _recv_exact(ctrl, n)
+        ctrl.sendall(bytes([10]))                  # CREATE_STREAMS
+        hello, peer = udp.recvfrom(16)
+        assert len(hello) == 4, hello
+        udp.connect(peer)
+        udp.send(struct.pack("=I", 0x39383736))    # UDP_CONNECT_REPLY
+        ctrl.sendall(bytes([1, 2]))                # TEST_START, RUNNING
+        now = time.time()
+        for seq in SEQ:
+            hdr = struct.pack(">III", int(now), int(now % 1 * 1e6), seq)
+            udp.send(hdr + bytes(length - len(hdr)))
+        assert _recv_exact(ctrl, 1) == bytes([4])  # TEST_END
+        ctrl.sendall(bytes([13]))                  # EXCHANGE_RESULTS
+        n = struct.unpack(">I", _recv_exact(ctrl, 4))[0]
+        _recv_exact(ctrl, n)
+        ours = json.dumps({
+            "cpu_util_total": 1.0, "cpu_util_user": 0.5,
+            "cpu_util_system": 0.5, "sender_has_retransmits": -1,
+            "streams": [{"id": 1, "bytes": len(SEQ) * length,
+                         "retransmits": -1, "jitter": 0, "errors": 0,
+                         "packets": len(SEQ), "start_time": 0,
+                         "end_time": 1}]}).encode()
+        ctrl.sendall(struct.pack(">I", len(ours)) + ours)
+        ctrl.sendall(bytes([14]))                  # DISPLAY_RESULTS
+        assert _recv_exact(ctrl, 1) == bytes([16])  # IPERF_DONE
+        done.append(True)
+    finally:
+        ctrl.close()
+
+
+def _run_against_script(linerate_bin, *args):
+    tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    tcp.bind((LOOP, 0))
+    tcp.listen(4)
+    tcp.settimeout(15)
+    port = tcp.getsockname()[1]
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind((LOOP, port))
+    udp.settimeout(15)
+    done = []
+    t = threading.Thread(target=_scripted_iperf3_server,
+                         args=(tcp, udp, 100, done), daemon=True)
+    t.start()
+    try:
+        res = run_bench(linerate_bin, "--iperf3", "-p", str(port), "-u",
+                        "-R", "-t", "1", "-l", "100", *args, LOOP,
+                        timeout=30)
+    finally:
+        t.join(20)
+        tcp.close()
+        udp.close()
+    assert done, "the scripted server did not finish its script"
+    return res
+
+
+def test_out_of_order_and_duplicates_reported(linerate_bin):
+    res = _run_against_script(linerate_bin, "-J")
+    assert res.returncode == 0, describe(res)
+    doc = json.loads(res.stdout)
+    u = doc["end"]["streams"][0]["udp"]
+    assert (u["out_of_order"], u["duplicates"], u["lost_packets"]) == \
+        (1, 1, 0), u
+    # iperf3's packets of a receiver: the highest sequence number
+    assert u["packets"] == max(SEQ), u
+    ivs = [iv["streams"][0] for iv in doc["intervals"]]
+    assert sum(s["out_of_order"] for s in ivs) == 1, ivs
+    assert sum(s["duplicates"] for s in ivs) == 1, ivs
+
+    res = _run_against_script(linerate_bin)
+    assert res.returncode == 0, describe(res)
+    lines = re.findall(r"^\[\s*1\]\s+0\.00-\s*\S+\s+sec\s+1 datagram "
+                       r"received out-of-order, 1 duplicate$", res.stdout,
+                       re.M)
+    assert lines, res.stdout
