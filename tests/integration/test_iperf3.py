@@ -269,6 +269,55 @@ def test_iperf3_client_against_linerate_serve(hosts, serve, iperf3, mode):
     assert srv.alive(), srv.log.text()
 
 
+@pytest.mark.parametrize("udp", [False, True], ids=["tcp", "udp"])
+def test_iperf3_client_gets_serve_output_and_title(hosts, serve, iperf3,
+                                                   udp):
+    """iperf3 -c --get-server-output -T against serve: the results carry
+    serve's own report of the test (its receiver line with the bytes it
+    counted), and iperf3 puts its title in the JSON."""
+    srv = start_lr_serve(serve, hosts)
+    args = ["-t", "1", "--get-server-output", "-T", "ip3-title"]
+    if udp:
+        args += ["-u", "-b", "10M"]
+    doc = iperf3_doc(run_iperf3_client(hosts, LR_IPERF3_PORT, *args))
+    assert doc.get("title") == "ip3-title", sorted(doc)
+    text = doc.get("server_output_text")
+    assert isinstance(text, str) and text, sorted(doc)
+    got = int(doc["end"]["sum_received" if not udp else "sum"]["bytes"])
+    assert got > 0
+    m = re.search(r"^\[\s*\w+\]\s+0\.00-\s*\S+\s+sec\s+(\S+) (\S*)Bytes\b.*"
+                  r"receiver$", text, re.M)
+    assert m, text
+    assert srv.alive()
+
+
+def test_iperf3_client_bitrate_is_a_cap(hosts, serve, linerate_bin, iperf3):
+    """iperf3 -c -b RATE (TCP) against serve, and linerate bench -b RATE
+    against stock iperf3 -s: each stream is paced, so what is sent stays
+    under the rate (plus one block of slack); a cap, not a speed."""
+    srv = start_lr_serve(serve, hosts)
+    doc = iperf3_doc(run_iperf3_client(hosts, LR_IPERF3_PORT, "-t", "2",
+                                       "-b", "40M", "-P", "2"))
+    sent = doc["end"]["sum_sent"]
+    assert 0 < sent["bits_per_second"] <= 2 * 40e6 * 1.1, sent
+    assert srv.alive()
+    ip = hosts.popen_b(["iperf3", "-s", "-1", "-B", hosts.addr_b, "-p",
+                        str(IPERF3_SERVER_PORT)], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_listen(hosts.run_b, IPERF3_SERVER_PORT, timeout=10)
+        doc = lr_doc(lr_iperf3_bench(linerate_bin, hosts,
+                                     IPERF3_SERVER_PORT, "-t", "2", "-b",
+                                     "40M", "-P", "2"))
+        sent = doc["end"]["sum_sent"]
+        assert 0 < sent["bits_per_second"] <= 2 * 40e6 * 1.1, sent
+        assert ip.wait(timeout=15) == 0
+    finally:
+        if ip.poll() is None:
+            ip.kill()
+            ip.wait(timeout=10)
+
+
 def test_serve_listening_lines_tell_ports_apart(hosts, serve, linerate_bin,
                                                iperf3):
     """serve prints "Server listening on ADDR port N" for its linerate

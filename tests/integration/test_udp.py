@@ -288,3 +288,15 @@ def test_out_of_order_and_duplicates_reported(linerate_bin):
                        r"received out-of-order, 1 duplicate$", res.stdout,
                        re.M)
     assert lines, res.stdout
+
+
+@pytest.mark.parametrize("mode", [[], ["-R"]], ids=["forward", "reverse"])
+def test_tcp_bitrate_caps_each_stream(serve, mode):
+    """-b paces TCP streams too (as iperf3's -b): what is sent stays under
+    RATE per stream, plus a little slack; a cap, not a speed."""
+    srv = serve("-B", LOOP)
+    doc = bench_json(srv.argv[0], "-b", "40M", "-P", "2", "-t", "2", *mode,
+                     f"{LOOP}:{srv.port}")
+    sent = doc["end"]["sum_sent"]
+    assert 0 < sent["bits_per_second"] <= 2 * 40e6 * 1.1, sent
+    assert doc["start"]["test_start"]["protocol"] == "TCP"
