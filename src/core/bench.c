@@ -524,10 +524,12 @@ static int recv_udp(struct bench_stream *s, uint8_t *buf, size_t cap)
 		for (i = 0; i < (unsigned)k; i++) {
 			size_t len = msgs[i].msg_len;
 
-			/* a late answer to a repeated hello is no data */
+			/* a repeated hello (server) or a late answer to
+			 * one (client) is no data */
 			if (len < hl ||
 			    (len == PROTO_UDP_HELLO_LEN &&
-			     !memcmp(iov[i].iov_base, "LRUA", 4)) ||
+			     (!memcmp(iov[i].iov_base, "LRUA", 4) ||
+			      !memcmp(iov[i].iov_base, "LRUH", 4))) ||
 			    udp_hdr_decode(iov[i].iov_base, len,
 					   run->udp_counters64, &sent_us,
 					   &seq)) {
@@ -1220,7 +1222,11 @@ static int open_streams(const struct bench_opts *o, const struct net_addr *addr,
 
 /* UDP streams (docs/PROTOCOL.md, "UDP tests"): a connected UDP socket per
  * stream, attached with a hello datagram repeated until the server's
- * answer comes from the stream's own socket. */
+ * answer comes from the stream's own socket, or until the server speaks
+ * on the control connection (ctrl_fd): it sends TEST_START only once every
+ * stream is attached, so that stands for answers that were lost (a repeated
+ * hello goes to the stream's own socket on the server, where nobody reads
+ * it before the test), and an ERROR is read by the caller. */
 #define UDP_HELLO_EVERY_MS 200
 #define UDP_HELLO_TRIES	   25
 
@@ -1245,15 +1251,15 @@ static bool udp_answer_ok(int fd, const struct proto_data_open *want)
 
 static int open_udp_streams(const struct net_addr *addr,
 			    const struct net_addr *bind, const char *where,
-			    const uint8_t *test_id, struct bench_run *run,
-			    struct lr_err *err)
+			    const uint8_t *test_id, int ctrl_fd,
+			    struct bench_run *run, struct lr_err *err)
 {
 	struct pollfd *pf;
 	bool *ok;
 	unsigned i, left = run->nstreams, tries;
 	int r = 0;
 
-	pf = calloc(run->nstreams, sizeof(*pf));
+	pf = calloc(run->nstreams + 1, sizeof(*pf));
 	ok = calloc(run->nstreams, sizeof(*ok));
 	if (!pf || !ok) {
 		r = lr_err_setc(err, -ENOMEM, "UDP stream table");
@@ -1291,9 +1297,16 @@ static int open_udp_streams(const struct net_addr *addr,
 				goto out_free;
 			}
 		}
+		pf[run->nstreams] =
+			(struct pollfd){ .fd = ctrl_fd, .events = POLLIN };
 		while (left && (now = net_now_ms()) < until) {
-			if (poll(pf, run->nstreams, (int)(until - now)) <= 0)
+			if (poll(pf, run->nstreams + 1, (int)(until - now)) <=
+			    0)
 				continue;
+			if (pf[run->nstreams].revents) {
+				left = 0; /* TEST_START or ERROR: the caller */
+				break;
+			}
 			for (i = 0; i < run->nstreams; i++) {
 				struct bench_stream *s = &run->streams[i];
 				struct proto_data_open d = {
@@ -1459,7 +1472,7 @@ int bench_client_run(const struct bench_opts *o,
 		goto out_close;
 	run.udp_counters64 = true; /* linerate's UDP tests always are */
 	if (o->req.udp)
-		r = open_udp_streams(&addr, bindp, where, acc.test_id, &run,
+		r = open_udp_streams(&addr, bindp, where, acc.test_id, fd, &run,
 				     err);
 	else
 		r = open_streams(o, &addr, bindp, where, acc.test_id, &run,

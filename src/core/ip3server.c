@@ -82,7 +82,8 @@ struct ip3srv {
 	struct ip3_test *tests;
 	unsigned active; /* tests counted against max_tests */
 	unsigned next_no;
-	_Atomic uint64_t accepted; /* TCP connections so far */
+	_Atomic uint64_t accepted;   /* TCP connections so far */
+	int64_t accept_paused_until; /* out of descriptors: wait */
 	struct ip3_pending pend[IP3SRV_MAX_PENDING];
 	unsigned npend;
 };
@@ -1289,6 +1290,10 @@ static void pending_make_room(struct ip3srv *srv, const uint8_t *host)
 		      "without a cookie");
 }
 
+/* Out of descriptors, the listener stays readable: stop polling it for
+ * this long, as server.c does, rather than spin. */
+#define ACCEPT_PAUSE_MS 100
+
 static void accept_some(struct ip3srv *srv)
 {
 	unsigned k;
@@ -1305,8 +1310,13 @@ static void accept_some(struct ip3srv *srv)
 
 		fd = accept4(srv->lfd, (struct sockaddr *)&ss, &sl,
 			     SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS || errno == ENOMEM)
+				srv->accept_paused_until =
+					net_now_ms() + ACCEPT_PAUSE_MS;
 			return;
+		}
 		peer_of(&ss, peer, sizeof(peer), &port, host);
 		pending_make_room(srv, host);
 		pd = &srv->pend[srv->npend++];
@@ -1503,12 +1513,17 @@ int ip3srv_run(struct ip3srv *srv, struct lr_err *err)
 		 srv->o.bind_addr ? srv->o.bind_addr : "*");
 	emit(srv, &ev);
 	while (!atomic_load(&srv->stopping)) {
-		pf[0] = (struct pollfd){ .fd = srv->lfd, .events = POLLIN };
+		now = net_now_ms();
+		next = now + 1000;
+		pf[0] = (struct pollfd){ .fd = now >= srv->accept_paused_until
+						       ? srv->lfd
+						       : -1,
+					 .events = POLLIN };
+		if (now < srv->accept_paused_until)
+			next = srv->accept_paused_until;
 		pf[1] = (struct pollfd){ .fd = srv->ufd, .events = POLLIN };
 		pf[2] = (struct pollfd){ .fd = srv->evfd, .events = POLLIN };
 		np = srv->npend;
-		now = net_now_ms();
-		next = now + 1000;
 		for (i = 0; i < np; i++) {
 			const struct ip3_pending *pd = &srv->pend[i];
 

@@ -967,8 +967,10 @@ static const char *attach_stream(struct server *srv,
 /*
  * A UDP stream's hello: the test waiting for it gets a socket of its own,
  * bound to the server's UDP port and connected to the sender, and the
- * answer goes out from it. A hello repeated (the answer was lost) is
- * answered again. Anything else is dropped without an answer.
+ * answer goes out from it. Once that socket exists the sender's datagrams,
+ * repeated hellos too, go to it and not here: a client whose answer was
+ * lost takes TEST_START, sent once every stream is attached, as the
+ * answer. Anything else is dropped without an answer.
  */
 static void udp_hello(struct server *srv, const uint8_t *dg, size_t len,
 		      const struct net_addr *peer)

@@ -300,3 +300,43 @@ def test_tcp_bitrate_caps_each_stream(serve, mode):
     sent = doc["end"]["sum_sent"]
     assert 0 < sent["bits_per_second"] <= 2 * 40e6 * 1.1, sent
     assert doc["start"]["test_start"]["protocol"] == "TCP"
+
+
+def test_udp_lost_answers_do_not_fail_the_test(hosts, serve, linerate_bin):
+    """The server's answers to the streams' hellos (23-byte datagrams from
+    its port) are all dropped on the way back: the client takes TEST_START,
+    which the server sends once every stream is attached, as the answer,
+    and the test runs (docs/PROTOCOL.md section 3, UDP tests)."""
+    srv = serve("-B", hosts.addr_b, popen=hosts.popen_b)
+    dev = hosts.if_b
+    # htb sends the answers (IPv4 total length 51 = 20 + 8 + 23, UDP, from
+    # the server's port) to a class whose pfifo holds nothing: dropped
+    # (this kernel has no tc drop action)
+    tc = [["qdisc", "add", "dev", dev, "root", "handle", "1:", "htb",
+           "default", "1", "r2q", "10000"],
+          ["class", "add", "dev", dev, "parent", "1:", "classid", "1:1",
+           "htb", "rate", "10gbit"],
+          ["class", "add", "dev", dev, "parent", "1:", "classid", "1:2",
+           "htb", "rate", "10gbit"],
+          ["qdisc", "add", "dev", dev, "parent", "1:2", "handle", "20:",
+           "pfifo", "limit", "0"],
+          ["filter", "add", "dev", dev, "parent", "1:", "protocol", "ip",
+           "prio", "1", "u32", "match", "ip", "protocol", "17", "0xff",
+           "match", "ip", "sport", str(srv.port), "0xffff", "match", "u16",
+           "51", "0xffff", "at", "2", "flowid", "1:2"]]
+    for args in tc:
+        res = hosts.run_b(["tc", *args], capture_output=True, text=True,
+                          timeout=10)
+        if res.returncode:
+            pytest.skip(f"tc {' '.join(args[:2])}: {res.stderr.strip()}")
+    doc = bench_json(linerate_bin, "-u", "-b", "10M", "-t", "1", "-P", "2",
+                     f"{hosts.addr_b}:{srv.port}", run=hosts.run_a,
+                     timeout=60)
+    assert_consistent(doc)
+    stats = hosts.run_b(["tc", "-s", "qdisc", "show", "dev", dev],
+                        capture_output=True, text=True, timeout=10).stdout
+    # the answers were dropped (the test would be moot otherwise): two
+    # streams, one answer each at least
+    m = re.search(r"qdisc pfifo 20:.*\n\s*Sent \d+ bytes \d+ pkt "
+                  r"\(dropped (\d+)", stats)
+    assert m and int(m.group(1)) >= 2, stats
