@@ -44,6 +44,10 @@
 #   rsync           rsync -a -e "ssh -i KEY ..." against the same sshd
 #   linerate bench  reference: memory to memory, -t SEC, against the same
 #                   kind of server (file groups only)
+#   dd              with --dest-disk (file groups): the destination disk
+#                   alone, no network: in B, dd if=SRC of=DEST/FILE bs=1M
+#                   conv=fsync (linerate send fsyncs too; nc and the others
+#                   do not)
 #
 # The tree (group "tree") has no plain nc row.  The source data is made once
 # with `linerate gen` (the tree: one gen file cut by `split -b 4096`) and is
@@ -455,7 +459,7 @@ run_one() {
     local tool=$1 kind=$2 tag=$3
     local sf=$WORK/$tag.recv.time cf=$WORK/$tag.send.time
     local slog=$WORK/$tag.recv.log clog=$WORK/$tag.send.log
-    local rundir=$DEST/$tag name src bytes limit port oneshot=0 persist=1
+    local rundir=$DEST/$tag name src bytes limit port oneshot=0 persist=1 local_only=0
     local -a srv cli
     local spid crc=0 src_rc t0 t1 st ct got
 
@@ -503,6 +507,11 @@ run_one() {
         cli=(/bin/sh -c 'tar cf - -C "$1" "$2" | nc -N "$3" "$4"' tar-send
             "$SRC" "$name" "$TH_ADDR_B" "$port")
         ;;
+    dd)
+        # no server: one process in B writes the file onto the disk
+        local_only=1 persist=0
+        cli=(dd if="$src" of="$rundir/$name" bs=1M conv=fsync status=none)
+        ;;
     scp | rsync)
         port=$SSH_PORT
         rm -f "$SSHD_DIR/sshd.pid"
@@ -517,20 +526,27 @@ run_one() {
         ;;
     esac
 
-    "${WRAP_SERVER[@]}" "${NS_SERVER[@]}" "$TIME_BIN" -f "$TIME_FMT" -o "$sf" \
-        "${srv[@]}" </dev/null >"$slog" 2>&1 &
-    spid=$!
-    SERVER_PIDS=("$spid")
-    if ! wait_listen "$port" "$spid"; then
-        log "$tag: the receiving end did not start listening on port $port:"
-        sed 's/^/    /' "$slog" >&2 || true
-        kill_servers
-        rm -rf "$rundir"
-        return 1
+    local -a ns_cli=("${NS_CLIENT[@]}")
+    if [ "$local_only" = 1 ]; then
+        # the one process runs where the data lands; no receiving end
+        ns_cli=("${NS_SERVER[@]}")
+        echo "0.00 0.00 0.00 0" >"$sf"
+    else
+        "${WRAP_SERVER[@]}" "${NS_SERVER[@]}" "$TIME_BIN" -f "$TIME_FMT" -o "$sf" \
+            "${srv[@]}" </dev/null >"$slog" 2>&1 &
+        spid=$!
+        SERVER_PIDS=("$spid")
+        if ! wait_listen "$port" "$spid"; then
+            log "$tag: the receiving end did not start listening on port $port:"
+            sed 's/^/    /' "$slog" >&2 || true
+            kill_servers
+            rm -rf "$rundir"
+            return 1
+        fi
     fi
 
     t0=$(now)
-    timeout "$limit" "${WRAP_CLIENT[@]}" "${NS_CLIENT[@]}" "$TIME_BIN" -f "$TIME_FMT" -o "$cf" \
+    timeout "$limit" "${WRAP_CLIENT[@]}" "${ns_cli[@]}" "$TIME_BIN" -f "$TIME_FMT" -o "$cf" \
         "${cli[@]}" </dev/null >"$clog" 2>&1 || crc=$?
     src_rc=0
     if [ "$oneshot" = 1 ]; then
@@ -635,6 +651,7 @@ tools_for() {
     [ "$kind" = file ] && t+=(nc)
     t+=(tarnc scp rsync)
     [ "$opt_peers_only" = 0 ] && [ "$kind" = file ] && t+=(ref)
+    [ -n "$opt_dest_disk" ] && [ "$kind" = file ] && t+=(dd)
     echo "${t[@]}"
 }
 
@@ -784,6 +801,7 @@ tool_label() {
     scp) echo "scp$([ "$2" = tree ] && echo ' -r')" ;;
     rsync) echo "rsync -a -e ssh" ;;
     ref) echo "(reference) linerate bench, memory to memory" ;;
+    dd) echo "(reference) dd onto the destination disk, conv=fsync, no network" ;;
     esac
 }
 
