@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# shellcheck shell=bash
 #
 # lib.sh - what the bench scripts share: messages and the common options
 # (-t SEC, --repeat N, --rows LIST, --out FILE, --help; --tools LIST for
