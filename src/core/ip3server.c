@@ -114,27 +114,11 @@ static void wake(struct ip3srv *srv)
 	}
 }
 
-/* The address without port, IPv4 as v4-mapped IPv6: hosts compare. */
-static void host_key(const struct sockaddr_storage *ss, uint8_t out[16])
-{
-	memset(out, 0, 16);
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
-
-		out[10] = out[11] = 0xff;
-		memcpy(out + 12, &a->sin_addr, 4);
-	} else if (ss->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
-
-		memcpy(out, &a->sin6_addr, 16);
-	}
-}
-
 static void peer_of(const struct sockaddr_storage *ss, char *buf, size_t cap,
 		    uint16_t *port, uint8_t host[16])
 {
 	net_addr_host((const struct sockaddr *)ss, buf, cap, port);
-	host_key(ss, host);
+	net_addr_host_key(ss, host);
 }
 
 int ip3srv_new(const struct ip3srv_opts *o, const struct ip3srv_callbacks *cb,
@@ -168,12 +152,7 @@ int ip3srv_new(const struct ip3srv_opts *o, const struct ip3srv_callbacks *cb,
 		goto out_close;
 	}
 	/* port 0: the UDP socket takes the port TCP got */
-	if (srv->addr.ss.ss_family == AF_INET6)
-		((struct sockaddr_in6 *)&srv->addr.ss)->sin6_port =
-			htons(net_local_port(srv->lfd));
-	else
-		((struct sockaddr_in *)&srv->addr.ss)->sin_port =
-			htons(net_local_port(srv->lfd));
+	net_addr_set_port(&srv->addr, net_local_port(srv->lfd));
 	r = net_udp_socket(&srv->addr, NULL, err);
 	if (r < 0)
 		goto out_close;

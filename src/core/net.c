@@ -224,6 +224,26 @@ out_close:
 	return r;
 }
 
+void net_addr_set_port(struct net_addr *addr, uint16_t port)
+{
+	if (addr->ss.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&addr->ss)->sin6_port = htons(port);
+	else if (addr->ss.ss_family == AF_INET)
+		((struct sockaddr_in *)&addr->ss)->sin_port = htons(port);
+}
+
+void net_addr_host_key(const struct sockaddr_storage *ss, uint8_t out[16])
+{
+	memset(out, 0, 16);
+	if (ss->ss_family == AF_INET6) {
+		memcpy(out, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+	} else if (ss->ss_family == AF_INET) {
+		out[10] = out[11] = 0xff; /* as an IPv4-mapped address */
+		memcpy(out + 12, &((const struct sockaddr_in *)ss)->sin_addr,
+		       4);
+	}
+}
+
 uint16_t net_local_port(int fd)
 {
 	struct sockaddr_storage ss;

@@ -72,6 +72,13 @@ int net_listen(const struct net_addr *addr, int backlog, struct lr_err *err);
 int net_udp_socket(const struct net_addr *local, const struct net_addr *peer,
 		   struct lr_err *err);
 
+/* Set the port of addr (IPv4 or IPv6). */
+void net_addr_set_port(struct net_addr *addr, uint16_t port);
+
+/* The address of ss without its port, IPv4 as IPv4-mapped IPv6, so that
+ * hosts compare with memcmp; zeros for other families. */
+void net_addr_host_key(const struct sockaddr_storage *ss, uint8_t out[16]);
+
 /* Port a bound socket listens on, or 0. */
 uint16_t net_local_port(int fd);
 

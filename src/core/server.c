@@ -135,11 +135,7 @@ static void open_udp_port(struct server *srv, const struct net_addr *addr)
 	int fd;
 
 	srv->uaddr = *addr;
-	if (srv->uaddr.ss.ss_family == AF_INET6)
-		((struct sockaddr_in6 *)&srv->uaddr.ss)->sin6_port =
-			htons(port);
-	else
-		((struct sockaddr_in *)&srv->uaddr.ss)->sin_port = htons(port);
+	net_addr_set_port(&srv->uaddr, port);
 	fd = net_udp_socket(&srv->uaddr, NULL, &e);
 	if (fd < 0)
 		return;
@@ -1103,18 +1099,6 @@ static void pending_dispatch(struct server *srv, unsigned i,
 }
 
 /* The address of a peer without its port, as 16 bytes. */
-static void host_key(const struct sockaddr_storage *ss, uint8_t out[16])
-{
-	memset(out, 0, 16);
-	if (ss->ss_family == AF_INET6) {
-		memcpy(out, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
-	} else if (ss->ss_family == AF_INET) {
-		out[10] = out[11] = 0xff; /* as an IPv4-mapped address */
-		memcpy(out + 12, &((const struct sockaddr_in *)ss)->sin_addr,
-		       4);
-	}
-}
-
 static struct penalty *penalty_find(struct server *srv, const uint8_t *host,
 				    bool create)
 {
@@ -1413,7 +1397,7 @@ evict:
 
 			p->fd = fd;
 			conn_init_plain(&p->conn, fd);
-			host_key(&ss, p->host);
+			net_addr_host_key(&ss, p->host);
 			q = penalty_find(srv, p->host, false);
 			if (q && q->until > net_now_ms())
 				p->hold_until = q->until;

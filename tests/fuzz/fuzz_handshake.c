@@ -40,6 +40,7 @@
 #include "proto.h"
 #include "session.h"
 #include "handshake_fixture.h"
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -49,19 +50,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define MSG_CAP	   (PROTO_HDR_LEN + 1024 + CRYPTO_TAG_LEN)
 /* Records looked at per input. */
 #define MAX_RECS 8
-
-static void check_failed(const char *what, int line)
-{
-	fprintf(stderr, "fuzz_handshake.c:%d: invariant failed: %s\n", line,
-		what);
-	abort();
-}
-
-#define CHECK(c)                                    \
-	do {                                        \
-		if (!(c))                           \
-			check_failed(#c, __LINE__); \
-	} while (0)
 
 /* Built once: the states every input starts from. */
 static struct {

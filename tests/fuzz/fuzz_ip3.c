@@ -28,20 +28,9 @@
 
 #include "err.h"
 #include "ip3.h"
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void check_failed(const char *what, int line)
-{
-	fprintf(stderr, "fuzz_ip3.c:%d: invariant failed: %s\n", line, what);
-	abort();
-}
-
-#define CHECK(c)                                    \
-	do {                                        \
-		if (!(c))                           \
-			check_failed(#c, __LINE__); \
-	} while (0)
 
 static bool str_ok(const char *s, size_t cap)
 {

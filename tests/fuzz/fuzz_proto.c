@@ -30,6 +30,7 @@
 
 #include "err.h"
 #include "proto.h"
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -40,18 +41,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define ENC_CAP (PROTO_HDR_LEN + PROTO_MAX_BODY)
 /* Messages looked at per input; more adds time, not coverage. */
 #define MAX_MSGS 16
-
-static void check_failed(const char *what, int line)
-{
-	fprintf(stderr, "fuzz_proto.c:%d: invariant failed: %s\n", line, what);
-	abort();
-}
-
-#define CHECK(c)                                    \
-	do {                                        \
-		if (!(c))                           \
-			check_failed(#c, __LINE__); \
-	} while (0)
 
 /* Scratch space for one input, on the caller's stack. */
 struct ctx {

@@ -31,20 +31,9 @@
 #include <string.h>
 
 #include "udp.h"
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void check_failed(const char *what, int line)
-{
-	fprintf(stderr, "fuzz_udp.c:%d: invariant failed: %s\n", line, what);
-	abort();
-}
-
-#define CHECK(c)                                    \
-	do {                                        \
-		if (!(c))                           \
-			check_failed(#c, __LINE__); \
-	} while (0)
 
 #define MODEL_CAP 4096
 

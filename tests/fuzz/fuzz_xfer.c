@@ -26,22 +26,11 @@
 
 #include "err.h"
 #include "proto.h"
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define ENC_CAP (PROTO_HDR_LEN + PROTO_MAX_BODY)
-
-static void check_failed(const char *what, int line)
-{
-	fprintf(stderr, "fuzz_xfer.c:%d: invariant failed: %s\n", line, what);
-	abort();
-}
-
-#define CHECK(c)                                    \
-	do {                                        \
-		if (!(c))                           \
-			check_failed(#c, __LINE__); \
-	} while (0)
 
 static bool inside(const void *p, size_t n, const uint8_t *body, size_t len)
 {

@@ -318,6 +318,39 @@ def test_iperf3_client_bitrate_is_a_cap(hosts, serve, linerate_bin, iperf3):
             ip.wait(timeout=10)
 
 
+def test_serve_default_iperf3_port_taken(hosts, linerate_bin, iperf3):
+    """serve's default iperf3 port (5201) held by a stock iperf3 -s: serve
+    warns and answers linerate clients; asked for that port by name, it
+    refuses to start (exit 1)."""
+    ip = start_iperf3_server(hosts, 5201)
+    try:
+        lr = hosts.popen_b([linerate_bin, "serve", "-B", hosts.addr_b, "-p",
+                            "0"], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+        try:
+            m = wait_for_line(lr.stdout, LinerateServer.LISTEN_RE, 10)
+            warn = wait_for_line(lr.stderr, r"warning: not answering "
+                                 r"iperf3 clients: port 5201", 10)
+            assert "Address already in use" in warn.string, warn.string
+            res = run_bench(linerate_bin, "-t", "0.5", "-i", "0",
+                            f"{hosts.addr_b}:{m.group(2)}",
+                            run=hosts.run_a, timeout=30)
+            assert res.returncode == 0, describe(res)
+        finally:
+            lr.terminate()
+            lr.communicate(timeout=10)
+        res = hosts.run_b([linerate_bin, "serve", "-B", hosts.addr_b, "-p",
+                           "0", "--iperf3-port", "5201"],
+                          stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=15)
+        assert res.returncode == 1, describe(res)
+        assert "iperf3 port 5201" in res.stderr, res.stderr
+    finally:
+        ip.kill()
+        ip.communicate(timeout=10)
+
+
 def test_serve_listening_lines_tell_ports_apart(hosts, serve, linerate_bin,
                                                iperf3):
     """serve prints "Server listening on ADDR port N" for its linerate
