@@ -12,7 +12,6 @@
 #include "cmds.h"
 #include "disk.h"
 #include "opts.h"
-#include "units.h"
 #include "report.h"
 #include "banned.h"
 
@@ -29,8 +28,14 @@ const char cmd_disk_usage[] =
 	"timed write ends with fdatasync and the cache is dropped before the\n"
 	"read.\n"
 	"\n"
+	"When PATH is an existing regular file, only its sequential read is\n"
+	"measured (as dd iflag=direct to /dev/null would): the file is opened\n"
+	"read-only, never written, and not followed if it is a symbolic link.\n"
+	"JSON then has \"write\": null.\n"
+	"\n"
 	"  -s, --size SIZE   bytes to write and read (default 256M, up to 1T);\n"
-	"                    a multiple of --bs\n"
+	"                    a multiple of --bs. For a file: read at most\n"
+	"                    SIZE bytes (default the whole file)\n"
 	"  -b, --bs SIZE     bytes per write and read call (4K to 64M,\n"
 	"                    a multiple of 4K; default 1M)\n"
 	"  -J, --json        one JSON document on standard output\n"
@@ -56,6 +61,7 @@ struct disk_cli_opts {
 	const char *path;
 	uint64_t size;
 	uint64_t bs;
+	bool size_set; /* --size given */
 	bool json;
 	bool progress;
 };
@@ -126,6 +132,7 @@ static int disk_parse(int argc, char **argv, struct disk_cli_opts *o,
 			if (opts_bytes("--size", optarg, DISK_MIN_BS,
 				       DISK_MAX_SIZE, &o->size, err))
 				return -EINVAL;
+			o->size_set = true;
 			break;
 		case 'b':
 			if (opts_bytes("--bs", optarg, DISK_MIN_BS, DISK_MAX_BS,
@@ -144,24 +151,16 @@ static int disk_parse(int argc, char **argv, struct disk_cli_opts *o,
 	if (argc - optind == 1)
 		o->path = argv[optind];
 	if (!*o->path)
-		return lr_err_set(err, -EINVAL, "PATH '' is not a directory");
+		return lr_err_set(err, -EINVAL,
+				  "PATH '' is not a directory or a file");
 	return disk_opts_check(o, err);
 }
 
 /* One pv-style line: phase, done, percent, rate. */
 static void progress_draw(struct disk_progress *p, uint64_t done, double t)
 {
-	char bytes[32];
-	double sec = t - p->start;
-	double rate = sec > 0 ? (double)done / sec : 0;
-
-	units_fmt_bytes(bytes, sizeof(bytes), (double)done);
-	fprintf(stderr, "%s%-5s %12s %6.1f s [%8.1f MB/s] %3.0f%%%s",
-		p->tty ? "\r" : "",
-		p->phase == DISK_PHASE_WRITE ? "write" : "read", bytes, sec,
-		rate / 1e6, 100.0 * (double)done / (double)p->size,
-		p->tty ? "\033[K" : "\n");
-	fflush(stderr);
+	report_disk_progress(stderr, p->phase, done, p->size, t - p->start,
+			     p->tty);
 	p->shown = true;
 }
 
@@ -214,18 +213,28 @@ int cmd_disk(int argc, char **argv)
 		goto out_error;
 	have_info = true;
 	p.size = o.size;
+	if (info.is_file && (!o.size_set || info.file_size < o.size))
+		p.size = info.file_size;
 	p.tty = isatty(STDERR_FILENO);
-	p.phase = DISK_PHASE_WRITE;
+	p.phase = info.is_file ? DISK_PHASE_READ : DISK_PHASE_WRITE;
 	p.start = p.last = now_sec();
-	r = disk_run(o.path, o.size, (uint32_t)o.bs, &stop_signal,
-		     !o.json && (p.tty || o.progress) ? progress_cb : NULL, &p,
-		     &res, &err);
+	if (info.is_file)
+		r = disk_read_file(
+			o.path, o.size_set ? o.size : 0, (uint32_t)o.bs,
+			&stop_signal,
+			!o.json && (p.tty || o.progress) ? progress_cb : NULL,
+			&p, &res, &err);
+	else
+		r = disk_run(o.path, o.size, (uint32_t)o.bs, &stop_signal,
+			     !o.json && (p.tty || o.progress) ? progress_cb
+							      : NULL,
+			     &p, &res, &err);
 	if (p.shown && p.tty)
 		fputc('\n', stderr);
 	if (r)
 		goto out_error;
 	if (o.json)
-		report_disk_json(stdout, o.path, o.size, o.bs, &info, &res,
+		report_disk_json(stdout, o.path, p.size, o.bs, &info, &res,
 				 NULL);
 	else
 		report_disk_human(stdout, &info, &res);
@@ -233,11 +242,11 @@ int cmd_disk(int argc, char **argv)
 
 out_error:
 	if (o.json)
-		report_disk_json(stdout, o.path, o.size, o.bs,
-				 have_info ? &info : NULL, NULL, err.msg);
+		report_disk_json(stdout, o.path, have_info ? p.size : o.size,
+				 o.bs, have_info ? &info : NULL, NULL, err.msg);
 	if (r == -EINTR && stop_signal) {
-		fprintf(stderr,
-			"linerate disk: interrupted, test file removed\n");
+		fprintf(stderr, "linerate disk: interrupted%s\n",
+			have_info && info.is_file ? "" : ", test file removed");
 		return 128 + stop_signal;
 	}
 	fprintf(stderr, "linerate: error - %s\n", err.msg);

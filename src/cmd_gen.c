@@ -11,7 +11,7 @@
 #include "cmds.h"
 #include "gen.h"
 #include "opts.h"
-#include "units.h"
+#include "report.h"
 #include "banned.h"
 
 #define GEN_MAX_SIZE   (1ull << 40) /* 1T */
@@ -129,29 +129,10 @@ static int gen_parse(int argc, char **argv, struct gen_cli_opts *o,
 	return gen_opts_check(o, err);
 }
 
-static void fmt_hms(char *buf, size_t cap, double sec)
-{
-	unsigned long s = sec > 0 ? (unsigned long)(sec + 0.5) : 0;
-
-	snprintf(buf, cap, "%lu:%02lu:%02lu", s / 3600, s / 60 % 60, s % 60);
-}
-
 /* One pv-style line: done, percent, rate, elapsed and ETA. */
 static void progress_draw(struct gen_progress *p, uint64_t done, double t)
 {
-	char bytes[32], el[32], eta[32];
-	double sec = t - p->start;
-	double rate = sec > 0 ? (double)done / sec : 0;
-	double pct = p->size ? 100.0 * (double)done / (double)p->size : 100;
-
-	units_fmt_bytes(bytes, sizeof(bytes), (double)done);
-	fmt_hms(el, sizeof(el), sec);
-	fmt_hms(eta, sizeof(eta),
-		rate > 0 ? (double)(p->size - done) / rate : 0);
-	fprintf(stderr, "%s%12s %s [%8.1f MB/s] %3.0f%% ETA %s%s",
-		p->tty ? "\r" : "", bytes, el, rate / 1e6, pct, eta,
-		p->tty ? "\033[K" : "\n");
-	fflush(stderr);
+	report_gen_progress(stderr, done, p->size, t - p->start, p->tty);
 	p->shown = true;
 }
 

@@ -1381,10 +1381,27 @@ void report_disk_human(FILE *out, const struct disk_info *d,
 	disk_fmt_rate(r, sizeof(r), disk_rate_of(res->bytes, res->read_sec));
 	fprintf(out, "Device: %s, file system %s on %s\n", dev,
 		d->fstype[0] ? d->fstype : "?", d->mnt[0] ? d->mnt : "?");
-	fprintf(out, "write %s (%s)\n", w,
-		res->write_direct ? "O_DIRECT" : "buffered + fdatasync");
+	if (!res->read_only)
+		fprintf(out, "write %s (%s)\n", w,
+			res->write_direct ? "O_DIRECT"
+					  : "buffered + fdatasync");
 	fprintf(out, "read %s (%s)\n", r,
 		res->read_direct ? "O_DIRECT" : "after dropping the cache");
+}
+
+void report_disk_progress(FILE *out, enum disk_phase phase, uint64_t done,
+			  uint64_t size, double sec, bool tty)
+{
+	char bytes[32];
+	double rate = sec > 0 ? (double)done / sec : 0;
+
+	units_fmt_bytes(bytes, sizeof(bytes), (double)done);
+	fprintf(out, "%s%-5s %12s %6.1f s [%8.1f MB/s] %3.0f%%%s",
+		tty ? "\r" : "", phase == DISK_PHASE_WRITE ? "write" : "read",
+		bytes, sec, rate / 1e6,
+		size ? 100.0 * (double)done / (double)size : 100.0,
+		tty ? "\033[K" : "\n");
+	fflush(out);
 }
 
 static cJSON *disk_json_phase(uint64_t bytes, double sec, const char *mode)
@@ -1429,13 +1446,18 @@ int report_disk_json(FILE *out, const char *path, uint64_t size, uint64_t bs,
 	cJSON_AddStringToObject(root, "path", path);
 	cJSON_AddNumberToObject(root, "size", (double)size);
 	cJSON_AddNumberToObject(root, "bs", (double)bs);
-	if (res) {
+	if (res && res->read_only) {
+		/* a file read: nothing was written */
+		cJSON_AddNullToObject(root, "write");
+	} else if (res) {
 		cJSON_AddItemToObject(
 			root, "write",
 			disk_json_phase(res->bytes, res->write_sec,
 					res->write_direct
 						? "O_DIRECT"
 						: "buffered+fdatasync"));
+	}
+	if (res) {
 		cJSON_AddItemToObject(
 			root, "read",
 			disk_json_phase(res->bytes, res->read_sec,
@@ -1451,6 +1473,31 @@ int report_disk_json(FILE *out, const char *path, uint64_t size, uint64_t bs,
 	fprintf(out, "%s\n", text);
 	cJSON_free(text);
 	return 0;
+}
+
+/* ---------------- linerate gen ---------------- */
+
+static void gen_fmt_hms(char *buf, size_t cap, double sec)
+{
+	unsigned long s = sec > 0 ? (unsigned long)(sec + 0.5) : 0;
+
+	snprintf(buf, cap, "%lu:%02lu:%02lu", s / 3600, s / 60 % 60, s % 60);
+}
+
+void report_gen_progress(FILE *out, uint64_t done, uint64_t size, double sec,
+			 bool tty)
+{
+	char bytes[32], el[32], eta[32];
+	double rate = sec > 0 ? (double)done / sec : 0;
+	double pct = size ? 100.0 * (double)done / (double)size : 100;
+
+	units_fmt_bytes(bytes, sizeof(bytes), (double)done);
+	gen_fmt_hms(el, sizeof(el), sec);
+	gen_fmt_hms(eta, sizeof(eta),
+		    rate > 0 ? (double)(size - done) / rate : 0);
+	fprintf(out, "%s%12s %s [%8.1f MB/s] %3.0f%% ETA %s%s", tty ? "\r" : "",
+		bytes, el, rate / 1e6, pct, eta, tty ? "\033[K" : "\n");
+	fflush(out);
 }
 
 /* ---------------- linerate send / get / recv ---------------- */

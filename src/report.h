@@ -66,6 +66,18 @@ void report_disk_human(FILE *out, const struct disk_info *d,
 int report_disk_json(FILE *out, const char *path, uint64_t size, uint64_t bs,
 		     const struct disk_info *d, const struct disk_result *res,
 		     const char *error);
+/* A file read (res->read_only): the human output has no write line, and
+ * the JSON document "write": null. */
+
+/* linerate disk's pv-style progress line: phase, done, percent of size,
+ * rate over sec. Redrawn in place when tty, else one line each call. */
+void report_disk_progress(FILE *out, enum disk_phase phase, uint64_t done,
+			  uint64_t size, double sec, bool tty);
+
+/* linerate gen's progress line: done, elapsed, rate, percent of size and
+ * ETA. Redrawn in place when tty, else one line each call. */
+void report_gen_progress(FILE *out, uint64_t done, uint64_t size, double sec,
+			 bool tty);
 
 /*
  * linerate send / get / recv: progress (pv-like, redrawn on a terminal,

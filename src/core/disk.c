@@ -170,16 +170,20 @@ int disk_mountinfo_lookup(const char *mountinfo, unsigned int major,
 			  unsigned int minor, const char *abspath,
 			  struct disk_info *out)
 {
-	char line[4096], want[32];
-	size_t best = 0;
+	char *line = NULL, want[32];
+	size_t cap = 0, best = 0;
 	bool found = false;
+	int r = 0;
 	FILE *f;
 
 	f = fopen(mountinfo, "re");
 	if (!f)
 		return -errno;
 	snprintf(want, sizeof(want), "%u:%u", major, minor);
-	while (fgets(line, sizeof(line), f)) {
+	/* getline: overlayfs lines with long lowerdir= run past any fixed
+	 * buffer, and a cut line's tail would be parsed as a line of its own. */
+	errno = 0;
+	while (getline(&line, &cap, f) >= 0) {
 		/* id parent maj:min root mnt opts [optional...] - type src sopts */
 		char *fields[6], *sep, *save = NULL, *tok, *tail;
 		int n = 0;
@@ -212,8 +216,13 @@ int disk_mountinfo_lookup(const char *mountinfo, unsigned int major,
 			unescape(tok);
 		copy_str(out->source, sizeof(out->source), tok ? tok : "");
 	}
+	if (ferror(f))
+		r = errno ? -errno : -EIO;
+	free(line);
 	fclose(f);
-	return found ? 0 : -ENOENT;
+	if (found)
+		return 0;
+	return r ? r : -ENOENT;
 }
 
 static enum disk_kind kind_from_magic(long type)
@@ -241,8 +250,19 @@ int disk_identify(const char *path, const char *sysroot, const char *mountinfo,
 	memset(&info, 0, sizeof(info));
 	if (stat(path, &st))
 		return lr_err_setc(err, -errno, "stat %s", path);
-	if (!S_ISDIR(st.st_mode))
-		return lr_err_set(err, -ENOTDIR, "%s is not a directory", path);
+	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+		return lr_err_set(err, -EINVAL,
+				  "%s is not a directory or a regular file",
+				  path);
+	/* A file is read with O_NOFOLLOW: say why here, before any work. */
+	if (S_ISREG(st.st_mode) && !lstat(path, &src) && S_ISLNK(src.st_mode))
+		return lr_err_set(err, -ELOOP,
+				  "%s is a symbolic link (not followed: give "
+				  "the file itself)",
+				  path);
+	info.is_file = S_ISREG(st.st_mode);
+	if (info.is_file)
+		info.file_size = (uint64_t)st.st_size;
 	if (statfs(path, &sfs))
 		return lr_err_setc(err, -errno, "statfs %s", path);
 	if (!realpath(path, abspath))
@@ -310,22 +330,40 @@ static int write_block(int fd, const uint8_t *buf, uint32_t bs, off_t off)
 	return 0;
 }
 
-static int read_block(int fd, uint8_t *buf, uint32_t bs, off_t off)
+/*
+ * Read into buf from off until need bytes (need <= len) are in or the file
+ * ends; *got says how many came. Each call asks for all of the rest of len,
+ * so that under O_DIRECT a final short block goes out with the aligned
+ * length and comes back short at the end of the file.
+ */
+static int read_upto(int fd, uint8_t *buf, uint32_t len, uint32_t need,
+		     off_t off, uint32_t *got)
 {
 	ssize_t n;
 	uint32_t done = 0;
 
-	while (done < bs) {
-		n = pread(fd, buf + done, bs - done, off + done);
+	while (done < need) {
+		n = pread(fd, buf + done, len - done, off + done);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return -errno;
 		if (n == 0)
-			return -EIO; /* the file is shorter than written */
+			break;
 		done += (uint32_t)n;
 	}
+	*got = done;
 	return 0;
+}
+
+static int read_block(int fd, uint8_t *buf, uint32_t bs, off_t off)
+{
+	uint32_t got = 0;
+	int r = read_upto(fd, buf, bs, bs, off, &got);
+
+	if (r)
+		return r;
+	return got < bs ? -EIO : 0; /* the file is shorter than written */
 }
 
 static int set_direct(int fd, bool on)
@@ -461,6 +499,122 @@ out_unlink:
 		r = lr_err_setc(err, -errno, "remove %s", name);
 out_free_buf:
 	free(buf);
+	if (!r)
+		*out = res;
+	return r;
+}
+
+int disk_read_file(const char *path, uint64_t size_limit, uint32_t bs,
+		   const volatile sig_atomic_t *stop,
+		   void (*progress)(enum disk_phase phase, uint64_t done,
+				    void *arg),
+		   void *arg, struct disk_result *out, struct lr_err *err)
+{
+	struct disk_result res = { 0 };
+	uint64_t total, done = 0;
+	struct stat st;
+	uint8_t *buf;
+	double t0;
+	int fd, fl, r;
+
+	if (bs < DISK_MIN_BS || bs > DISK_MAX_BS || bs % DISK_MIN_BS)
+		return lr_err_set(err, -EINVAL, "bad block size %u", bs);
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer. */
+	fd = open(path,
+		  O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0 && errno == ELOOP)
+		return lr_err_set(err, -ELOOP,
+				  "%s is a symbolic link (not followed: give "
+				  "the file itself)",
+				  path);
+	if (fd < 0)
+		return lr_err_setc(err, -errno, "open %s", path);
+	if (fstat(fd, &st)) {
+		r = lr_err_setc(err, -errno, "stat %s", path);
+		goto out_close;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		r = lr_err_set(err, -EINVAL, "%s is not a regular file", path);
+		goto out_close;
+	}
+	total = (uint64_t)st.st_size;
+	if (size_limit && size_limit < total)
+		total = size_limit;
+	if (!total) {
+		r = lr_err_set(err, -ENODATA, "%s is empty: nothing to read",
+			       path);
+		goto out_close;
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK)) {
+		r = lr_err_setc(err, -errno, "fcntl %s", path);
+		goto out_close;
+	}
+	r = posix_memalign((void **)&buf, 4096, bs);
+	if (r) {
+		r = lr_err_setc(err, -r, "block buffer");
+		goto out_close;
+	}
+	/* fcntl refuses O_DIRECT where the file system has no direct I/O. */
+	res.read_direct = !set_direct(fd, true);
+	if (!res.read_direct) {
+		/* Only clean pages go: nothing is written to make more so. */
+		r = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+		if (r) {
+			r = lr_err_setc(err, -r, "posix_fadvise %s", path);
+			goto out_free_buf;
+		}
+	}
+
+	t0 = now_sec();
+	while (done < total) {
+		uint64_t left = total - done;
+		uint32_t need = left < bs ? (uint32_t)left : bs, got = 0;
+
+		if (*stop) {
+			r = lr_err_set(err, -EINTR, "interrupted");
+			goto out_free_buf;
+		}
+		/* Under O_DIRECT the length stays bs (aligned) for a short
+		 * last block; the read stops at the end of the file. */
+		r = read_upto(fd, buf, res.read_direct ? bs : need, need,
+			      (off_t)done, &got);
+		if (r == -EINVAL && res.read_direct && done == 0) {
+			/* direct I/O accepted by fcntl, refused at read */
+			res.read_direct = false;
+			r = set_direct(fd, false);
+			if (!r)
+				r = -posix_fadvise(fd, 0, 0,
+						   POSIX_FADV_DONTNEED);
+			t0 = now_sec();
+			if (!r)
+				r = read_upto(fd, buf, need, need, 0, &got);
+		}
+		if (r) {
+			lr_err_setc(err, r, "read %s", path);
+			goto out_free_buf;
+		}
+		if (got < need) {
+			r = lr_err_set(err, -EIO,
+				       "read %s: the file ended at %llu bytes, "
+				       "%llu expected (truncated while read?)",
+				       path, (unsigned long long)(done + got),
+				       (unsigned long long)total);
+			goto out_free_buf;
+		}
+		done += need;
+		if (progress)
+			progress(DISK_PHASE_READ, done, arg);
+	}
+	res.read_sec = now_sec() - t0;
+	res.bytes = total;
+	res.read_only = true;
+	r = 0;
+
+out_free_buf:
+	free(buf);
+out_close:
+	close(fd);
 	if (!r)
 		*out = res;
 	return r;

@@ -9,8 +9,8 @@
 #include "err.h"
 
 /*
- * Sequential disk throughput of the file system holding a directory, and
- * what device that file system lives on. Silent: no printing, no exiting.
+ * Sequential disk throughput of the file system holding a directory, or
+ * of reading one existing file, and what device that file system lives on. Silent: no printing, no exiting.
  * Functions that act return 0 or a negative errno.
  */
 
@@ -43,6 +43,8 @@ struct disk_info {
 	char fstype[64];	   /* from mountinfo ("ext4"), or "" */
 	char mnt[512];		   /* mount point, or "" */
 	char source[512];	   /* mount source ("/dev/sda1", "srv:/x") */
+	bool is_file;		   /* the path is a regular file, not a dir */
+	uint64_t file_size;	   /* its size in bytes when is_file */
 };
 
 /* A constant short name ("nvme", "tmpfs") and description ("NVMe SSD"). */
@@ -74,11 +76,14 @@ int disk_mountinfo_lookup(const char *mountinfo, unsigned int major,
 			  struct disk_info *out);
 
 /*
- * Everything about the file system holding path: statfs for tmpfs and
- * network file systems, mountinfo for the type and mount point, sysfs
- * for the device. *out is written only on success; 0 or a negative errno
- * (with err filled) when path cannot be examined. A device that cannot
- * be classified is not an error: its kind is DISK_UNKNOWN or DISK_NODEV.
+ * Everything about the file system holding path, a directory or a regular
+ * file: statfs for tmpfs and network file systems, mountinfo for the type
+ * and mount point, sysfs for the device. *out is written only on success;
+ * 0 or a negative errno (with err filled) when path cannot be examined:
+ * -EINVAL when it is neither a directory nor a regular file (a FIFO, a
+ * device), -ELOOP when it is a symbolic link to a file. A device that
+ * cannot be classified is not an error: its kind is DISK_UNKNOWN or
+ * DISK_NODEV.
  */
 int disk_identify(const char *path, const char *sysroot, const char *mountinfo,
 		  struct disk_info *out, struct lr_err *err);
@@ -91,6 +96,7 @@ struct disk_result {
 	double read_sec;
 	bool write_direct; /* O_DIRECT, else buffered + fdatasync */
 	bool read_direct;  /* O_DIRECT, else after POSIX_FADV_DONTNEED */
+	bool read_only;	   /* disk_read_file: no write, write_* unset */
 };
 
 /*
@@ -111,5 +117,24 @@ int disk_run(const char *dir, uint64_t size, uint32_t bs,
 	     const volatile sig_atomic_t *stop,
 	     void (*progress)(enum disk_phase phase, uint64_t done, void *arg),
 	     void *arg, struct disk_result *out, struct lr_err *err);
+
+/*
+ * Read the existing regular file path sequentially, bs bytes per call,
+ * from offset 0 up to size_limit bytes (0: the whole file; a file shorter
+ * than the limit is read whole), the last block possibly short. Nothing is
+ * written: the file is opened O_RDONLY | O_NOFOLLOW (a symbolic link is
+ * refused with -ELOOP, anything but a regular file with -EINVAL, an empty
+ * file with -ENODATA). O_DIRECT when the file system takes it, else the
+ * file's clean pages are dropped (POSIX_FADV_DONTNEED) first.
+ *
+ * progress and stop as for disk_run, with phase DISK_PHASE_READ. *out
+ * (read_only set, bytes the bytes read) is written only on success. 0,
+ * -EINTR or the negative errno of the failing call, with err filled.
+ */
+int disk_read_file(const char *path, uint64_t size_limit, uint32_t bs,
+		   const volatile sig_atomic_t *stop,
+		   void (*progress)(enum disk_phase phase, uint64_t done,
+				    void *arg),
+		   void *arg, struct disk_result *out, struct lr_err *err);
 
 #endif

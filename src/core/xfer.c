@@ -92,10 +92,17 @@ struct xfile {
 	uint32_t *jpend;   /* receiver: chunks to journal */
 	uint32_t njpend;
 	struct proto_xfer_sum sum; /* receiver: what the sender said */
-	char path[FSIO_MAX_PATH + 1];
+	/* its own allocation: a window of 256 paths of 4 KiB would make
+	 * every session touch a megabyte and every release clear 4 KiB */
+	char *path;
 	char name[FSIO_MAX_NAME + 1], tmp[FSIO_MAX_NAME + 1];
 	char reason[PROTO_MAX_TEXT + 1];
 };
+
+static const char *fpath(const struct xfile *f)
+{
+	return f->path ? f->path : "";
+}
 
 struct retry {
 	uint32_t slot, chunk;
@@ -267,6 +274,7 @@ static void file_release(struct xfile *f)
 	free(f->cstate);
 	free(f->tries);
 	free(f->jpend);
+	free(f->path);
 	memset(f, 0, sizeof(*f));
 	f->fd = f->dirfd = f->jfd = -1;
 }
@@ -400,7 +408,7 @@ static void file_event(struct xsess *x, const struct xfile *f, bool ok,
 	struct xfer_event ev = { .kind = XFER_EV_FILE };
 	char esc[FSIO_MAX_PATH * 4 + 1];
 
-	ev.path = fsio_escape(f->path, strlen(f->path), esc, sizeof(esc));
+	ev.path = fsio_escape(fpath(f), strlen(fpath(f)), esc, sizeof(esc));
 	ev.size = f->size;
 	ev.ok = ok;
 	ev.skipped = skipped;
@@ -416,7 +424,7 @@ static void note_failure(struct xsess *x, const struct xfile *f,
 	if (x->res->first_failure[0])
 		return;
 	snprintf(x->res->first_failure, sizeof(x->res->first_failure), "%s: %s",
-		 fsio_escape(f->path, strlen(f->path), esc, sizeof(esc)),
+		 fsio_escape(fpath(f), strlen(fpath(f)), esc, sizeof(esc)),
 		 reason);
 }
 
@@ -546,10 +554,15 @@ static int ctrl_turn(struct xsess *x, int64_t tmo, uint8_t *rbuf,
 		uint64_t v;
 
 		x->woken = true;
-		atomic_store(&x->wake_pending, false);
+		/* drain first, then allow the next write: cleared before
+		 * the read, a wake between the two would be drained with
+		 * wake_pending left set, and no stream thread would write
+		 * the counter again for the rest of the session (the loop
+		 * then ran on its timer alone) */
 		if (read(x->evfd, &v, sizeof(v)) < 0) {
 			/* drained already */
 		}
+		atomic_store(&x->wake_pending, false);
 	}
 	if (atomic_load(&x->abort)) {
 		pthread_mutex_lock(&x->lock);
@@ -937,7 +950,7 @@ static bool sum_ready(struct xsess *x, struct xfile *f)
 	return true;
 }
 
-static void chunk_put(struct xfile *f);
+static void chunk_put(struct xsess *x, struct xfile *f);
 
 /* Take work: 1 with the slot and chunk, 0 when closing. Under lock. */
 static int take_work(struct xsess *x, uint32_t *slot, uint32_t *chunk,
@@ -1198,7 +1211,7 @@ static void *send_stream(void *arg)
 		}
 		items[0] = (struct item){ .f = &x->win[slot], .chunk = chunk };
 		if (items[0].f->dead) {
-			chunk_put(items[0].f);
+			chunk_put(x, items[0].f);
 			pthread_mutex_unlock(&x->lock);
 			continue;
 		}
@@ -1236,7 +1249,7 @@ static void *send_stream(void *arg)
 				       &items[0], &disk_ns);
 			if (r <= 0) {
 				pthread_mutex_lock(&x->lock);
-				chunk_put(items[0].f);
+				chunk_put(x, items[0].f);
 				pthread_mutex_unlock(&x->lock);
 				if (r < 0) {
 					fatal(x, r,
@@ -1276,8 +1289,8 @@ static void *send_stream(void *arg)
 					      "%s: %s while reading it "
 					      "(the file changed during the "
 					      "transfer?)",
-					      fsio_escape(f->path,
-							  strlen(f->path), esc,
+					      fsio_escape(fpath(f),
+							  strlen(fpath(f)), esc,
 							  sizeof(esc)),
 					      r == LR_ETRUNC ? "shrank"
 							     : lr_strerror(r));
@@ -1308,7 +1321,7 @@ static void *send_stream(void *arg)
 				}
 				if (same || f->dead) {
 					it->skip = true;
-					chunk_put(f);
+					chunk_put(x, f);
 				}
 				pthread_mutex_unlock(&x->lock);
 				if (it->skip)
@@ -1352,7 +1365,7 @@ static void *send_stream(void *arg)
 				    sum_ready(x, f))
 					wake(x);
 			}
-			chunk_put(f);
+			chunk_put(x, f);
 		}
 		pthread_mutex_unlock(&x->lock);
 	}
@@ -1412,8 +1425,8 @@ static void queue_file(struct xsess *x, struct xfile *f)
 	f->in_fifo = true;
 	x->fifo[(x->fifo_head + x->fifo_len) % XFER_WINDOW] = SLOT(f->idx);
 	x->fifo_len++;
-	if (x->waiters)
-		pthread_cond_signal(&x->cv); /* it passes the word on */
+	/* the caller wakes a stream thread once the whole PLAN is queued,
+	 * so that the thread finds many small files for one record */
 }
 
 /* Sender: a file is finished one way or another. Under lock. */
@@ -1440,11 +1453,16 @@ static void sender_file_end(struct xsess *x, struct xfile *f)
 		file_release(f);
 }
 
-/* A stream thread is done with a chunk of f. Under lock. */
-static void chunk_put(struct xfile *f)
+/* A stream thread is done with a chunk of f. Under lock. A file the
+ * receiver finished before this thread let go of it frees its slot only
+ * now: wake the control thread, which may be waiting for that slot (to
+ * announce more, to end the streams) and would not hear of it otherwise. */
+static void chunk_put(struct xsess *x, struct xfile *f)
 {
-	if (!--f->inflight && f->dead)
+	if (!--f->inflight && f->dead) {
 		file_release(f);
+		wake(x);
+	}
 }
 
 static int send_sums(struct xsess *x, uint8_t *buf)
@@ -1490,54 +1508,91 @@ static int send_sums(struct xsess *x, uint8_t *buf)
 	return r;
 }
 
-/* Sender: handle PLAN items. */
+/* Sender: whether to announce more files now. Slots free up one by one as
+ * the receiver finishes files; announcing each at once would send small
+ * FILES and PLAN messages and records of one small file each. So, while
+ * plenty is in flight, wait until ANNOUNCE_BATCH slots in a row are free
+ * (or as many as files are left to announce); with less in flight (a long
+ * file still holding a slot ahead, or the start), announce what is free. */
+#define ANNOUNCE_BATCH 64u
+_Static_assert(ANNOUNCE_BATCH <= XFER_WINDOW, "a batch fits the window");
+
+static bool window_room(struct xsess *x, uint32_t next_idx, uint64_t left)
+{
+	unsigned k, used = 0, need;
+	bool room = true;
+
+	need = left < ANNOUNCE_BATCH ? (unsigned)(left ? left : 1)
+				     : ANNOUNCE_BATCH;
+	pthread_mutex_lock(&x->lock);
+	if (x->win[SLOT(next_idx)].used) {
+		room = false;
+		goto out;
+	}
+	for (k = 0; k < XFER_WINDOW; k++)
+		used += x->win[k].used;
+	if (used < ANNOUNCE_BATCH)
+		goto out;
+	for (k = 1; k < need; k++)
+		if (x->win[SLOT(next_idx + k)].used) {
+			room = false;
+			break;
+		}
+out:
+	pthread_mutex_unlock(&x->lock);
+	return room;
+}
+
+/* Sender: handle PLAN items. The whole message is taken under the lock and
+ * a stream thread woken after it, so that the thread finds all the files
+ * the message queued: many small files then travel in one record. */
 static int on_plan(struct xsess *x, const uint8_t *body, size_t len)
 {
 	struct proto_xfer_iter it;
 	char reason[PROTO_MAX_TEXT + 1] = "";
+	bool queued = false;
 	int r;
 
 	proto_xfer_iter_init(&it, body, len);
+	pthread_mutex_lock(&x->lock);
 	while ((r = proto_xfer_iter_next(&it)) == 1) {
 		struct xfile *f;
 
+		r = LR_EBADMSG;
 		if (it.tag == PROTO_T_HELD) {
 			struct proto_xfer_held h;
 
 			if (proto_xfer_get_held(&it, &h))
-				return LR_EBADMSG;
+				break;
 			f = &x->win[SLOT(h.idx)];
 			if (!f->used || f->idx != h.idx || f->planned ||
 			    f->kind != PROTO_XK_FILE || f->pipe ||
 			    h.chunk >= f->nchunks)
-				return LR_EBADMSG;
-			pthread_mutex_lock(&x->lock);
+				break;
 			f->cstate[h.chunk] = CS_HELD;
 			memcpy(f->digests + (size_t)h.chunk * DIGEST_LEN,
 			       h.digest, DIGEST_LEN);
-			pthread_mutex_unlock(&x->lock);
 		} else if (it.tag == PROTO_T_FAIL) {
 			struct proto_xfer_fail fl;
 
 			if (proto_xfer_get_fail(&it, &fl))
-				return LR_EBADMSG;
+				break;
 			snprintf(reason, sizeof(reason), "%s", fl.text);
 		} else if (it.tag == PROTO_T_PLAN) {
 			struct proto_xfer_plan p;
 
 			if (proto_xfer_get_plan(&it, &p))
-				return LR_EBADMSG;
+				break;
 			f = &x->win[SLOT(p.idx)];
 			if (!f->used || f->idx != p.idx || f->planned ||
 			    f->kind != PROTO_XK_FILE)
-				return LR_EBADMSG;
-			pthread_mutex_lock(&x->lock);
+				break;
 			if (p.action == PROTO_XA_SEND ||
 			    p.action == PROTO_XA_RESUME) {
 				queue_file(x, f);
+				queued = true;
 				if (x->nsums)
 					wake(x);
-				pthread_mutex_unlock(&x->lock);
 				continue;
 			}
 			f->planned = true;
@@ -1554,11 +1609,13 @@ static int on_plan(struct xsess *x, const uint8_t *body, size_t len)
 			}
 			reason[0] = 0;
 			sender_file_end(x, f);
-			pthread_mutex_unlock(&x->lock);
 		} else {
-			return LR_EBADMSG;
+			break;
 		}
 	}
+	if (queued && x->waiters)
+		pthread_cond_signal(&x->cv); /* it passes the word on */
+	pthread_mutex_unlock(&x->lock);
 	return r;
 }
 
@@ -1605,8 +1662,8 @@ static int on_acks(struct xsess *x, const uint8_t *body, size_t len)
 				fatal(x, LR_EDIGEST,
 				      "%s: chunk %u failed verification %u "
 				      "times",
-				      fsio_escape(f->path, strlen(f->path), esc,
-						  sizeof(esc)),
+				      fsio_escape(fpath(f), strlen(fpath(f)),
+						  esc, sizeof(esc)),
 				      a.chunk, XFER_MAX_RETRIES + 1);
 				return LR_EDIGEST;
 			}
@@ -1722,7 +1779,10 @@ int xfer_send(struct xfer_conns *cs, const struct xfer_source *src,
 		int64_t now, tmo;
 
 		/* announce while the window has room */
-		if (!walk_done && !x.win[SLOT(next_idx)].used) {
+		if (!walk_done &&
+		    window_room(&x, next_idx,
+				tot.files > announced ? tot.files - announced
+						      : 0)) {
 			proto_buf_init(&b, buf, MSG_BUF);
 			proto_msg_begin(&b, PROTO_XFER_FILES);
 			while (!walk_done && !x.win[SLOT(next_idx)].used) {
@@ -1789,9 +1849,10 @@ int xfer_send(struct xfer_conns *cs, const struct xfer_source *src,
 				f->pipe = e.is_stdin;
 				f->from_pipe = e.is_stdin;
 				f->fd = e.fd;
-				snprintf(f->path, sizeof(f->path), "%s",
-					 w.path);
-				if (e.kind == PROTO_XK_FILE && !f->pipe) {
+				f->path = strdup(w.path);
+				if (!f->path)
+					r = -ENOMEM;
+				else if (e.kind == PROTO_XK_FILE && !f->pipe) {
 					f->nchunks =
 						chunks_of(f->size, x.chunk);
 					r = file_grow(f, f->nchunks);
@@ -3101,9 +3162,10 @@ static int on_files(struct xsess *x, const uint8_t *body, size_t len,
 		f->mtime_nsec = e.mtime_nsec;
 		f->size = e.size;
 		f->pipe = e.size == PROTO_XFER_SIZE_UNKNOWN;
-		memcpy(f->path, e.path, e.path_len);
-		f->path[e.path_len] = 0;
+		f->path = strndup(e.path, e.path_len);
 		pthread_mutex_unlock(&x->lock);
+		if (!f->path)
+			return lr_err_setc(err, -ENOMEM, "an entry's path");
 		memcpy(path, e.path, e.path_len);
 		path[e.path_len] = 0;
 		if (fsio_path_check(e.path, e.path_len, &why)) {
@@ -3165,7 +3227,7 @@ static int on_files(struct xsess *x, const uint8_t *body, size_t len,
 		}
 		r = plan_file(x, f, &e, &b, &plan);
 		if (r)
-			return lr_err_setc(err, r, "planning %s", f->path);
+			return lr_err_setc(err, r, "planning %s", fpath(f));
 		pthread_mutex_lock(&x->lock);
 		f->planned = true;
 		if (plan.action == PROTO_XA_SKIP) {

@@ -288,6 +288,107 @@ static void test_mountinfo(void **state)
 	assert_int_equal(disk_mountinfo_lookup(mi, 9, 9, "/", &d), -ENOENT);
 }
 
+/* A line longer than any fixed buffer (overlayfs with a long lowerdir=),
+ * whose tail would look like a line of device 0:99 if it were cut. */
+static void test_mountinfo_long_line(void **state)
+{
+	struct tree *t = *state;
+	char mi[PATH_MAX + 32];
+	struct disk_info d;
+	size_t len = 0;
+	FILE *f;
+	int i;
+
+	snprintf(mi, sizeof(mi), "%s/mountinfo-long", t->root);
+	f = fopen(mi, "w");
+	assert_non_null(f);
+	len += (size_t)fprintf(f, "50 22 0:60 / /var/lib/docker/overlay2/m "
+				  "rw shared:9 - overlay overlay "
+				  "rw,lowerdir=");
+	for (i = 0; len < 9000; i++)
+		len += (size_t)fprintf(f, "%s/var/lib/docker/overlay2/l/%04d",
+				       i ? ":" : "", i);
+	/* what a 4096-byte fgets would have taken for a line of its own */
+	fprintf(f, ",x 1 0:99 / /fake rw - ext4 /dev/fake rw,upperdir=/u\n");
+	fprintf(f, "51 22 0:99 / /real\\040mnt rw shared:10 - xfs /dev/sdz1 "
+		   "rw\n");
+	fclose(f);
+	assert_true(len > 8192);
+
+	memset(&d, 0, sizeof(d));
+	assert_int_equal(disk_mountinfo_lookup(mi, 0, 99, "/real mnt/a", &d),
+			 0);
+	assert_string_equal(d.mnt, "/real mnt");
+	assert_string_equal(d.fstype, "xfs");
+	assert_string_equal(d.source, "/dev/sdz1");
+	/* no abspath: still only the real line is 0:99 */
+	memset(&d, 0, sizeof(d));
+	assert_int_equal(disk_mountinfo_lookup(mi, 0, 99, NULL, &d), 0);
+	assert_string_equal(d.mnt, "/real mnt");
+	/* the long line itself is found whole */
+	memset(&d, 0, sizeof(d));
+	assert_int_equal(disk_mountinfo_lookup(
+				 mi, 0, 60, "/var/lib/docker/overlay2/m/x", &d),
+			 0);
+	assert_string_equal(d.mnt, "/var/lib/docker/overlay2/m");
+	assert_string_equal(d.fstype, "overlay");
+	assert_string_equal(d.source, "overlay");
+	assert_int_equal(disk_mountinfo_lookup(mi, 0, 98, NULL, &d), -ENOENT);
+}
+
+/* A file read: the whole file with a short tail, a limit, and refusals. */
+static void test_read_file(void **state)
+{
+	struct tree *t = *state;
+	volatile sig_atomic_t stop = 0;
+	struct disk_result res;
+	struct lr_err err = { 0 };
+	char name[PATH_MAX + 32], link[PATH_MAX + 32];
+	uint64_t size = (3 << 20) + 12345;
+	uint64_t i;
+	FILE *f;
+
+	snprintf(name, sizeof(name), "%s/read-me", t->root);
+	snprintf(link, sizeof(link), "%s/read-link", t->root);
+	f = fopen(name, "w");
+	assert_non_null(f);
+	for (i = 0; i < size; i++)
+		fputc((int)(i * 7 % 251), f);
+	fclose(f);
+
+	memset(&res, 0, sizeof(res));
+	assert_int_equal(disk_read_file(name, 0, 1 << 20, &stop, NULL, NULL,
+					&res, &err),
+			 0);
+	assert_int_equal(res.bytes, size);
+	assert_true(res.read_only);
+	assert_true(res.read_sec > 0);
+	assert_true(res.write_sec == 0);
+	/* a limit below the size; one above it reads the whole file */
+	assert_int_equal(disk_read_file(name, 2 << 20, 1 << 20, &stop, NULL,
+					NULL, &res, &err),
+			 0);
+	assert_int_equal(res.bytes, 2 << 20);
+	assert_int_equal(disk_read_file(name, 8 << 20, 1 << 20, &stop, NULL,
+					NULL, &res, &err),
+			 0);
+	assert_int_equal(res.bytes, size);
+
+	assert_int_equal(symlink(name, link), 0);
+	assert_int_equal(disk_read_file(link, 0, 1 << 20, &stop, NULL, NULL,
+					&res, &err),
+			 -ELOOP);
+	assert_int_equal(disk_read_file(t->root, 0, 1 << 20, &stop, NULL, NULL,
+					&res, &err),
+			 -EINVAL);
+	stop = 2;
+	assert_int_equal(disk_read_file(name, 0, 1 << 20, &stop, NULL, NULL,
+					&res, &err),
+			 -EINTR);
+	unlink(link);
+	unlink(name);
+}
+
 static void test_run_small(void **state)
 {
 	struct tree *t = *state;
@@ -338,6 +439,8 @@ int main(void)
 		cmocka_unit_test(test_missing),
 		cmocka_unit_test(test_fstype),
 		cmocka_unit_test(test_mountinfo),
+		cmocka_unit_test(test_mountinfo_long_line),
+		cmocka_unit_test(test_read_file),
 		cmocka_unit_test(test_run_small),
 		cmocka_unit_test(test_run_stopped),
 	};
