@@ -29,6 +29,7 @@
 #define CTRL_TIMEOUT_MS	   10000
 #define IDLE_MS		   30000 /* a peer silent this long has gone */
 #define ACK_FLUSH_MS	   50
+#define WLOCKS		   16 /* receiver write locks, by slot */
 #define JOURNAL_MS	   1000
 #define JOURNAL_MIN_CHUNKS 4 /* smaller files simply start again */
 #define MSG_BUF		   (PROTO_MAX_BODY + PROTO_HDR_LEN + CONN_REC_HDR + CRYPTO_TAG_LEN)
@@ -145,6 +146,8 @@ struct xsess {
 	uint32_t sums[XFER_WINDOW]; /* entries whose SUM is ready */
 	unsigned nsums;
 	pthread_mutex_t pipe_lock;
+	/* receiver: one writer per file at a time (by slot), see recv_unit */
+	pthread_mutex_t wlock[WLOCKS];
 	int64_t pace_next_us;
 	/* receiver */
 	struct proto_xfer_ack *acks;
@@ -236,6 +239,8 @@ static int sess_init(struct xsess *x, struct xfer_conns *cs,
 		return -errno;
 	pthread_mutex_init(&x->lock, NULL);
 	pthread_mutex_init(&x->pipe_lock, NULL);
+	for (i = 0; i < WLOCKS; i++)
+		pthread_mutex_init(&x->wlock[i], NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&x->cv, &ca);
@@ -291,6 +296,8 @@ static void sess_fini(struct xsess *x)
 	close(x->evfd);
 	pthread_mutex_destroy(&x->lock);
 	pthread_mutex_destroy(&x->pipe_lock);
+	for (i = 0; i < WLOCKS; i++)
+		pthread_mutex_destroy(&x->wlock[i]);
 	pthread_cond_destroy(&x->cv);
 	pthread_cond_destroy(&x->out_cv);
 }
@@ -2249,7 +2256,15 @@ static int recv_unit(struct xsess *x, struct sthread *st, const uint8_t *u,
 		pthread_cond_broadcast(&x->out_cv);
 		pthread_mutex_unlock(&x->lock);
 	} else if (h.kind == PROTO_XC_DATA) {
+		/* Stream threads writing one file at once meet on its inode
+		 * lock, where the kernel spins while the holder copies a
+		 * chunk: on a small machine that spinning takes the cores
+		 * the cipher and the sender need. Queue here instead, asleep. */
+		pthread_mutex_t *wl = &x->wlock[SLOT(h.idx) % WLOCKS];
+
+		pthread_mutex_lock(wl);
 		r = write_full_at(fd, data, h.len, off);
+		pthread_mutex_unlock(wl);
 	}
 	*disk_ns += now_ns() - t;
 	pthread_mutex_lock(&x->lock);
