@@ -43,6 +43,9 @@ const char cmd_serve_usage[] =
 	"                             serve pulls (`linerate get`) from it; needs\n"
 	"                             --token-file\n"
 	"      --read-only            with --root: serve pulls, refuse pushes\n"
+	"      --allow-setid          with --root: accept pushes asking to keep\n"
+	"                             setuid/setgid bits (send --keep-setid);\n"
+	"                             refused otherwise\n"
 	"      --iperf3-port PORT     answer iperf3 clients on PORT, TCP and UDP\n"
 	"                             (default 5201; if 5201 is taken, a warning\n"
 	"                             and linerate only; a PORT given here must\n"
@@ -72,6 +75,7 @@ enum {
 	OPT_HANDSHAKE,
 	OPT_TOKEN_FILE,
 	OPT_ALLOW_PLAINTEXT,
+	OPT_ALLOW_SETID,
 	OPT_ROOT,
 	OPT_READ_ONLY,
 	OPT_IPERF3_PORT,
@@ -89,6 +93,7 @@ static const struct option long_opts[] = {
 	{ "handshake-timeout", required_argument, NULL, OPT_HANDSHAKE },
 	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 	{ "allow-plaintext", no_argument, NULL, OPT_ALLOW_PLAINTEXT },
+	{ "allow-setid", no_argument, NULL, OPT_ALLOW_SETID },
 	{ "root", required_argument, NULL, OPT_ROOT },
 	{ "read-only", no_argument, NULL, OPT_READ_ONLY },
 	{ "iperf3-port", required_argument, NULL, OPT_IPERF3_PORT },
@@ -212,6 +217,7 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o,
 		case OPT_ALLOW_PLAINTEXT: o->s.allow_plaintext = true; break;
 		case OPT_ROOT: o->root = optarg; break;
 		case OPT_READ_ONLY: o->s.read_only = true; break;
+		case OPT_ALLOW_SETID: o->s.allow_setid = true; break;
 		case OPT_IPERF3_PORT:
 			if (opts_uint("--iperf3-port", optarg, 0, 65535, &v,
 				      err))
@@ -278,6 +284,8 @@ int cmd_serve(int argc, char **argv)
 			       "in clear anyway");
 	if (!r && o.s.read_only && !o.root)
 		r = lr_err_set(&err, -EINVAL, "--read-only needs --root");
+	if (!r && o.s.allow_setid && !o.root)
+		r = lr_err_set(&err, -EINVAL, "--allow-setid needs --root");
 	if (!r && o.root && !o.s.psk)
 		r = lr_err_set(&err, -EINVAL,
 			       "--root needs --token-file: files are only "

@@ -500,6 +500,16 @@ static int xfer_session(struct server_test *t, uint8_t *buf, uint32_t len,
 		send_error(&t->cc, PROTO_ERR_BAD_REQUEST, "%s", why);
 		return -EPERM;
 	}
+	/* setuid/setgid files are made only with the receiving operator's
+	 * consent: a token holder must not plant them on its own say */
+	if (req.op == PROTO_XFER_PUSH && (req.flags & PROTO_XF_KEEP_SETID) &&
+	    !srv->o.allow_setid && !(srv->o.xfer_flags & PROTO_XF_KEEP_SETID)) {
+		snprintf(why, cap,
+			 "this receiver does not keep setuid/setgid bits "
+			 "(serve needs --allow-setid, recv --keep-setid)");
+		send_error(&t->cc, PROTO_ERR_BAD_REQUEST, "%s", why);
+		return -EPERM;
+	}
 	for (i = 0; i < req.npaths; i++) {
 		const char *bad = NULL;
 

@@ -30,6 +30,7 @@ struct server_opts {
 	/* file transfers (a token is required for them) */
 	int rootfd;	     /* --root; -1 = no transfers */
 	bool read_only;	     /* serve pulls, refuse pushes */
+	bool allow_setid;    /* pushes may keep setuid/setgid bits */
 	bool push_only;	     /* accept pushes, refuse pulls (recv) */
 	uint32_t xfer_flags; /* PROTO_XF_* added to every push */
 	int outfd;	     /* with PROTO_XF_STDOUT: where the file goes */

@@ -74,14 +74,31 @@ def test_tree_push(xsrv):
     assert not temp_leftovers(x.root)
 
 
-def test_tree_push_keep_setid(xsrv):
-    x = xsrv
+def test_tree_push_keep_setid(xenv):
+    x = xenv
+    x.start_server("--allow-setid")
     top = x.src / "tree"
     make_tree(top)
     x.send_ok("-q", "--keep-setid", top, x.dest("k"))
     dst = x.root / "k" / "tree"
     compare_tree(top, dst, keep_setid=True)
     assert stat.S_IMODE(os.lstat(dst / "suid.bin").st_mode) == 0o4755
+
+
+def test_keep_setid_needs_server_consent(xsrv):
+    """A token holder cannot plant setuid files on its own say: a server
+    without --allow-setid refuses the push, and nothing is written."""
+    x = xsrv
+    top = x.src / "tree"
+    make_tree(top)
+    res = x.send("-q", "--keep-setid", top, x.dest("k"))
+    assert res.returncode == 1, describe(res)
+    assert "--allow-setid" in output(res), describe(res)
+    assert not (x.root / "k").exists()
+    # the same push without the flag goes through, bits dropped
+    x.send_ok("-q", top, x.dest("k"))
+    dst = x.root / "k" / "tree"
+    assert stat.S_IMODE(os.lstat(dst / "suid.bin").st_mode) == 0o755
 
 
 # 3 ---------------------------------------------------------------------
