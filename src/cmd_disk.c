@@ -104,6 +104,12 @@ static int disk_opts_check(struct disk_cli_opts *o, struct lr_err *err)
 		return lr_err_set(err, -EINVAL,
 				  "--bs %llu is not a multiple of 4K",
 				  (unsigned long long)o->bs);
+	if (!o->size_set) {
+		/* the default: the largest multiple of --bs in 256M */
+		o->size -= o->size % o->bs;
+		if (o->size < o->bs)
+			o->size = o->bs;
+	}
 	if (o->size < o->bs || o->size % o->bs)
 		return lr_err_set(err, -EINVAL,
 				  "--size %llu is not a multiple of --bs %llu",

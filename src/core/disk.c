@@ -216,7 +216,8 @@ int disk_mountinfo_lookup(const char *mountinfo, unsigned int major,
 			unescape(tok);
 		copy_str(out->source, sizeof(out->source), tok ? tok : "");
 	}
-	if (ferror(f))
+	/* getline sets ENOMEM without the stream's error flag */
+	if (ferror(f) || errno == ENOMEM)
 		r = errno ? -errno : -EIO;
 	free(line);
 	fclose(f);
@@ -490,6 +491,11 @@ int disk_run(const char *dir, uint64_t size, uint32_t bs,
 			progress(DISK_PHASE_READ, (i + 1) * bs, arg);
 	}
 	res.read_sec = now_sec() - t0;
+	if (*stop) {
+		/* a signal during the last block still counts */
+		r = lr_err_set(err, -EINTR, "interrupted");
+		goto out_unlink;
+	}
 	res.bytes = size;
 	r = 0;
 
@@ -579,16 +585,20 @@ int disk_read_file(const char *path, uint64_t size_limit, uint32_t bs,
 		 * last block; the read stops at the end of the file. */
 		r = read_upto(fd, buf, res.read_direct ? bs : need, need,
 			      (off_t)done, &got);
-		if (r == -EINVAL && res.read_direct && done == 0) {
-			/* direct I/O accepted by fcntl, refused at read */
+		if (r == -EINVAL && res.read_direct) {
+			/* direct I/O accepted by fcntl, refused at read, or
+			 * a short direct read (FUSE, NFS) whose rest would be
+			 * unaligned: read on through the page cache */
 			res.read_direct = false;
 			r = set_direct(fd, false);
 			if (!r)
 				r = -posix_fadvise(fd, 0, 0,
 						   POSIX_FADV_DONTNEED);
-			t0 = now_sec();
+			if (done == 0)
+				t0 = now_sec();
 			if (!r)
-				r = read_upto(fd, buf, need, need, 0, &got);
+				r = read_upto(fd, buf, need, need, (off_t)done,
+					      &got);
 		}
 		if (r) {
 			lr_err_setc(err, r, "read %s", path);
@@ -607,6 +617,11 @@ int disk_read_file(const char *path, uint64_t size_limit, uint32_t bs,
 			progress(DISK_PHASE_READ, done, arg);
 	}
 	res.read_sec = now_sec() - t0;
+	if (*stop) {
+		/* a signal during the last block still counts */
+		r = lr_err_set(err, -EINTR, "interrupted");
+		goto out_free_buf;
+	}
 	res.bytes = total;
 	res.read_only = true;
 	r = 0;

@@ -171,6 +171,24 @@ def test_file_short_tail(linerate_bin, tmp_path):
     assert fingerprint(f) == before
 
 
+def test_bs_not_dividing_the_default_size(linerate_bin, tmp_path):
+    # without --size, any --bs works: the default 256M is not the user's
+    f = tmp_path / "odd_bs.bin"
+    size = 3 * MiB
+    before = make_file(f, size)
+    res = run_disk(linerate_bin, str(f), "--bs", "12K", "--json")
+    check_file_json(res, size, f)
+    assert fingerprint(f) == before
+    # a directory run with such a --bs takes the largest multiple in 256M
+    res = run_disk(linerate_bin, str(tmp_path), "--bs", "12K", "--json")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["size"] == (256 * MiB) // (12 * 1024) * 12 * 1024
+    # a --size given by the user must still be a multiple
+    res = run_disk(linerate_bin, str(f), "--bs", "12K", "--size", "1M")
+    assert res.returncode == 2 and b"multiple" in res.stderr
+
+
 def test_file_size_limit(linerate_bin, tmp_path):
     f = tmp_path / "big.bin"
     before = make_file(f, 6 * MiB + 100)
