@@ -242,6 +242,12 @@ def check_serve_log_line(line, doc, expect):
 @pytest.mark.parametrize("mode", MODES.keys())
 def test_iperf3_client_against_linerate_serve(hosts, serve, iperf3, mode):
     args, expect = MODES[mode]
+    if "exact_sent" in expect:
+        # a stock iperf3 client may send past -n: its multisend loop
+        # (up to 10 writes a round) checks the byte count only between
+        # writes while more rounds remain, so a round can add blocks
+        # after the count is reached; our server takes whatever comes
+        expect = dict(expect, sent_slack=9 * blksize(expect))
     srv = start_lr_serve(serve, hosts)
     since = srv.log.mark()
     res = run_iperf3_client(hosts, LR_IPERF3_PORT, *args)
