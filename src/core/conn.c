@@ -224,34 +224,13 @@ static int send_all(struct conn *c, struct iovec *iov, int n)
 }
 
 /* Read exactly len bytes; 1 at a clean end of file before any byte. */
-/* Wake only for min(what is still due, lowat_cap) bytes: a receiver
- * sleeping in MSG_WAITALL is otherwise woken for every packet that
- * arrives (each one a context switch on a small CPU without GRO). Never
- * more than the record still owes, so the end of a record cannot wait
- * for bytes the sender has no reason to send. */
-static void set_lowat(struct conn *c, size_t due)
-{
-	uint32_t want = due < c->lowat_cap ? (uint32_t)due : c->lowat_cap;
-	int v = (int)want;
-
-	if (want == c->lowat)
-		return;
-	if (!setsockopt(c->fd, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof(v)))
-		c->lowat = want;
-	else
-		c->lowat_cap = 0; /* not supported: as before */
-}
-
 static int recv_all(struct conn *c, uint8_t *buf, size_t len)
 {
 	size_t got = 0;
 	ssize_t k;
 
 	while (got < len) {
-		if (c->lowat_cap)
-			set_lowat(c, len - got);
-		k = recv(c->fd, buf + got, len - got,
-			 c->lowat_cap ? 0 : MSG_WAITALL);
+		k = recv(c->fd, buf + got, len - got, MSG_WAITALL);
 		if (k > 0) {
 			got += (size_t)k;
 			continue;

@@ -55,10 +55,6 @@ struct conn {
 	 * spend in the cipher and in socket calls (for the bottleneck) */
 	bool timing;
 	uint64_t cipher_ns, io_ns;
-	/* with lowat_cap, conn_recv_data wakes for at least
-	 * min(bytes still due in the record, lowat_cap) bytes (SO_RCVLOWAT)
-	 * instead of for every packet; lowat is the value set now */
-	uint32_t lowat_cap, lowat;
 };
 
 /* A connection without records (no token). */

@@ -29,8 +29,7 @@
 #define CTRL_TIMEOUT_MS	   10000
 #define IDLE_MS		   30000 /* a peer silent this long has gone */
 #define ACK_FLUSH_MS	   50
-#define WLOCKS		   16		/* receiver write locks, by slot */
-#define LOWAT_CAP	   (256u << 10) /* receiver: wake per 256 KiB */
+#define WLOCKS		   16 /* receiver write locks, by slot */
 #define JOURNAL_MS	   1000
 #define JOURNAL_MIN_CHUNKS 4 /* smaller files simply start again */
 #define MSG_BUF		   (PROTO_MAX_BODY + PROTO_HDR_LEN + CONN_REC_HDR + CRYPTO_TAG_LEN)
@@ -501,8 +500,6 @@ static void data_sockopts(struct xsess *x)
 		setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		c->abort = &x->abort;
 		c->timing = true;
-		if (!x->sender)
-			c->lowat_cap = LOWAT_CAP;
 	}
 }
 
