@@ -13,9 +13,10 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 
 import pytest
+
+from util import wait_until
 
 MiB = 1 << 20
 
@@ -90,11 +91,12 @@ def test_interrupt_removes_file(linerate_bin, tmp_path, sig, code):
                              "2G"], stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 20
-        while not leftovers(tmp_path):
+        def test_file_there():
             assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "no test file appeared"
-            time.sleep(0.005)
+            return leftovers(tmp_path)
+
+        wait_until(test_file_there, 20, interval=0.005,
+                   what="the test file to appear")
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=60)
     finally:
