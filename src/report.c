@@ -1477,11 +1477,16 @@ int report_disk_json(FILE *out, const char *path, uint64_t size, uint64_t bs,
 
 /* ---------------- linerate gen ---------------- */
 
-static void gen_fmt_hms(char *buf, size_t cap, double sec)
+/* Elapsed time and ETA as pv prints them: M:SS, H:MM:SS past an hour. */
+static void fmt_hms(char *buf, size_t cap, double s)
 {
-	unsigned long s = sec > 0 ? (unsigned long)(sec + 0.5) : 0;
+	long t = s > 0 && s < 1e8 ? (long)(s + 0.5) : 0;
 
-	snprintf(buf, cap, "%lu:%02lu:%02lu", s / 3600, s / 60 % 60, s % 60);
+	if (t >= 3600)
+		snprintf(buf, cap, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60,
+			 t % 60);
+	else
+		snprintf(buf, cap, "%ld:%02ld", t / 60, t % 60);
 }
 
 void report_gen_progress(FILE *out, uint64_t done, uint64_t size, double sec,
@@ -1492,9 +1497,8 @@ void report_gen_progress(FILE *out, uint64_t done, uint64_t size, double sec,
 	double pct = size ? 100.0 * (double)done / (double)size : 100;
 
 	units_fmt_bytes(bytes, sizeof(bytes), (double)done);
-	gen_fmt_hms(el, sizeof(el), sec);
-	gen_fmt_hms(eta, sizeof(eta),
-		    rate > 0 ? (double)(size - done) / rate : 0);
+	fmt_hms(el, sizeof(el), sec);
+	fmt_hms(eta, sizeof(eta), rate > 0 ? (double)(size - done) / rate : 0);
 	fprintf(out, "%s%12s %s [%8.1f MB/s] %3.0f%% ETA %s%s", tty ? "\r" : "",
 		bytes, el, rate / 1e6, pct, eta, tty ? "\033[K" : "\n");
 	fflush(out);
@@ -1543,17 +1547,6 @@ static void fmt_mbs(char *buf, size_t cap, double bytes_per_sec)
 		snprintf(buf, cap, "%.2f GB/s", bytes_per_sec / 1e9);
 	else
 		snprintf(buf, cap, "%.1f MB/s", bytes_per_sec / 1e6);
-}
-
-static void fmt_hms(char *buf, size_t cap, double s)
-{
-	long t = s > 0 && s < 1e8 ? (long)(s + 0.5) : 0;
-
-	if (t >= 3600)
-		snprintf(buf, cap, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60,
-			 t % 60);
-	else
-		snprintf(buf, cap, "%ld:%02ld", t / 60, t % 60);
 }
 
 static void json_line(FILE *out, cJSON *o)
