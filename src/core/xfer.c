@@ -1536,7 +1536,7 @@ static bool window_room(struct xsess *x, uint32_t next_idx, uint64_t left)
 		room = false;
 		goto out;
 	}
-	for (k = 0; k < XFER_WINDOW; k++)
+	for (k = 0; k < XFER_WINDOW && used < ANNOUNCE_BATCH; k++)
 		used += x->win[k].used;
 	if (used < ANNOUNCE_BATCH)
 		goto out;
