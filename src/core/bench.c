@@ -1163,6 +1163,32 @@ int64_t bench_client_wake(const struct bench_run *run,
 	return wake;
 }
 
+int bench_client_turn(struct bench_run *run, const struct bench_opts *o,
+		      const struct bench_callbacks *cb,
+		      struct bench_client_clock *clk, bool woken,
+		      int64_t end_ms, int64_t hard_end, int64_t *now_ms,
+		      bool *truncated, struct lr_err *err)
+{
+	uint64_t ev;
+	int r;
+
+	if (woken && read(run->evfd, &ev, sizeof(ev)) < 0) {
+		/* nothing to drain */
+	}
+	*now_ms = net_now_ms();
+	bench_client_tick(run, o, cb, clk, *now_ms);
+	r = bench_run_error(run, true, err);
+	if (r)
+		return r;
+	if (o->req.duration_ms && *now_ms >= end_ms)
+		return 1;
+	if (*now_ms >= hard_end) {
+		*truncated = true;
+		return 1;
+	}
+	return 0;
+}
+
 int bench_run_error(const struct bench_run *run, bool ended_only,
 		    struct lr_err *err)
 {
@@ -1515,7 +1541,6 @@ int bench_client_run(const struct bench_opts *o,
 		};
 		int64_t wake = bench_client_wake(
 			&run, &clk, o->req.duration_ms ? end_ms : 0, hard_end);
-		uint64_t ev;
 
 		now = net_now_ms();
 		if (wake > now && poll(pf, 2, (int)(wake - now)) < 0 &&
@@ -1539,20 +1564,12 @@ int bench_client_run(const struct bench_opts *o,
 					       proto_type_name(h.type));
 			goto out_run;
 		}
-		if (pf[1].revents && read(run.evfd, &ev, sizeof(ev)) < 0) {
-			/* nothing to drain */
-		}
-		now = net_now_ms();
-		bench_client_tick(&run, o, cb, &clk, now);
-		r = bench_run_error(&run, true, err);
-		if (r)
+		r = bench_client_turn(&run, o, cb, &clk, pf[1].revents, end_ms,
+				      hard_end, &now, &res->truncated, err);
+		if (r < 0)
 			goto out_run;
-		if (o->req.duration_ms && now >= end_ms)
+		if (r)
 			break;
-		if (now >= hard_end) {
-			res->truncated = true;
-			break;
-		}
 		if (o->req.bytes && bench_run_all_done(&run))
 			break;
 	}

@@ -306,6 +306,18 @@ int64_t bench_client_wake(const struct bench_run *run,
 int bench_run_error(const struct bench_run *run, bool ended_only,
 		    struct lr_err *err);
 
+/* After a client loop's wait (woken: the stream threads' counter was
+ * readable): drain the counter, run bench_client_tick at *now_ms (set
+ * here) and say whether the test is over: a negative error from a failed
+ * stream (err filled), 1 when the duration is up (end_ms) or hard_end
+ * passed (*truncated set), 0 to go on. An end by byte count is the
+ * caller's: it differs by peer. */
+int bench_client_turn(struct bench_run *run, const struct bench_opts *o,
+		      const struct bench_callbacks *cb,
+		      struct bench_client_clock *clk, bool woken,
+		      int64_t end_ms, int64_t hard_end, int64_t *now_ms,
+		      bool *truncated, struct lr_err *err);
+
 /*
  * Run one test as a client against a linerate server. Blocks for the
  * test's duration; reports through cb. On success *res is filled (its

@@ -715,7 +715,6 @@ int ip3_client_run(const struct bench_opts *o, const struct ip3_client_opts *x,
 		};
 		int64_t wake = bench_client_wake(
 			&run, &clk, o->req.duration_ms ? end_ms : 0, hard_end);
-		uint64_t ev;
 
 		/* -n ends with the bytes: look often */
 		if (o->req.bytes && wake > net_now_ms() + 5)
@@ -740,20 +739,12 @@ int ip3_client_run(const struct bench_opts *o, const struct ip3_client_opts *x,
 					       "connection during the test");
 			goto out_run;
 		}
-		if (pf[1].revents && read(run.evfd, &ev, sizeof(ev)) < 0) {
-			/* nothing to drain */
-		}
-		now = net_now_ms();
-		bench_client_tick(&run, o, cb, &clk, now);
-		r = bench_run_error(&run, true, err);
-		if (r)
+		r = bench_client_turn(&run, o, cb, &clk, pf[1].revents, end_ms,
+				      hard_end, &now, &res->truncated, err);
+		if (r < 0)
 			goto out_run;
-		if (o->req.duration_ms && now >= end_ms)
+		if (r)
 			break;
-		if (now >= hard_end) {
-			res->truncated = true;
-			break;
-		}
 		if (o->req.bytes && run.omit_done && bytes_done(&run))
 			break;
 		/* -n has no timer: a test where nothing moves ends here */
