@@ -5,9 +5,12 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -324,4 +327,25 @@ void fsio_temp_name(const char *name, char *out)
 void fsio_journal_name(const char *name, char *out)
 {
 	side_name(name, ".lrjournal", out);
+}
+
+int fsio_reserve(int fd, uint64_t size, bool sparse)
+{
+	struct statfs sfs;
+	struct statvfs svfs;
+
+	if (size > (uint64_t)INT64_MAX)
+		return -EFBIG;
+	if (!sparse && fstatfs(fd, &sfs) == 0 &&
+	    sfs.f_type == (typeof(sfs.f_type))TMPFS_MAGIC) {
+		if (fstatvfs(fd, &svfs) == 0 && svfs.f_frsize &&
+		    svfs.f_bavail < (size + svfs.f_frsize - 1) / svfs.f_frsize)
+			return -ENOSPC;
+		sparse = true;
+	}
+	if (!sparse && fallocate(fd, 0, 0, (off_t)size) == 0)
+		return 0;
+	if (!sparse && errno != EOPNOTSUPP && errno != ENOSYS)
+		return -errno;
+	return ftruncate(fd, (off_t)size) ? -errno : 0;
 }

@@ -65,4 +65,15 @@ void fsio_split(const char *path, size_t len, char *parent, char *name);
 void fsio_temp_name(const char *name, char *out);
 void fsio_journal_name(const char *name, char *out);
 
+/*
+ * Give the open, empty file fd its final size and, where that is cheap,
+ * reserve its blocks, so a destination too small is found before any
+ * data is sent: fallocate on disk file systems (unwritten extents), a
+ * free-space check and ftruncate on tmpfs, where fallocate would clear
+ * every page only for the data to overwrite it (70 ms a GiB here), and
+ * ftruncate where fallocate is not supported. sparse: ftruncate only.
+ * 0 or -errno (-ENOSPC when it cannot fit).
+ */
+int fsio_reserve(int fd, uint64_t size, bool sparse);
+
 #endif

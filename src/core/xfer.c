@@ -2603,14 +2603,7 @@ static int plan_file(struct xsess *x, struct xfile *f,
 		return 0;
 	}
 	if (!f->pipe && f->nchunks > 1) {
-		r = 0;
-		if (e->eflags & PROTO_XE_SPARSE)
-			r = ftruncate(f->fd, (off_t)e->size) ? -errno : 0;
-		else if (fallocate(f->fd, 0, 0, (off_t)e->size))
-			r = (errno == EOPNOTSUPP || errno == ENOSYS)
-				    ? (ftruncate(f->fd, (off_t)e->size) ? -errno
-									: 0)
-				    : -errno;
+		r = fsio_reserve(f->fd, e->size, e->eflags & PROTO_XE_SPARSE);
 		if (r) {
 			plan->action = PROTO_XA_REFUSE;
 			snprintf(f->reason, sizeof(f->reason),

@@ -347,6 +347,46 @@ def test_destination_full(xenv):
                            timeout=30)
 
 
+def test_destination_fills_during_transfer(xenv):
+    # Each file fits on the 16 MiB tmpfs by itself, so both pass the free
+    # space check made when they are planned; together they do not, and
+    # the write that finds the disk full must fail loudly with no partial
+    # file under a final name.
+    x = xenv
+    small = x.tmp / "small2"
+    small.mkdir()
+    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs",
+                          small], capture_output=True, text=True, timeout=10)
+    if res.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {res.stderr.strip()}")
+    try:
+        x.start_server(root=small)
+        srcdir = x.src / "pair"
+        srcdir.mkdir()
+        a = write_random(srcdir / "a.bin", 10 * MiB)
+        b = write_random(srcdir / "b.bin", 10 * MiB)
+        res = x.send("-q", srcdir, x.dest(), timeout=60)
+        assert res.returncode == 1, describe(res)
+        assert re.search(r"no space", output(res), re.I), output(res)
+        # final names: at most the one file that fit, and complete; a
+        # temporary (dot) name may stay behind for a resume
+        final = [n for n in tree_files(small)
+                 if (small / n).is_file()
+                 and not os.path.basename(n).startswith(".")]
+        assert len(final) <= 1, tree_files(small)
+        for name in final:
+            want = {"a.bin": a, "b.bin": b}[os.path.basename(name)]
+            assert (small / name).read_bytes() == want.read_bytes(), name
+    finally:
+        if x.srv is not None:
+            x.srv.stop()
+        r = subprocess.run(["umount", small], capture_output=True,
+                           timeout=30)
+        if r.returncode != 0:
+            subprocess.run(["umount", "-l", small], capture_output=True,
+                           timeout=30)
+
+
 # 10 --------------------------------------------------------------------
 
 def test_no_token(xsrv):

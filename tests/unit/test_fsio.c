@@ -13,7 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -436,6 +439,85 @@ static void test_open_dir_bad_rel(void **state)
 	assert_false(exists_at(t->root, "a"));
 }
 
+/* an unlinked empty file in dir, or -1 */
+static int anon_file(const char *dir)
+{
+	char p[256];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/lr-reserve-XXXXXX", dir);
+	fd = mkstemp(p);
+	if (fd >= 0)
+		unlink(p);
+	return fd;
+}
+
+static bool on_tmpfs(int fd)
+{
+	struct statfs sfs;
+
+	return fstatfs(fd, &sfs) == 0 &&
+	       sfs.f_type == (typeof(sfs.f_type))TMPFS_MAGIC;
+}
+
+static void test_reserve_tmpfs(void **state)
+{
+	struct statvfs v;
+	struct stat st;
+	int fd = anon_file("/dev/shm");
+
+	(void)state;
+	if (fd < 0 || !on_tmpfs(fd)) {
+		if (fd >= 0)
+			close(fd);
+		print_message("skipped: /dev/shm is not a writable tmpfs\n");
+		skip();
+	}
+	/* the size is set and no page is cleared ahead of the data */
+	assert_int_equal(fsio_reserve(fd, 8u << 20, false), 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_size, 8 << 20);
+	assert_int_equal(st.st_blocks, 0);
+	/* more than the file system has left: refused, nothing changed */
+	assert_int_equal(ftruncate(fd, 0), 0);
+	assert_int_equal(fstatvfs(fd, &v), 0);
+	assert_int_equal(
+		fsio_reserve(fd, (uint64_t)(v.f_bavail + 1024) * v.f_frsize,
+			     false),
+		-ENOSPC);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_size, 0);
+	assert_int_equal(fsio_reserve(fd, UINT64_MAX, false), -EFBIG);
+	close(fd);
+}
+
+static void test_reserve_disk(void **state)
+{
+	struct stat st;
+	int fd = anon_file(".");
+
+	(void)state;
+	assert_true(fd >= 0);
+	if (on_tmpfs(fd)) {
+		close(fd);
+		print_message("skipped: the build directory is on tmpfs\n");
+		skip();
+	}
+	/* sparse: the size only */
+	assert_int_equal(fsio_reserve(fd, 4u << 20, true), 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_size, 4 << 20);
+	assert_int_equal(st.st_blocks, 0);
+	assert_int_equal(ftruncate(fd, 0), 0);
+	/* otherwise the blocks are reserved where fallocate works */
+	assert_int_equal(fsio_reserve(fd, 4u << 20, false), 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_size, 4 << 20);
+	if (fallocate(fd, 0, 0, 4096) == 0)
+		assert_true((uint64_t)st.st_blocks * 512 >= (4u << 20));
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -445,6 +527,8 @@ int main(void)
 		cmocka_unit_test(test_split),
 		cmocka_unit_test(test_temp_names),
 		cmocka_unit_test(test_escape),
+		cmocka_unit_test(test_reserve_tmpfs),
+		cmocka_unit_test(test_reserve_disk),
 		cmocka_unit_test_setup_teardown(test_open_dir_create,
 						tree_setup, tree_teardown),
 		cmocka_unit_test_setup_teardown(test_open_dir_empty_is_dup,
