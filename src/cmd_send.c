@@ -78,6 +78,7 @@ struct send_cli {
 	char hostbuf[256];
 	const char *paths[PROTO_XFER_MAX_PATHS];
 	const char *dest;
+	char destbuf[PROTO_XFER_MAX_PATH + 1]; /* DIR of `send - HOST:DIR/NAME` */
 	uint8_t psk[CRYPTO_KEY_LEN];
 };
 
@@ -282,11 +283,13 @@ static int send_parse(int argc, char **argv, struct send_cli *o,
 			o->dest = path;
 			if (slash) {
 				size_t n = (size_t)(slash - path);
-				char *d = strndup(path, n);
 
-				if (!d)
-					return -ENOMEM;
-				o->dest = d;
+				if (n >= sizeof(o->destbuf))
+					return lr_err_set(err, -ENAMETOOLONG,
+							  "%s: too long", path);
+				memcpy(o->destbuf, path, n);
+				o->destbuf[n] = '\0';
+				o->dest = o->destbuf;
 			} else {
 				o->dest = "";
 			}

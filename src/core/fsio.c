@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -348,4 +349,23 @@ int fsio_reserve(int fd, uint64_t size, bool sparse)
 	if (!sparse && errno != EOPNOTSUPP && errno != ENOSYS)
 		return -errno;
 	return ftruncate(fd, (off_t)size) ? -errno : 0;
+}
+
+int fsio_open_anon(int dirfd, mode_t mode)
+{
+	int fd = openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
+
+	return fd < 0 ? -errno : fd;
+}
+
+int fsio_link_anon(int fd, int dirfd, const char *name)
+{
+	char p[40];
+
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	if (!linkat(AT_FDCWD, p, dirfd, name, AT_SYMLINK_FOLLOW))
+		return 0;
+	if (errno != ENOENT || access("/proc/self/fd", F_OK) == 0)
+		return -errno;
+	return linkat(fd, "", dirfd, name, AT_EMPTY_PATH) ? -errno : 0;
 }

@@ -76,4 +76,20 @@ void fsio_journal_name(const char *name, char *out);
  */
 int fsio_reserve(int fd, uint64_t size, bool sparse);
 
+/*
+ * An unnamed regular file in the directory dirfd (O_TMPFILE, read and
+ * write, close-on-exec) with mode less the umask: a file that is lost
+ * when closed unless fsio_link_anon names it. The fd or -errno
+ * (-EOPNOTSUPP, -EISDIR or -EINVAL where the file system or kernel has
+ * no O_TMPFILE).
+ */
+int fsio_open_anon(int dirfd, mode_t mode);
+
+/*
+ * Name the unnamed file fd as name in dirfd, never replacing anything:
+ * -EEXIST when name exists. Through /proc/self/fd, else AT_EMPTY_PATH
+ * (which needs CAP_DAC_READ_SEARCH). 0 or -errno.
+ */
+int fsio_link_anon(int fd, int dirfd, const char *name);
+
 #endif

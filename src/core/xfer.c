@@ -31,7 +31,8 @@
 #define ACK_FLUSH_MS	   50
 #define WLOCKS		   16 /* receiver write locks, by slot */
 #define JOURNAL_MS	   1000
-#define JOURNAL_MIN_CHUNKS 4 /* smaller files simply start again */
+#define JOURNAL_MIN_CHUNKS 4  /* smaller files simply start again */
+#define READY_MAX	   64 /* receiver: small files named together */
 #define MSG_BUF		   (PROTO_MAX_BODY + PROTO_HDR_LEN + CONN_REC_HDR + CRYPTO_TAG_LEN)
 #define DIRH_MAX	   16
 /* Chunks of one file at most: its arrays cost 19 bytes a chunk (4 TiB at
@@ -71,6 +72,7 @@ struct xfile {
 	bool dead;	   /* sender: finished; released when inflight is 0 */
 	bool from_pipe;	   /* its size came from its SUM */
 	bool implicit_sum; /* one chunk or none: no SUM travels for it */
+	bool anon;	   /* receiver: fd is unnamed (O_TMPFILE), tmp empty */
 	unsigned inflight; /* chunks a stream thread is working on */
 	uint32_t idx;
 	uint8_t kind, eflags;
@@ -133,6 +135,7 @@ struct xsess {
 	int evfd;
 	_Atomic bool abort;
 	_Atomic bool closing;
+	bool no_anon;		/* receiver: O_TMPFILE refused here once */
 	_Atomic unsigned ended; /* receiver: stream threads finished */
 	int error;		/* first fatal error, under lock */
 	struct lr_err err;
@@ -531,6 +534,8 @@ static void add_waits(struct xsess *x, const struct conn *c, uint64_t disk_ns,
 static bool window_empty(struct xsess *x);
 static int recv_service(struct xsess *x, uint8_t *buf);
 static int finish_file(struct xsess *x, struct xfile *f, bool synced);
+static int finish_files(struct xsess *x, struct xfile *const *fs, unsigned n,
+			bool synced);
 static int dirh_get(struct xsess *x, const char *rel, struct xfile *f);
 
 /*
@@ -1074,7 +1079,7 @@ struct sthread {
 	bool started;
 	/* receiver: small files completed by the record being read, named
 	 * together after one syncfs */
-	struct xfile *ready[64];
+	struct xfile *ready[READY_MAX];
 	unsigned nready;
 };
 
@@ -2134,7 +2139,7 @@ static int recv_unit(struct xsess *x, struct sthread *st, const uint8_t *u,
 	struct xfile *f;
 	uint8_t d[DIGEST_LEN], prev;
 	uint64_t off, t;
-	bool mine;
+	bool mine, shared;
 	int fd, r = 0;
 
 	*used = avail;
@@ -2201,6 +2206,7 @@ static int recv_unit(struct xsess *x, struct sthread *st, const uint8_t *u,
 	f->cstate[h.chunk] = CS_INFLIGHT;
 	f->inflight++;
 	fd = f->fd;
+	shared = f->nchunks > 1 || f->pipe;
 	pthread_mutex_unlock(&x->lock);
 
 	t = now_ns();
@@ -2259,12 +2265,15 @@ static int recv_unit(struct xsess *x, struct sthread *st, const uint8_t *u,
 		/* Stream threads writing one file at once meet on its inode
 		 * lock, where the kernel spins while the holder copies a
 		 * chunk: on a small machine that spinning takes the cores
-		 * the cipher and the sender need. Queue here instead, asleep. */
+		 * the cipher and the sender need. Queue here instead, asleep. A
+	 * file of one chunk has one writer: no lock. */
 		pthread_mutex_t *wl = &x->wlock[SLOT(h.idx) % WLOCKS];
 
-		pthread_mutex_lock(wl);
+		if (shared)
+			pthread_mutex_lock(wl);
 		r = write_full_at(fd, data, h.len, off);
-		pthread_mutex_unlock(wl);
+		if (shared)
+			pthread_mutex_unlock(wl);
 	}
 	*disk_ns += now_ns() - t;
 	pthread_mutex_lock(&x->lock);
@@ -2295,7 +2304,7 @@ static int recv_unit(struct xsess *x, struct sthread *st, const uint8_t *u,
 	mine = !r && !f->inflight && final_ready(f);
 	if (mine)
 		f->done = true;
-	if (mine && f->implicit_sum && st->nready < 64) {
+	if (mine && f->implicit_sum && st->nready < READY_MAX) {
 		/* small files: named after the whole record is written,
 		 * with one syncfs for all of them */
 		st->ready[st->nready++] = f;
@@ -2304,7 +2313,8 @@ static int recv_unit(struct xsess *x, struct sthread *st, const uint8_t *u,
 	pthread_mutex_unlock(&x->lock);
 	if (mine)
 		r = finish_file(x, f, false);
-	wake_if(x);
+	/* the control thread is woken once per record (recv_stream), not
+	 * once per small file in it */
 	if (r) {
 		fatal(x, r, "out of memory");
 		return -1;
@@ -2356,16 +2366,14 @@ static void *recv_stream(void *arg)
 				      !(x->o->flags & (PROTO_XF_NO_FSYNC |
 						       PROTO_XF_STDOUT)) &&
 				      !syncfs(x->destfd);
-			unsigned k;
 			uint64_t tt = now_ns();
 
-			for (k = 0; k < st->nready && !r; k++)
-				r = finish_file(x, st->ready[k], synced);
+			r = finish_files(x, st->ready, st->nready, synced);
 			disk_ns += now_ns() - tt;
 			if (r)
 				fatal(x, r, "out of memory");
-			wake_if(x);
 		}
+		wake_if(x);
 		if (r)
 			break;
 	}
@@ -2488,6 +2496,7 @@ static int plan_file(struct xsess *x, struct xfile *f,
 	char parent[FSIO_MAX_PATH + 1], jname[FSIO_MAX_NAME + 1];
 	uint32_t flags = x->o->flags;
 	struct stat st;
+	bool absent = false;
 	int dfd, r;
 
 	plan->idx = e->idx;
@@ -2525,8 +2534,11 @@ static int plan_file(struct xsess *x, struct xfile *f,
 		return 0;
 	}
 	f->dirfd = dfd;
-	if (!(flags & PROTO_XF_SCRATCH) &&
-	    !fstatat(dfd, f->name, &st, AT_SYMLINK_NOFOLLOW)) {
+	if (flags & PROTO_XF_SCRATCH)
+		absent = true;
+	else if (fstatat(dfd, f->name, &st, AT_SYMLINK_NOFOLLOW))
+		absent = errno == ENOENT;
+	else {
 		if (S_ISDIR(st.st_mode)) {
 			plan->action = PROTO_XA_REFUSE;
 			snprintf(f->reason, sizeof(f->reason),
@@ -2584,6 +2596,23 @@ static int plan_file(struct xsess *x, struct xfile *f,
 	/* created with its final permissions when the umask allows (no
 	 * chmod later), and always writable by its owner (a resume) */
 	f->cmode = (uint16_t)(((f->mode & 0777) | 0600) & ~x->umask);
+	/* a file without a journal (it would start again anyway) whose name
+	 * is free: unnamed until complete, then linked. One change to the
+	 * directory instead of two (create, rename), so the stream threads
+	 * naming files and this thread creating them meet less on the
+	 * directory's lock, and nothing is left behind when interrupted. */
+	if (absent && !x->no_anon && !f->pipe &&
+	    f->nchunks < JOURNAL_MIN_CHUNKS) {
+		r = fsio_open_anon(dfd, (mode_t)((f->mode & 0777) | 0600));
+		if (r >= 0) {
+			f->fd = r;
+			f->anon = true;
+			f->tmp[0] = '\0';
+			goto created;
+		}
+		if (r == -EOPNOTSUPP || r == -EISDIR || r == -EINVAL)
+			x->no_anon = true;
+	}
 	f->fd = openat(dfd, f->tmp,
 		       O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC,
 		       (mode_t)((f->mode & 0777) | 0600));
@@ -2602,6 +2631,7 @@ static int plan_file(struct xsess *x, struct xfile *f,
 			 lr_strerror(-errno));
 		return 0;
 	}
+created:
 	if (!f->pipe && f->nchunks > 1) {
 		r = fsio_reserve(f->fd, e->size, e->eflags & PROTO_XE_SPARSE);
 		if (r) {
@@ -2614,7 +2644,8 @@ static int plan_file(struct xsess *x, struct xfile *f,
 				 (unsigned long long)e->size);
 			close(f->fd);
 			f->fd = -1;
-			unlinkat(dfd, f->tmp, 0);
+			if (!f->anon)
+				unlinkat(dfd, f->tmp, 0);
 			return 0;
 		}
 	}
@@ -2644,6 +2675,26 @@ static int plan_file(struct xsess *x, struct xfile *f,
 	return 0;
 }
 
+/* Name the complete unnamed file f. The name was free when the file was
+ * planned; if one appeared since, --overwrite and --update replace it
+ * through a temporary name, as named files are. 0 or -errno. */
+static int link_anon(struct xfile *f, uint32_t flags)
+{
+	int r = fsio_link_anon(f->fd, f->dirfd, f->name);
+
+	if (r != -EEXIST || !(flags & (PROTO_XF_OVERWRITE | PROTO_XF_UPDATE)))
+		return r;
+	fsio_temp_name(f->name, f->tmp);
+	unlinkat(f->dirfd, f->tmp, 0);
+	r = fsio_link_anon(f->fd, f->dirfd, f->tmp);
+	if (!r && renameat(f->dirfd, f->tmp, f->dirfd, f->name)) {
+		r = -errno;
+		unlinkat(f->dirfd, f->tmp, 0);
+	}
+	f->tmp[0] = '\0';
+	return r;
+}
+
 /* Give a complete file its final name. Returns 0 or fills f->reason. */
 static int finalize(struct xsess *x, struct xfile *f, bool synced)
 {
@@ -2652,6 +2703,7 @@ static int finalize(struct xsess *x, struct xfile *f, bool synced)
 	struct timespec ts[2];
 	uint32_t flags = x->o->flags;
 	mode_t mode;
+	int r;
 
 	digest_file(f->size, x->chunk, f->nchunks, f->digests, d);
 	if (!f->implicit_sum && memcmp(d, f->sum.digest, DIGEST_LEN)) {
@@ -2690,19 +2742,22 @@ static int finalize(struct xsess *x, struct xfile *f, bool synced)
 	}
 	if (flags & PROTO_XF_SCRATCH) {
 		/* doctor: written, verified and synced; never named */
-		unlinkat(f->dirfd, f->tmp, 0);
+		if (!f->anon)
+			unlinkat(f->dirfd, f->tmp, 0);
 		return 0;
 	}
-	if (renameat2(f->dirfd, f->tmp, f->dirfd, f->name,
-		      (flags & (PROTO_XF_OVERWRITE | PROTO_XF_UPDATE))
-			      ? 0
-			      : RENAME_NOREPLACE)) {
-		int e = errno;
-
+	r = f->anon ? link_anon(f, flags)
+	    : renameat2(f->dirfd, f->tmp, f->dirfd, f->name,
+			(flags & (PROTO_XF_OVERWRITE | PROTO_XF_UPDATE))
+				? 0
+				: RENAME_NOREPLACE)
+		    ? -errno
+		    : 0;
+	if (r) {
 		snprintf(f->reason, sizeof(f->reason), "%s",
-			 e == EEXIST ? "exists (use --overwrite or --update)"
-				     : lr_strerror(-e));
-		return -e;
+			 r == -EEXIST ? "exists (use --overwrite or --update)"
+				      : lr_strerror(r));
+		return r;
 	}
 	if (f->jfd >= 0) {
 		fsio_journal_name(f->name, jname);
@@ -2711,18 +2766,19 @@ static int finalize(struct xsess *x, struct xfile *f, bool synced)
 	return 0;
 }
 
-/* Note a directory whose entries changed, to fsync it once per batch. */
-static void dir_dirty(struct xsess *x, struct xfile *f)
+/* A file got its name in f->dirfd: a directory of its own is synced at
+ * once; true when a shared handle must be marked dirty (under the lock,
+ * by the caller) to be synced once per batch. */
+static bool dir_named(struct xsess *x, struct xfile *f)
 {
-	if (x->o->flags & (PROTO_XF_NO_FSYNC | PROTO_XF_STDOUT))
-		return;
+	if (f->dirfd < 0 ||
+	    (x->o->flags & (PROTO_XF_NO_FSYNC | PROTO_XF_STDOUT)))
+		return false;
 	if (!f->dh) {
-		fsync(f->dirfd); /* a directory of its own: at once */
-		return;
+		fsync(f->dirfd);
+		return false;
 	}
-	pthread_mutex_lock(&x->lock);
-	f->dh->dirty = true;
-	pthread_mutex_unlock(&x->lock);
+	return true;
 }
 
 /* fsync the directories noted since the last time. */
@@ -2809,23 +2865,38 @@ static mode_t read_umask(void)
 	return (mode_t)m;
 }
 
-/* Finalize a file that is complete (f->done set, no chunk in flight) and
- * account for it. Called without the lock. */
-static int finish_file(struct xsess *x, struct xfile *f, bool synced)
+/* Finalize files that are complete (done set, no chunk in flight) and
+ * account for them under one lock. Called without the lock. */
+static int finish_files(struct xsess *x, struct xfile *const *fs, unsigned n,
+			bool synced)
 {
-	int fr = finalize(x, f, synced), r = 0;
+	int fr[READY_MAX];
+	bool dirty[READY_MAX];
+	unsigned i;
+	int r = 0;
 
-	if (!fr && f->dirfd >= 0)
-		dir_dirty(x, f);
+	if (n > READY_MAX)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		fr[i] = finalize(x, fs[i], synced);
+		dirty[i] = !fr[i] && dir_named(x, fs[i]);
+	}
 	pthread_mutex_lock(&x->lock);
-	if (fr) {
-		char why[sizeof(f->reason)];
+	for (i = 0; i < n; i++) {
+		struct xfile *f = fs[i];
 
-		memcpy(why, f->reason, sizeof(why));
-		f->done = false;
-		recv_file_fail(x, f, "%s", why);
-	} else {
-		r = push_ack(x, f->idx, 0, PROTO_XS_FILE_DONE, 0);
+		if (dirty[i])
+			f->dh->dirty = true;
+		if (fr[i]) {
+			char why[sizeof(f->reason)];
+
+			memcpy(why, f->reason, sizeof(why));
+			f->done = false;
+			recv_file_fail(x, f, "%s", why);
+			continue;
+		}
+		if (!r)
+			r = push_ack(x, f->idx, 0, PROTO_XS_FILE_DONE, 0);
 		x->res->files_ok++;
 		x->files_done++;
 		file_event(x, f, true, false, NULL);
@@ -2833,6 +2904,11 @@ static int finish_file(struct xsess *x, struct xfile *f, bool synced)
 	}
 	pthread_mutex_unlock(&x->lock);
 	return r;
+}
+
+static int finish_file(struct xsess *x, struct xfile *f, bool synced)
+{
+	return finish_files(x, &f, 1, synced);
 }
 
 /* Abandon a file: a resumable one keeps its temporary file and journal. */
