@@ -518,6 +518,44 @@ static void test_reserve_disk(void **state)
 	close(fd);
 }
 
+static void test_anon_link(void **state)
+{
+	struct tree *t = *state;
+	char buf[8] = { 0 };
+	struct stat st;
+	int fd, fd2, rfd;
+
+	fd = fsio_open_anon(t->root, 0640);
+	if (fd == -EOPNOTSUPP || fd == -EISDIR || fd == -EINVAL) {
+		print_message("skipped: no O_TMPFILE here\n");
+		skip();
+	}
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "payload", 7), 7);
+	/* unnamed until linked */
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_nlink, 0);
+	assert_int_equal(fsio_link_anon(fd, t->root, "f"), 0);
+	rfd = openat(t->root, "f", O_RDONLY);
+	assert_true(rfd >= 0);
+	assert_int_equal(read(rfd, buf, sizeof(buf)), 7);
+	assert_string_equal(buf, "payload");
+	close(rfd);
+	assert_int_equal(fstatat(t->root, "f", &st, 0), 0);
+	assert_int_equal(st.st_mode & 07777, 0640 & ~(mode_t)umask(umask(0)));
+	/* never replaces: an existing name, or a symlink planted there */
+	fd2 = fsio_open_anon(t->root, 0600);
+	assert_true(fd2 >= 0);
+	assert_int_equal(fsio_link_anon(fd2, t->root, "f"), -EEXIST);
+	assert_int_equal(symlinkat("target-outside", t->root, "ln"), 0);
+	assert_int_equal(fsio_link_anon(fd2, t->root, "ln"), -EEXIST);
+	assert_int_equal(fstatat(t->root, "ln", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	assert_false(exists_at(t->root, "target-outside"));
+	close(fd2);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -539,6 +577,8 @@ int main(void)
 						tree_setup, tree_teardown),
 		cmocka_unit_test_setup_teardown(test_open_dir_bad_rel,
 						tree_setup, tree_teardown),
+		cmocka_unit_test_setup_teardown(test_anon_link, tree_setup,
+						tree_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
