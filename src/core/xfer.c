@@ -897,10 +897,30 @@ static int walk_next(struct walker *w, struct wentry *e)
 	return r ? r : 1;
 }
 
-/* Pass 1: count what will be announced. */
+/* Pass 1 in a thread of its own (a push): walking a big tree takes as
+ * long as setting up the connections, and neither needs the other until
+ * the request says how many streams, which a sample decides. */
+#define COUNT_SAMPLE 1024u /* entries that decide the streams */
+
+struct counter {
+	const struct xfer_source *src;
+	pthread_t th;
+	bool started;
+	_Atomic bool stop;
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	/* under lock */
+	struct proto_xfer_totals t; /* so far */
+	bool pipe, done;
+	int r;
+	struct lr_err err;
+};
+
+/* Pass 1: count what will be announced; c (may be NULL) sees the count
+ * grow. */
 static int count_sources(const struct xfer_source *src,
 			 struct proto_xfer_totals *t, bool *pipe,
-			 struct lr_err *err)
+			 struct lr_err *err, struct counter *c)
 {
 	struct walker w;
 	struct wentry e;
@@ -915,11 +935,96 @@ static int count_sources(const struct xfer_source *src,
 			*pipe = true;
 		else if (e.kind == PROTO_XK_FILE)
 			t->bytes += (uint64_t)e.st.st_size;
+		if (c && t->files % 256 == 0) {
+			if (atomic_load(&c->stop)) {
+				r = -ECANCELED;
+				break;
+			}
+			pthread_mutex_lock(&c->lock);
+			c->t = *t;
+			c->pipe = *pipe;
+			pthread_cond_broadcast(&c->cv);
+			pthread_mutex_unlock(&c->lock);
+		}
 	}
 	walk_fini(&w);
 	if (*pipe)
 		t->bytes = UINT64_MAX;
 	return r;
+}
+
+static void *counter_main(void *arg)
+{
+	struct counter *c = arg;
+	struct proto_xfer_totals t;
+	struct lr_err err = { 0 };
+	bool pipe;
+	int r = count_sources(c->src, &t, &pipe, &err, c);
+
+	pthread_mutex_lock(&c->lock);
+	c->t = t;
+	c->pipe = pipe;
+	c->r = r;
+	c->err = err;
+	c->done = true;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+/* Start counting src in the background; false when it cannot (the
+ * caller counts when needed, as before). */
+static bool counter_start(struct counter *c, const struct xfer_source *src)
+{
+	memset(c, 0, sizeof(*c));
+	c->src = src;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->cv, NULL);
+	if (pthread_create(&c->th, NULL, counter_main, c)) {
+		pthread_mutex_destroy(&c->lock);
+		pthread_cond_destroy(&c->cv);
+		return false;
+	}
+	c->started = true;
+	return true;
+}
+
+/* The streams for what the first COUNT_SAMPLE entries (or all) are, by
+ * xfer_auto_streams' rule. */
+static unsigned counter_streams(struct counter *c)
+{
+	unsigned n = XFER_DEFAULT_STREAMS;
+
+	pthread_mutex_lock(&c->lock);
+	while (!c->done && c->t.files < COUNT_SAMPLE)
+		pthread_cond_wait(&c->cv, &c->lock);
+	if (!c->r && !c->pipe && c->t.files &&
+	    c->t.bytes / c->t.files < (256u << 10))
+		n = 2;
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
+/* Wait for the count (or stop it: cancel) and hand its totals to src when
+ * it succeeded; otherwise src stays uncounted and xfer_send counts (and
+ * reports what failed). */
+static void counter_join(struct counter *c, struct xfer_source *src,
+			 bool cancel)
+{
+	if (!c->started)
+		return;
+	if (cancel)
+		atomic_store(&c->stop, true);
+	pthread_join(c->th, NULL);
+	c->started = false;
+	if (!c->r && src) {
+		src->counted = true;
+		src->pipe = c->pipe;
+		src->files = c->t.files;
+		src->bytes = c->t.bytes;
+	}
+	pthread_mutex_destroy(&c->lock);
+	pthread_cond_destroy(&c->cv);
 }
 
 static void pace(struct xsess *x, uint32_t len)
@@ -1766,7 +1871,7 @@ int xfer_send(struct xfer_conns *cs, const struct xfer_source *src,
 		has_pipe = src->pipe;
 		r = 0;
 	} else {
-		r = count_sources(src, &tot, &has_pipe, err);
+		r = count_sources(src, &tot, &has_pipe, err, NULL);
 	}
 	if (r) {
 		send_error_msg(&x, PROTO_ERR_INTERNAL, err->msg);
@@ -3689,7 +3794,7 @@ unsigned xfer_auto_streams(const struct xfer_client_opts *o,
 	if (o->streams)
 		return o->streams;
 	if (o->req.op != PROTO_XFER_PUSH ||
-	    count_sources(&o->src, &t, &pipe, &e))
+	    count_sources(&o->src, &t, &pipe, &e, NULL))
 		return XFER_DEFAULT_STREAMS;
 	if (src) {
 		src->counted = true;
@@ -3719,6 +3824,7 @@ int xfer_client_run(const struct xfer_client_opts *o,
 	struct xfer_result lk = { 0 };
 	struct xfer_source src = o->src;
 	struct conn ctrl, *data = NULL;
+	struct counter cnt = { .started = false };
 	struct proto_buf b;
 	struct proto_hdr h;
 	char where[NET_ADDRSTR];
@@ -3735,6 +3841,8 @@ int xfer_client_run(const struct xfer_client_opts *o,
 	buf = malloc(MSG_BUF);
 	if (!buf)
 		return lr_err_setc(err, -ENOMEM, "buffer");
+	if (o->req.op == PROTO_XFER_PUSH && !src.counted)
+		counter_start(&cnt, &o->src);
 	r = net_resolve(o->host, o->port, o->family, false, &addr, err);
 	if (r)
 		goto out;
@@ -3761,7 +3869,9 @@ int xfer_client_run(const struct xfer_client_opts *o,
 		 LINERATE_VERSION);
 	proto_buf_init(&b, buf, MSG_BUF);
 	r = proto_encode_ctrl_open(&b, &co) ?: ctrl_send_raw(&ctrl, &b);
-	req.streams = (uint16_t)xfer_auto_streams(o, &src);
+	req.streams = (uint16_t)(o->streams    ? o->streams
+				 : cnt.started ? counter_streams(&cnt)
+					       : xfer_auto_streams(o, &src));
 	proto_buf_init(&b, buf, MSG_BUF);
 	if (!r)
 		r = proto_encode_xfer_request(&b, &req)
@@ -3843,6 +3953,7 @@ int xfer_client_run(const struct xfer_client_opts *o,
 	}
 	xo.chunk_size = acc.chunk_size;
 	xo.flags = req.flags;
+	counter_join(&cnt, &src, false);
 	if (req.op == PROTO_XFER_PUSH)
 		r = xfer_send(&cs, &src, &xo, cb, res, err);
 	else
@@ -3862,6 +3973,7 @@ out_ctrl:
 	close(ctrl.fd);
 	conn_fini(&ctrl);
 out:
+	counter_join(&cnt, NULL, true);
 	free(buf);
 	return r;
 }

@@ -547,3 +547,31 @@ def test_get_limit_caps_rate(xsrv):
     res = x.get_ok("--json", "--limit", "8M", x.dest("lim.bin"), dest,
                    timeout=60)
     _assert_limited(end_event(res.stdout))
+
+
+# streams chosen by default --------------------------------------------
+
+def test_default_streams_follow_the_source(xsrv):
+    # Many small files get two streams, a big file four; the sender decides
+    # from the first entries it counts while it connects, so a tree larger
+    # than that sample is checked too (1,500 files of 2 KiB).
+    x = xsrv
+    small = x.src / "small"
+    for d in range(3):
+        (small / f"d{d}").mkdir(parents=True)
+        for i in range(500):
+            (small / f"d{d}" / f"f{i}").write_bytes(os.urandom(2048))
+    res = x.send_ok("--json", small, x.dest())
+    end = end_event(res.stdout)
+    assert end["streams"] == 2 and end["files_ok"] == 1500, end
+    compare_tree(small, x.root / "small")
+    assert not temp_leftovers(x.root)
+
+    big = write_random(x.src / "big.bin", 8 * MiB)
+    end = end_event(x.send_ok("--json", big, x.dest()).stdout)
+    assert end["streams"] == 4 and end["files_ok"] == 1, end
+
+    # -P wins over the choice
+    end = end_event(x.send_ok("--json", "-P", "3", "--overwrite", big,
+                              x.dest()).stdout)
+    assert end["streams"] == 3, end
