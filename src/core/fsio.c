@@ -213,7 +213,7 @@ static int open_dir_beneath(int dirfd, const char *rel)
 
 /* Walk rel one component at a time from dirfd, each with O_NOFOLLOW. */
 static int walk_dir(int dirfd, const char *rel, size_t len, bool create,
-		    mode_t mode)
+		    mode_t mode, bool *made)
 {
 	const int flags = O_DIRECTORY | O_NOFOLLOW | O_RDONLY | O_CLOEXEC;
 	char comp[FSIO_MAX_NAME + 1];
@@ -229,8 +229,13 @@ static int walk_dir(int dirfd, const char *rel, size_t len, bool create,
 		memcpy(comp, rel + start, end - start);
 		comp[end - start] = '\0';
 		fd = openat(cur, comp, flags);
+		if (made)
+			*made = false;
 		if (fd < 0 && errno == ENOENT && create) {
-			if (mkdirat(cur, comp, mode) < 0 && errno != EEXIST) {
+			if (mkdirat(cur, comp, mode) == 0) {
+				if (made)
+					*made = true;
+			} else if (errno != EEXIST) {
 				err = -errno;
 				goto out_close_cur;
 			}
@@ -278,7 +283,20 @@ int fsio_open_dir(int dirfd, const char *rel, bool create, mode_t mode)
 		    fd != -EAGAIN)
 			return fd;
 	}
-	return walk_dir(dirfd, rel, len, create, mode);
+	return walk_dir(dirfd, rel, len, create, mode, NULL);
+}
+
+int fsio_make_dir(int dirfd, const char *rel, mode_t mode, bool *made)
+{
+	size_t len;
+
+	*made = false;
+	if (!rel || !rel[0])
+		return fsio_open_dir(dirfd, rel, false, 0);
+	len = strnlen(rel, FSIO_MAX_PATH + 1);
+	if (fsio_path_check(rel, len, NULL))
+		return LR_EBADPATH;
+	return walk_dir(dirfd, rel, len, true, mode, made);
 }
 
 void fsio_split(const char *path, size_t len, char *parent, char *name)

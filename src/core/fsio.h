@@ -51,6 +51,13 @@ char *fsio_escape(const char *name, size_t len, char *out, size_t cap);
 int fsio_open_dir(int dirfd, const char *rel, bool create, mode_t mode);
 
 /*
+ * fsio_open_dir with create, and *made set when the last component was
+ * made by this call (it was missing, so it holds nothing this caller did
+ * not put there). rel "" is dirfd itself, never made.
+ */
+int fsio_make_dir(int dirfd, const char *rel, mode_t mode, bool *made);
+
+/*
  * Split a checked relative path into its parent ("" for a top-level
  * name) and last component, both NUL-terminated, into parent (cap
  * FSIO_MAX_PATH + 1) and name (cap FSIO_MAX_NAME + 1).

@@ -56,6 +56,8 @@ struct dirh {
 	int fd;
 	unsigned refs; /* files of the window using it */
 	bool dirty;    /* names changed: fsync it */
+	bool fresh;    /* made by this session: names in it are free */
+	uint64_t tick; /* last use, to reuse the oldest free handle */
 	char rel[FSIO_MAX_PATH + 1];
 };
 
@@ -166,7 +168,8 @@ struct xsess {
 	uint32_t next_out;  /* stdout: next chunk to write */
 	uint32_t announced; /* receiver: entries announced so far */
 	char late_reason[PROTO_MAX_TEXT + 1]; /* sender: a FAIL without ACK */
-	struct dirh dirh[DIRH_MAX];   /* receiver: directories of the window */
+	struct dirh dirh[DIRH_MAX]; /* receiver: directories of the window */
+	uint64_t dirh_tick;
 	mode_t umask;		      /* receiver: the process's, read once */
 	uint64_t dropped, drop_limit; /* chunks of failed files drained */
 	pthread_cond_t out_cv;
@@ -2639,8 +2642,8 @@ static int plan_file(struct xsess *x, struct xfile *f,
 		return 0;
 	}
 	f->dirfd = dfd;
-	if (flags & PROTO_XF_SCRATCH)
-		absent = true;
+	if ((flags & PROTO_XF_SCRATCH) || (f->dh && f->dh->fresh))
+		absent = true; /* nothing there this session did not make */
 	else if (fstatat(dfd, f->name, &st, AT_SYMLINK_NOFOLLOW))
 		absent = errno == ENOENT;
 	else {
@@ -2908,10 +2911,37 @@ static void dirs_sync(struct xsess *x)
 /* The descriptor of directory rel below the destination for file f,
  * made when missing: a shared handle (f->dh) or, when every handle is in
  * use, one of f's own. Control thread only. */
+/* A handle to reuse for another directory: the oldest one no file of the
+ * window refers to, synced when dirty; NULL when all are in use. Under
+ * the lock (dropped and taken again around the fsync). */
+static struct dirh *dirh_free(struct xsess *x)
+{
+	struct dirh *h = NULL;
+	unsigned i;
+
+	for (i = 0; i < DIRH_MAX; i++)
+		if (!x->dirh[i].refs &&
+		    (!h || x->dirh[i].fd < 0 || x->dirh[i].tick < h->tick)) {
+			h = &x->dirh[i];
+			if (h->fd < 0)
+				break;
+		}
+	if (h && h->fd >= 0 && h->dirty) {
+		/* no file refers to it, and only this thread replaces
+		 * handles: it can be synced without the lock */
+		h->dirty = false;
+		pthread_mutex_unlock(&x->lock);
+		fsync(h->fd);
+		pthread_mutex_lock(&x->lock);
+	}
+	return h;
+}
+
 static int dirh_get(struct xsess *x, const char *rel, struct xfile *f)
 {
 	struct dirh *h = NULL;
 	unsigned i;
+	bool made;
 	int fd;
 
 	pthread_mutex_lock(&x->lock);
@@ -2921,37 +2951,65 @@ static int dirh_get(struct xsess *x, const char *rel, struct xfile *f)
 			break;
 		}
 	if (!h)
-		for (i = 0; i < DIRH_MAX && !h; i++)
-			if (!x->dirh[i].refs)
-				h = &x->dirh[i];
-	if (h && h->fd >= 0 && strcmp(h->rel, rel) && h->dirty) {
-		/* no file refers to it, and only this thread replaces
-		 * handles: it can be synced without the lock */
-		h->dirty = false;
-		pthread_mutex_unlock(&x->lock);
-		fsync(h->fd);
-		pthread_mutex_lock(&x->lock);
-	}
+		h = dirh_free(x);
 	if (h && (h->fd < 0 || strcmp(h->rel, rel))) {
 		if (h->fd >= 0)
 			close(h->fd);
 		h->fd = -1;
-		fd = fsio_open_dir(x->destfd, rel, true, 0755);
+		fd = fsio_make_dir(x->destfd, rel, 0755, &made);
 		if (fd < 0) {
 			pthread_mutex_unlock(&x->lock);
 			return fd;
 		}
 		h->fd = fd;
+		h->fresh = made;
+		h->dirty = false;
 		snprintf(h->rel, sizeof(h->rel), "%s", rel);
 	}
 	if (h) {
 		h->refs++;
+		h->tick = ++x->dirh_tick;
 		f->dh = h;
 		pthread_mutex_unlock(&x->lock);
 		return h->fd;
 	}
 	pthread_mutex_unlock(&x->lock);
 	return fsio_open_dir(x->destfd, rel, true, 0755);
+}
+
+/* The directory rel was just made (fd open on it): keep fd in a handle,
+ * marked fresh, for the files that follow it. Takes fd. Control thread. */
+static void dirh_made(struct xsess *x, const char *rel, int fd)
+{
+	struct dirh *h = NULL;
+	unsigned i;
+
+	pthread_mutex_lock(&x->lock);
+	for (i = 0; i < DIRH_MAX; i++)
+		if (x->dirh[i].fd >= 0 && !strcmp(x->dirh[i].rel, rel)) {
+			h = &x->dirh[i];
+			break;
+		}
+	if (h) {
+		/* a handle on a directory of that name that is gone */
+		pthread_mutex_unlock(&x->lock);
+		close(fd);
+		return;
+	}
+	h = dirh_free(x);
+	if (!h || strlen(rel) >= sizeof(h->rel)) {
+		pthread_mutex_unlock(&x->lock);
+		close(fd);
+		return;
+	}
+	if (h->fd >= 0)
+		close(h->fd);
+	h->fd = fd;
+	h->fresh = true;
+	h->dirty = false;
+	h->tick = ++x->dirh_tick;
+	snprintf(h->rel, sizeof(h->rel), "%s", rel);
+	pthread_mutex_unlock(&x->lock);
 }
 
 /* The process's umask without changing it (no other thread races). */
@@ -3379,15 +3437,20 @@ static int on_files(struct xsess *x, const uint8_t *body, size_t len,
 			continue;
 		}
 		if (e.kind == PROTO_XK_DIR) {
-			int dfd = fsio_open_dir(x->destfd, path, true, 0700);
+			bool made;
+			int dfd = fsio_make_dir(x->destfd, path, 0700, &made);
 
+			/* kept for its files, which follow it */
+			if (dfd >= 0 && made)
+				dirh_made(x, path, dfd);
+			else if (dfd >= 0)
+				close(dfd);
 			pthread_mutex_lock(&x->lock);
 			f->planned = true;
 			r = 0;
 			if (dfd < 0) {
 				recv_file_fail(x, f, "%s", lr_strerror(dfd));
 			} else {
-				close(dfd);
 				r = late_add(late, &e);
 				f->done = true;
 				x->files_done++;

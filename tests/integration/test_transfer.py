@@ -575,3 +575,20 @@ def test_default_streams_follow_the_source(xsrv):
     end = end_event(x.send_ok("--json", "-P", "3", "--overwrite", big,
                               x.dest()).stdout)
     assert end["streams"] == 3, end
+
+
+def test_same_tree_twice_in_one_push(xsrv):
+    # The second copy of each name meets the first: refused ("exists"),
+    # never written over, in a directory this session made as in any other.
+    x = xsrv
+    top = x.src / "twice"
+    (top / "sub").mkdir(parents=True)
+    for i in range(40):
+        (top / "sub" / f"f{i}").write_bytes(os.urandom(3000))
+    big = write_random(top / "big.bin", 5 * MiB)
+    res = x.send("-q", top, top, x.dest(), timeout=60)
+    assert res.returncode == 1, describe(res)
+    assert re.search(r"exists", output(res)), output(res)
+    compare_tree(top, x.root / "twice")
+    assert sha256_file(x.root / "twice" / "big.bin") == sha256_file(big)
+    assert not temp_leftovers(x.root)
