@@ -2374,7 +2374,7 @@ static int recv_unit(struct xsess *x, struct sthread *st, const uint8_t *u,
 		 * lock, where the kernel spins while the holder copies a
 		 * chunk: on a small machine that spinning takes the cores
 		 * the cipher and the sender need. Queue here instead, asleep. A
-	 * file of one chunk has one writer: no lock. */
+		 * file of one chunk has one writer: no lock. */
 		pthread_mutex_t *wl = &x->wlock[SLOT(h.idx) % WLOCKS];
 
 		if (shared)
@@ -2908,9 +2908,6 @@ static void dirs_sync(struct xsess *x)
 	}
 }
 
-/* The descriptor of directory rel below the destination for file f,
- * made when missing: a shared handle (f->dh) or, when every handle is in
- * use, one of f's own. Control thread only. */
 /* A handle to reuse for another directory: the oldest one no file of the
  * window refers to, synced when dirty; NULL when all are in use. Under
  * the lock (dropped and taken again around the fsync). */
@@ -2937,6 +2934,9 @@ static struct dirh *dirh_free(struct xsess *x)
 	return h;
 }
 
+/* The descriptor of directory rel below the destination for file f,
+ * made when missing: a shared handle (f->dh) or, when every handle is in
+ * use, one of f's own. Control thread only. */
 static int dirh_get(struct xsess *x, const char *rel, struct xfile *f)
 {
 	struct dirh *h = NULL;
@@ -3872,6 +3872,106 @@ unsigned xfer_auto_streams(const struct xfer_client_opts *o,
 	return XFER_DEFAULT_STREAMS;
 }
 
+/* The data streams of a client session, opened at once: each connects,
+ * shakes hands and sends its DATA_OPEN in a thread of its own, so the
+ * round trips overlap (four streams one after the other cost four). */
+struct opener {
+	const struct net_addr *addr, *bindp;
+	const struct net_sockopts *so;
+	const struct xfer_client_opts *o;
+	const char *where;
+	const uint8_t *session_id;
+	uint8_t dir;
+	struct conn *data; /* n, each conn_init_plain'ed; fd -1 if not open */
+	unsigned n;
+	_Atomic unsigned next;
+	pthread_mutex_t lock;
+	int r; /* the first failure */
+	struct lr_err err;
+};
+
+static int open_one(struct opener *op, unsigned i, struct lr_err *err)
+{
+	struct proto_data_open dop;
+	uint8_t mb[PROTO_HDR_LEN + PROTO_TEST_ID_LEN + 64];
+	struct proto_buf b;
+	int fd, r;
+
+	fd = net_connect(op->addr, op->bindp, op->so, op->o->connect_timeout_ms,
+			 err);
+	if (fd < 0)
+		return fd;
+	r = conn_client_open(fd, op->o->psk, op->o->cipher_wish, op->where,
+			     net_now_ms() + CTRL_TIMEOUT_MS, &op->data[i], err);
+	if (r) {
+		close(fd);
+		return r;
+	}
+	memcpy(dop.test_id, op->session_id, PROTO_TEST_ID_LEN);
+	dop.stream = (uint16_t)i;
+	dop.dir = op->dir;
+	proto_buf_init(&b, mb, sizeof(mb));
+	r = proto_encode_data_open(&b, &dop) ?: ctrl_send_raw(&op->data[i], &b);
+	if (r)
+		return lr_err_setc(err, r, "opening stream %u to %s", i + 1,
+				   op->where);
+	return 0;
+}
+
+/* Open streams until none is left or one failed. */
+static void *opener_main(void *arg)
+{
+	struct opener *op = arg;
+	unsigned i;
+
+	while ((i = atomic_fetch_add(&op->next, 1)) < op->n) {
+		struct lr_err e = { 0 };
+		int r;
+
+		pthread_mutex_lock(&op->lock);
+		r = op->r;
+		pthread_mutex_unlock(&op->lock);
+		if (r)
+			break;
+		r = open_one(op, i, &e);
+		if (r) {
+			pthread_mutex_lock(&op->lock);
+			if (!op->r) {
+				op->r = r;
+				op->err = e;
+			}
+			pthread_mutex_unlock(&op->lock);
+			break;
+		}
+	}
+	return NULL;
+}
+
+#define OPENERS_MAX 8u
+
+static int open_streams(struct opener *op, struct lr_err *err)
+{
+	pthread_t th[OPENERS_MAX];
+	unsigned k, started = 0,
+		    want = op->n < OPENERS_MAX ? op->n : OPENERS_MAX;
+
+	atomic_store(&op->next, 0);
+	op->r = 0;
+	pthread_mutex_init(&op->lock, NULL);
+	for (k = 1; k < want; k++) {
+		if (pthread_create(&th[started], NULL, opener_main, op))
+			break;
+		started++;
+	}
+	opener_main(op);
+	for (k = 0; k < started; k++)
+		pthread_join(th[k], NULL);
+	pthread_mutex_destroy(&op->lock);
+	if (op->r)
+		*err = op->err;
+	return op->r;
+}
+
 int xfer_client_run(const struct xfer_client_opts *o,
 		    const struct xfer_callbacks *cb, struct xfer_result *res,
 		    struct lr_err *err)
@@ -3966,36 +4066,27 @@ int xfer_client_run(const struct xfer_client_opts *o,
 		r = lr_err_setc(err, -ENOMEM, "streams");
 		goto out_ctrl;
 	}
-	for (i = 0; i < acc.streams; i++) {
-		struct proto_data_open dop;
-		int64_t dl = net_now_ms() + CTRL_TIMEOUT_MS;
-
+	for (i = 0; i < acc.streams; i++)
 		conn_init_plain(&data[i], -1);
-		fd = net_connect(&addr, bindp, &so, o->connect_timeout_ms, err);
-		if (fd < 0) {
-			r = fd;
-			goto out_data;
-		}
-		r = conn_client_open(fd, o->psk, o->cipher_wish, where, dl,
-				     &data[i], err);
-		if (r) {
-			close(fd);
-			goto out_data;
-		}
-		opened++;
-		memcpy(dop.test_id, acc.session_id, PROTO_TEST_ID_LEN);
-		dop.stream = (uint16_t)i;
-		dop.dir = req.op == PROTO_XFER_PUSH ? PROTO_DIR_C2S
-						    : PROTO_DIR_S2C;
-		proto_buf_init(&b, buf, MSG_BUF);
-		r = proto_encode_data_open(&b, &dop)
-			    ?: ctrl_send_raw(&data[i], &b);
-		if (r) {
-			lr_err_setc(err, r, "opening stream %u to %s", i + 1,
-				    where);
-			goto out_data;
-		}
+	opened = acc.streams;
+	{
+		struct opener op = {
+			.addr = &addr,
+			.bindp = bindp,
+			.so = &so,
+			.o = o,
+			.where = where,
+			.session_id = acc.session_id,
+			.dir = req.op == PROTO_XFER_PUSH ? PROTO_DIR_C2S
+							 : PROTO_DIR_S2C,
+			.data = data,
+			.n = acc.streams,
+		};
+
+		r = open_streams(&op, err);
 	}
+	if (r)
+		goto out_data;
 	cs.ctrl = &ctrl;
 	cs.n = acc.streams;
 	cs.data = data;
@@ -4028,7 +4119,8 @@ int xfer_client_run(const struct xfer_client_opts *o,
 	res->link_mtu = lk.link_mtu;
 out_data:
 	for (i = 0; i < opened; i++) {
-		close(data[i].fd);
+		if (data[i].fd >= 0)
+			close(data[i].fd);
 		conn_fini(&data[i]);
 	}
 	free(data);
