@@ -6,6 +6,7 @@ server (or one-shot receiver) in host B (198.18.0.2), the client in host A
 loopback.
 """
 
+import contextlib
 import os
 import re
 import socket
@@ -322,21 +323,21 @@ def test_resume_after_link_cut(xsrv):
 
 # 9 ---------------------------------------------------------------------
 
-def test_destination_full(xenv):
-    x = xenv
-    small = x.tmp / "small"
+@contextlib.contextmanager
+def small_tmpfs(x, name, size="16m"):
+    """A tmpfs of SIZE mounted at x.tmp/NAME for the server's root (the
+    test is skipped when it cannot be mounted); the server is stopped and
+    the tmpfs unmounted on the way out."""
+    small = x.tmp / name
     small.mkdir()
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs",
-                          small], capture_output=True, text=True, timeout=10)
+    res = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}",
+                          "tmpfs", small], capture_output=True, text=True,
+                         timeout=10)
     if res.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs: {res.stderr.strip()}")
     try:
         x.start_server(root=small)
-        src = write_random(x.src / "huge.bin", 40 * MiB)
-        res = x.send("-q", src, x.dest(), timeout=60)
-        assert res.returncode == 1, describe(res)
-        assert re.search(r"no space", output(res), re.I), output(res)
-        assert tree_files(small) == [], tree_files(small)
+        yield small
     finally:
         if x.srv is not None:
             x.srv.stop()
@@ -347,20 +348,23 @@ def test_destination_full(xenv):
                            timeout=30)
 
 
+def test_destination_full(xenv):
+    x = xenv
+    with small_tmpfs(x, "small") as small:
+        src = write_random(x.src / "huge.bin", 40 * MiB)
+        res = x.send("-q", src, x.dest(), timeout=60)
+        assert res.returncode == 1, describe(res)
+        assert re.search(r"no space", output(res), re.I), output(res)
+        assert tree_files(small) == [], tree_files(small)
+
+
 def test_destination_fills_during_transfer(xenv):
     # Each file fits on the 16 MiB tmpfs by itself, so both pass the free
     # space check made when they are planned; together they do not, and
     # the write that finds the disk full must fail loudly with no partial
     # file under a final name.
     x = xenv
-    small = x.tmp / "small2"
-    small.mkdir()
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs",
-                          small], capture_output=True, text=True, timeout=10)
-    if res.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {res.stderr.strip()}")
-    try:
-        x.start_server(root=small)
+    with small_tmpfs(x, "small2") as small:
         srcdir = x.src / "pair"
         srcdir.mkdir()
         a = write_random(srcdir / "a.bin", 10 * MiB)
@@ -377,15 +381,6 @@ def test_destination_fills_during_transfer(xenv):
         for name in final:
             want = {"a.bin": a, "b.bin": b}[os.path.basename(name)]
             assert (small / name).read_bytes() == want.read_bytes(), name
-    finally:
-        if x.srv is not None:
-            x.srv.stop()
-        r = subprocess.run(["umount", small], capture_output=True,
-                           timeout=30)
-        if r.returncode != 0:
-            subprocess.run(["umount", "-l", small], capture_output=True,
-                           timeout=30)
-
 
 # 10 --------------------------------------------------------------------
 
