@@ -357,7 +357,9 @@ int fsio_reserve(int fd, uint64_t size, bool sparse)
 		return -EFBIG;
 	if (!sparse && fstatfs(fd, &sfs) == 0 &&
 	    sfs.f_type == (typeof(sfs.f_type))TMPFS_MAGIC) {
+		/* size=0 mounts have no limit and report 0 blocks */
 		if (fstatvfs(fd, &svfs) == 0 && svfs.f_frsize &&
+		    svfs.f_blocks &&
 		    svfs.f_bavail < (size + svfs.f_frsize - 1) / svfs.f_frsize)
 			return -ENOSPC;
 		sparse = true;

@@ -2604,7 +2604,6 @@ static int plan_file(struct xsess *x, struct xfile *f,
 	char parent[FSIO_MAX_PATH + 1], jname[FSIO_MAX_NAME + 1];
 	uint32_t flags = x->o->flags;
 	struct stat st;
-	bool absent = false;
 	int dfd, r;
 
 	plan->idx = e->idx;
@@ -2642,11 +2641,10 @@ static int plan_file(struct xsess *x, struct xfile *f,
 		return 0;
 	}
 	f->dirfd = dfd;
-	if ((flags & PROTO_XF_SCRATCH) || (f->dh && f->dh->fresh))
-		absent = true; /* nothing there this session did not make */
-	else if (fstatat(dfd, f->name, &st, AT_SYMLINK_NOFOLLOW))
-		absent = errno == ENOENT;
-	else {
+	/* in a directory this session made, nothing is there it did not
+	 * make: no lookup */
+	if (!(flags & PROTO_XF_SCRATCH) && !(f->dh && f->dh->fresh) &&
+	    !fstatat(dfd, f->name, &st, AT_SYMLINK_NOFOLLOW)) {
 		if (S_ISDIR(st.st_mode)) {
 			plan->action = PROTO_XA_REFUSE;
 			snprintf(f->reason, sizeof(f->reason),
@@ -2704,13 +2702,15 @@ static int plan_file(struct xsess *x, struct xfile *f,
 	/* created with its final permissions when the umask allows (no
 	 * chmod later), and always writable by its owner (a resume) */
 	f->cmode = (uint16_t)(((f->mode & 0777) | 0600) & ~x->umask);
-	/* a file without a journal (it would start again anyway) whose name
-	 * is free: unnamed until complete, then linked. One change to the
-	 * directory instead of two (create, rename), so the stream threads
-	 * naming files and this thread creating them meet less on the
-	 * directory's lock, and nothing is left behind when interrupted. */
-	if (absent && !x->no_anon && !f->pipe &&
-	    f->nchunks < JOURNAL_MIN_CHUNKS) {
+	/* a file without a journal (it would start again anyway) in a
+	 * directory this session made (no name, and no temporary file or
+	 * journal of an earlier attempt, can be there): unnamed until
+	 * complete, then linked. One change to the directory instead of two
+	 * (create, rename), so the stream threads naming files and this
+	 * thread creating them meet less on the directory's lock, and
+	 * nothing is left behind when interrupted. */
+	if (((f->dh && f->dh->fresh) || (flags & PROTO_XF_SCRATCH)) &&
+	    !x->no_anon && !f->pipe && f->nchunks < JOURNAL_MIN_CHUNKS) {
 		r = fsio_open_anon(dfd, (mode_t)((f->mode & 0777) | 0600));
 		if (r >= 0) {
 			f->fd = r;
@@ -2990,13 +2990,15 @@ static void dirh_made(struct xsess *x, const char *rel, int fd)
 			h = &x->dirh[i];
 			break;
 		}
-	if (h) {
-		/* a handle on a directory of that name that is gone */
-		pthread_mutex_unlock(&x->lock);
-		close(fd);
-		return;
+	if (h && h->refs) {
+		/* a handle on a directory of that name that was moved or
+		 * removed since: its files in flight keep it, new ones must
+		 * not find it (no checked path holds a control character) */
+		snprintf(h->rel, sizeof(h->rel), "\x01");
+		h = NULL;
 	}
-	h = dirh_free(x);
+	if (!h)
+		h = dirh_free(x);
 	if (!h || strlen(rel) >= sizeof(h->rel)) {
 		pthread_mutex_unlock(&x->lock);
 		close(fd);
@@ -3630,6 +3632,9 @@ int xfer_recv(struct xfer_conns *cs, int destfd, int outfd,
 	x.outfd = outfd;
 	for (unsigned i = 0; i < DIRH_MAX; i++)
 		x.dirh[i].fd = -1;
+	/* an unnamed file is named through /proc/self/fd (AT_EMPTY_PATH
+	 * needs a capability on older kernels): none without /proc */
+	x.no_anon = access("/proc/self/fd", F_OK) != 0;
 	x.umask = read_umask();
 	buf = malloc(MSG_BUF);
 	rbuf = malloc(MSG_BUF);
@@ -3904,6 +3909,10 @@ static int open_one(struct opener *op, unsigned i, struct lr_err *err)
 	r = conn_client_open(fd, op->o->psk, op->o->cipher_wish, op->where,
 			     net_now_ms() + CTRL_TIMEOUT_MS, &op->data[i], err);
 	if (r) {
+		/* it may hold fd already: the cleanup must not close it again
+		 * (by then the number may be another stream's) */
+		conn_fini(&op->data[i]);
+		conn_init_plain(&op->data[i], -1);
 		close(fd);
 		return r;
 	}

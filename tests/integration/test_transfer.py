@@ -382,6 +382,16 @@ def test_destination_fills_during_transfer(xenv):
             want = {"a.bin": a, "b.bin": b}[os.path.basename(name)]
             assert (small / name).read_bytes() == want.read_bytes(), name
 
+
+def test_unlimited_tmpfs_destination(xenv):
+    # A tmpfs mounted with size=0 has no limit and reports 0 blocks: the
+    # free-space check that replaces fallocate there must not refuse.
+    x = xenv
+    with small_tmpfs(x, "unlimited", size="0") as dst:
+        src = write_random(x.src / "three.bin", 3 * MiB + 5)
+        x.send_ok("-q", src, x.dest())
+        assert sha256_file(dst / "three.bin") == sha256_file(src)
+
 # 10 --------------------------------------------------------------------
 
 def test_no_token(xsrv):
