@@ -363,6 +363,7 @@ int cmd_recv(int argc, char **argv)
 	the_server = srv;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	crypto_warm(); /* not in the first client's time */
 	r = server_run(srv, &err);
 	the_server = NULL;
 	server_free(srv);

@@ -360,6 +360,7 @@ int cmd_serve(int argc, char **argv)
 		fprintf(stderr, "linerate serve: warning: cannot start the "
 				"iperf3 thread; linerate only\n");
 	memset(&err, 0, sizeof(err));
+	crypto_warm(); /* not in the first client's time */
 	r = server_run(srv, &err);
 	if (r && err.msg[0])
 		fprintf(stderr, "linerate serve: %s\n", err.msg);

@@ -553,3 +553,28 @@ int crypto_aead_open(struct crypto_aead *a,
 		return -EBADMSG;
 	return 0;
 }
+
+void crypto_warm(void)
+{
+	static const enum crypto_cipher warm[] = { CRYPTO_AES256GCM,
+						   CRYPTO_CHACHA20POLY1305 };
+	uint8_t priv[CRYPTO_X25519_LEN], pub[CRYPTO_X25519_LEN];
+	uint8_t shared[CRYPTO_X25519_LEN], key[CRYPTO_KEY_LEN] = { 1 };
+	uint8_t nonce[CRYPTO_NONCE_LEN] = { 0 }, tag[CRYPTO_TAG_LEN];
+	uint8_t buf[64] = { 0 };
+	unsigned i;
+
+	if (!crypto_x25519_keypair(priv, pub))
+		(void)crypto_x25519(priv, pub, shared);
+	for (i = 0; i < sizeof(warm) / sizeof(warm[0]); i++) {
+		struct crypto_aead *a;
+
+		if (crypto_aead_new(warm[i], key, &a))
+			continue;
+		(void)crypto_aead_seal(a, nonce, NULL, 0, buf, sizeof(buf),
+				       tag);
+		crypto_aead_free(a);
+	}
+	crypto_wipe(priv, sizeof(priv));
+	crypto_wipe(shared, sizeof(shared));
+}

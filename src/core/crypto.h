@@ -58,6 +58,14 @@ int crypto_hkdf_extract(const uint8_t *salt, size_t saltlen, const uint8_t *ikm,
 int crypto_hkdf_expand(const uint8_t prk[CRYPTO_HASH_LEN], const uint8_t *info,
 		       size_t infolen, uint8_t *out, size_t outlen);
 
+/*
+ * Do once what the first handshake and the first AEAD of each cipher
+ * would pay for (OpenSSL's random generator seeding, method fetches):
+ * a server calls it before it waits for clients, so that the first
+ * session does not wait for it. Best effort; silent.
+ */
+void crypto_warm(void);
+
 /* A fresh X25519 key pair. */
 int crypto_x25519_keypair(uint8_t priv[CRYPTO_X25519_LEN],
 			  uint8_t pub[CRYPTO_X25519_LEN]);
