@@ -226,27 +226,30 @@ class AttackRelay:
                 out.send(rec)
                 continue
             if held is not None:                             # swap, 2nd
+                self.applied.set()
                 out.send(rec)
                 out.send(held)
                 held = None
-                self.applied.set()
                 continue
             if ndata != self.after + 1:
                 out.send(rec)
                 continue
             a = self.attack
+            # the flag goes up before the tampered bytes leave: the peer
+            # may react and the test look at the flag before this thread
+            # runs again
             if a == "flip":
                 rec[4 + rlen // 2] ^= 0x10
-                out.send(rec)
                 self.applied.set()
+                out.send(rec)
             elif a == "drop":
                 self.applied.set()
             elif a == "swap":
                 held = rec
             elif a == "replay":
-                out.send(rec)
-                out.send(rec)
                 self.applied.set()
+                out.send(rec)
+                out.send(rec)
             elif a == "move":
                 # out of stream 1, into stream 2; stream 1 waits until
                 # stream 2 has sent it
@@ -262,8 +265,8 @@ class AttackRelay:
                 out.send(rec)
             elif a == "cut":
                 # no more records toward the receiver, END included
-                out.shutdown()
                 self.applied.set()
+                out.shutdown()
                 return                                       # drain
             else:
                 raise AssertionError(a)
@@ -272,8 +275,8 @@ class AttackRelay:
         """Stream 2's part of move and splice; returns what to send."""
         if self.attack == "move":
             if self.handoff_ready.is_set() and not self.applied.is_set():
-                out.send(self.handoff)
                 self.applied.set()
+                out.send(self.handoff)
             return rec
         # splice
         if ndata != self.after + 1:
