@@ -57,6 +57,7 @@ struct dirh {
 	unsigned refs; /* files of the window using it */
 	bool dirty;    /* names changed: fsync it */
 	bool fresh;    /* made by this session: names in it are free */
+	bool gone;     /* rel was made anew since: not found by name */
 	uint64_t tick; /* last use, to reuse the oldest free handle */
 	char rel[FSIO_MAX_PATH + 1];
 };
@@ -992,18 +993,24 @@ static bool counter_start(struct counter *c, const struct xfer_source *src)
 	return true;
 }
 
-/* The streams for what the first COUNT_SAMPLE entries (or all) are, by
- * xfer_auto_streams' rule. */
+/* Many small files gain nothing from more streams and pay for their
+ * contention: two; a pipe or big files: four. */
+static unsigned streams_for(const struct proto_xfer_totals *t, bool pipe)
+{
+	if (!pipe && t->files && t->bytes / t->files < (256u << 10))
+		return 2;
+	return XFER_DEFAULT_STREAMS;
+}
+
+/* The streams for what the first COUNT_SAMPLE entries (or all) are. */
 static unsigned counter_streams(struct counter *c)
 {
-	unsigned n = XFER_DEFAULT_STREAMS;
+	unsigned n;
 
 	pthread_mutex_lock(&c->lock);
 	while (!c->done && c->t.files < COUNT_SAMPLE)
 		pthread_cond_wait(&c->cv, &c->lock);
-	if (!c->r && !c->pipe && c->t.files &&
-	    c->t.bytes / c->t.files < (256u << 10))
-		n = 2;
+	n = c->r ? XFER_DEFAULT_STREAMS : streams_for(&c->t, c->pipe);
 	pthread_mutex_unlock(&c->lock);
 	return n;
 }
@@ -2908,6 +2915,31 @@ static void dirs_sync(struct xsess *x)
 	}
 }
 
+/* The handle on directory rel, or NULL. Under the lock. */
+static struct dirh *dirh_find(struct xsess *x, const char *rel)
+{
+	unsigned i;
+
+	for (i = 0; i < DIRH_MAX; i++)
+		if (x->dirh[i].fd >= 0 && !x->dirh[i].gone &&
+		    !strcmp(x->dirh[i].rel, rel))
+			return &x->dirh[i];
+	return NULL;
+}
+
+/* Make h the handle on directory rel, open as fd, closing what it held
+ * (no file refers to it: dirh_free). Under the lock. */
+static void dirh_set(struct dirh *h, const char *rel, int fd, bool fresh)
+{
+	if (h->fd >= 0)
+		close(h->fd);
+	h->fd = fd;
+	h->fresh = fresh;
+	h->dirty = false;
+	h->gone = false;
+	snprintf(h->rel, sizeof(h->rel), "%s", rel);
+}
+
 /* A handle to reuse for another directory: the oldest one no file of the
  * window refers to, synced when dirty; NULL when all are in use. Under
  * the lock (dropped and taken again around the fsync). */
@@ -2939,32 +2971,22 @@ static struct dirh *dirh_free(struct xsess *x)
  * use, one of f's own. Control thread only. */
 static int dirh_get(struct xsess *x, const char *rel, struct xfile *f)
 {
-	struct dirh *h = NULL;
-	unsigned i;
+	struct dirh *h;
 	bool made;
 	int fd;
 
 	pthread_mutex_lock(&x->lock);
-	for (i = 0; i < DIRH_MAX; i++)
-		if (x->dirh[i].fd >= 0 && !strcmp(x->dirh[i].rel, rel)) {
-			h = &x->dirh[i];
-			break;
-		}
-	if (!h)
+	h = dirh_find(x, rel);
+	if (!h) {
 		h = dirh_free(x);
-	if (h && (h->fd < 0 || strcmp(h->rel, rel))) {
-		if (h->fd >= 0)
-			close(h->fd);
-		h->fd = -1;
-		fd = fsio_make_dir(x->destfd, rel, 0755, &made);
-		if (fd < 0) {
-			pthread_mutex_unlock(&x->lock);
-			return fd;
+		if (h) {
+			fd = fsio_make_dir(x->destfd, rel, 0755, &made);
+			if (fd < 0) {
+				pthread_mutex_unlock(&x->lock);
+				return fd;
+			}
+			dirh_set(h, rel, fd, made);
 		}
-		h->fd = fd;
-		h->fresh = made;
-		h->dirty = false;
-		snprintf(h->rel, sizeof(h->rel), "%s", rel);
 	}
 	if (h) {
 		h->refs++;
@@ -2981,36 +3003,24 @@ static int dirh_get(struct xsess *x, const char *rel, struct xfile *f)
  * marked fresh, for the files that follow it. Takes fd. Control thread. */
 static void dirh_made(struct xsess *x, const char *rel, int fd)
 {
-	struct dirh *h = NULL;
-	unsigned i;
+	struct dirh *h;
 
 	pthread_mutex_lock(&x->lock);
-	for (i = 0; i < DIRH_MAX; i++)
-		if (x->dirh[i].fd >= 0 && !strcmp(x->dirh[i].rel, rel)) {
-			h = &x->dirh[i];
-			break;
-		}
-	if (h && h->refs) {
+	h = dirh_find(x, rel);
+	if (h) {
 		/* a handle on a directory of that name that was moved or
-		 * removed since: its files in flight keep it, new ones must
-		 * not find it (no checked path holds a control character) */
-		snprintf(h->rel, sizeof(h->rel), "\x01");
-		h = NULL;
+		 * removed since: files in flight keep it, new ones must not
+		 * find it */
+		h->gone = true;
 	}
-	if (!h)
-		h = dirh_free(x);
+	h = dirh_free(x);
 	if (!h || strlen(rel) >= sizeof(h->rel)) {
 		pthread_mutex_unlock(&x->lock);
 		close(fd);
 		return;
 	}
-	if (h->fd >= 0)
-		close(h->fd);
-	h->fd = fd;
-	h->fresh = true;
-	h->dirty = false;
+	dirh_set(h, rel, fd, true);
 	h->tick = ++x->dirh_tick;
-	snprintf(h->rel, sizeof(h->rel), "%s", rel);
 	pthread_mutex_unlock(&x->lock);
 }
 
@@ -3870,11 +3880,7 @@ unsigned xfer_auto_streams(const struct xfer_client_opts *o,
 		src->files = t.files;
 		src->bytes = t.bytes;
 	}
-	/* many small files gain nothing from more streams and pay for
-	 * their contention: two; a pipe or big files: four */
-	if (!pipe && t.files && t.bytes / t.files < (256u << 10))
-		return 2;
-	return XFER_DEFAULT_STREAMS;
+	return streams_for(&t, pipe);
 }
 
 /* The data streams of a client session, opened at once: each connects,
