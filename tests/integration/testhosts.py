@@ -41,6 +41,8 @@ import sys
 import threading
 import time
 
+from util import wait_until
+
 ADDR_A = "198.18.0.1"
 ADDR_B = "198.18.0.2"
 PREFIX = 24
@@ -210,21 +212,21 @@ class TestHosts:
         Before that the device may still have its noop qdisc and would
         drop packets.
         """
-        deadline = time.monotonic() + timeout
-        state = "?"
-        for _ in range(int(timeout / interval) + 1):
+        state = ["?"]
+
+        def up():
             res = _ip("-n", ns, "-o", "link", "show", "dev", ifname,
                       check=False, timeout=10)
             fields = res.stdout.split()
             if "state" in fields:
-                state = fields[fields.index("state") + 1]
-                if state == "UP":
-                    return
-            if time.monotonic() >= deadline:
-                break
-            time.sleep(interval)
-        raise TestHostsError(f"{ifname} in {ns} did not come up "
-                             f"(state {state})")
+                state[0] = fields[fields.index("state") + 1]
+            return state[0] == "UP"
+
+        try:
+            wait_until(up, timeout, interval, what=f"{ifname} to come up")
+        except TimeoutError:
+            raise TestHostsError(f"{ifname} in {ns} did not come up "
+                                 f"(state {state[0]})") from None
 
     def down(self):
         """Kill processes in the namespaces and delete them.  Idempotent;
@@ -327,13 +329,13 @@ def _kill_ns_pids(ns, grace=2.0, interval=0.05):
     if not left:
         return
     signal_all(signal.SIGTERM, left)
-    deadline = time.monotonic() + grace
-    for _ in range(int(grace / interval) + 1):
-        left = pids()
-        if not left or time.monotonic() >= deadline:
-            break
-        time.sleep(interval)
-    signal_all(signal.SIGKILL, left)
+    try:
+        wait_until(lambda: not pids(), grace, interval,
+                   what=f"the processes in {ns} to end")
+        return
+    except TimeoutError:
+        pass
+    signal_all(signal.SIGKILL, pids())
 
 
 @atexit.register
