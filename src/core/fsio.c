@@ -389,3 +389,91 @@ int fsio_link_anon(int fd, int dirfd, const char *name)
 		return -errno;
 	return linkat(fd, "", dirfd, name, AT_EMPTY_PATH) ? -errno : 0;
 }
+
+int fsio_create_temp(int dirfd, const char *name, mode_t mode)
+{
+	int flags = O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC;
+	int fd = openat(dirfd, name, flags, mode);
+
+	if (fd < 0 && errno == EEXIST) {
+		/* left by an earlier attempt that cannot be resumed */
+		unlinkat(dirfd, name, 0);
+		fd = openat(dirfd, name, flags, mode);
+	}
+	return fd < 0 ? -errno : fd;
+}
+
+int fsio_commit(int dirfd, const char *tmp, const char *name, bool replace)
+{
+	return renameat2(dirfd, tmp, dirfd, name,
+			 replace ? 0 : RENAME_NOREPLACE)
+		       ? -errno
+		       : 0;
+}
+
+int fsio_symlink_replace(int dirfd, const char *name, const char *target,
+			 bool replace)
+{
+	struct stat st;
+	int e;
+
+	if (!symlinkat(target, dirfd, name))
+		return 0;
+	e = -errno;
+	if (e != -EEXIST || !replace ||
+	    fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) ||
+	    S_ISDIR(st.st_mode) || unlinkat(dirfd, name, 0))
+		return e;
+	return symlinkat(target, dirfd, name) ? -errno : 0;
+}
+
+int fsio_pread_all(int fd, void *buf, size_t len, uint64_t off)
+{
+	uint8_t *p = buf;
+	size_t got = 0;
+	ssize_t k;
+
+	while (got < len) {
+		k = pread(fd, p + got, len - got, (off_t)(off + got));
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (k == 0)
+			return LR_ETRUNC;
+		got += (size_t)k;
+	}
+	return 0;
+}
+
+/* write len bytes, at off when off >= 0 */
+static int put_all(int fd, const void *buf, size_t len, int64_t off)
+{
+	const uint8_t *p = buf;
+	size_t done = 0;
+	ssize_t k;
+
+	while (done < len) {
+		k = off < 0 ? write(fd, p + done, len - done)
+			    : pwrite(fd, p + done, len - done,
+				     (off_t)(off + (int64_t)done));
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		done += (size_t)k;
+	}
+	return 0;
+}
+
+int fsio_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	return put_all(fd, buf, len, (int64_t)off);
+}
+
+int fsio_write_all(int fd, const void *buf, size_t len)
+{
+	return put_all(fd, buf, len, -1);
+}

@@ -99,4 +99,30 @@ int fsio_open_anon(int dirfd, mode_t mode);
  */
 int fsio_link_anon(int fd, int dirfd, const char *name);
 
+/*
+ * Create the temporary file name in dirfd for writing (O_EXCL, never
+ * through a symlink), removing one an earlier attempt left there. The fd
+ * or -errno.
+ */
+int fsio_create_temp(int dirfd, const char *name, mode_t mode);
+
+/*
+ * Rename the complete temporary file tmp to name in dirfd; without
+ * replace an existing name is never replaced (-EEXIST). 0 or -errno.
+ */
+int fsio_commit(int dirfd, const char *tmp, const char *name, bool replace);
+
+/*
+ * Make the symlink name -> target in dirfd; with replace, a name that
+ * exists and is not a directory is replaced. 0 or -errno (-EEXIST).
+ */
+int fsio_symlink_replace(int dirfd, const char *name, const char *target,
+			 bool replace);
+
+/* Read len bytes at off (LR_ETRUNC when the file is shorter), write len
+ * bytes at off, or write len bytes (a pipe): 0 or -errno, EINTR retried. */
+int fsio_pread_all(int fd, void *buf, size_t len, uint64_t off);
+int fsio_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
+int fsio_write_all(int fd, const void *buf, size_t len);
+
 #endif

@@ -69,6 +69,8 @@ struct xfer_event {
 	uint64_t size;
 	bool ok, skipped;
 	const char *reason; /* FILE failed */
+	int code;	    /* FILE failed: why, -errno (-EEXIST: the name
+			       exists; -EFBIG: too many chunks) */
 };
 
 struct xfer_callbacks {
@@ -99,6 +101,7 @@ struct xfer_result {
 	struct xfer_waits local, remote; /* remote: from XFER_DONE */
 	bool is_sender;
 	char first_failure[LR_ERR_MSG]; /* when files_failed */
+	int first_failure_code;		/* its -errno */
 	/* the link of the first data stream (client side) */
 	bool link_known, ipv6;
 	char link_if[32];

@@ -1,0 +1,571 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The receiver's destination: what to do with each announced file (its
+ * directory, what is there already, resume, its temporary file and
+ * space), naming a complete file (verified, its mode and time applied,
+ * synced, then linked or renamed, never over a name it must not
+ * replace), the directories the window's files are in, held open and
+ * synced once per batch, and the symlinks and directory modes applied at
+ * the end. Every path is walked through fsio, never following a symlink.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "xfer_int.h"
+#include "banned.h"
+
+/* The plan is REFUSE, for the reason given: 1. */
+static int refuse(struct xfile *f, struct proto_xfer_plan *plan, int code,
+		  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static int refuse(struct xfile *f, struct proto_xfer_plan *plan, int code,
+		  const char *fmt, ...)
+{
+	va_list ap;
+
+	plan->action = PROTO_XA_REFUSE;
+	f->rx.code = code;
+	va_start(ap, fmt);
+	vsnprintf(f->rx.reason, sizeof(f->rx.reason), fmt, ap);
+	va_end(ap);
+	return 1;
+}
+
+/* The file's chunk arrays: 0, 1 when refused, or -ENOMEM (a pipe). */
+static int plan_chunks(struct xsess *x, struct xfile *f,
+		       const struct proto_xfer_entry *e,
+		       struct proto_xfer_plan *plan)
+{
+	if (f->pipe)
+		return xfer__file_grow(f, 16);
+	if (xfer__chunks_of64(e->size, x->chunk) > XFER_MAX_CHUNKS)
+		return refuse(f, plan, -EFBIG,
+			      "too large for the chunk size: at most %u "
+			      "chunks a file",
+			      XFER_MAX_CHUNKS);
+	f->nchunks = xfer__chunks_of(e->size, x->chunk);
+	f->rx.implicit_sum = f->nchunks <= 1;
+	f->rx.jpend = malloc((size_t)(f->nchunks ? f->nchunks : 1) *
+			     sizeof(*f->rx.jpend));
+	if (xfer__file_grow(f, f->nchunks ? f->nchunks : 1) || !f->rx.jpend)
+		return refuse(f, plan, -ENOMEM,
+			      "out of memory for its %u chunks", f->nchunks);
+	return 0;
+}
+
+static int dirh_get(struct xsess *x, const char *rel, struct xfile *f);
+
+/* The file's directory, made when missing: 0, or 1 when refused. */
+static int plan_dir(struct xsess *x, struct xfile *f, const char *parent,
+		    struct proto_xfer_plan *plan)
+{
+	int dfd = dirh_get(x, parent, f);
+
+	if (dfd < 0)
+		return refuse(f, plan, dfd, "cannot open its directory: %s",
+			      lr_strerror(dfd));
+	f->rx.dirfd = dfd;
+	return 0;
+}
+
+/* What is there under the name already: 0 to go on, 1 when decided (SKIP
+ * or REFUSE). In a directory this session made, nothing is there it did
+ * not make: no lookup. */
+static int plan_existing(struct xsess *x, struct xfile *f,
+			 const struct proto_xfer_entry *e,
+			 struct proto_xfer_plan *plan)
+{
+	uint32_t flags = x->o->flags;
+	struct stat st;
+
+	if ((flags & PROTO_XF_SCRATCH) || (f->rx.dh && f->rx.dh->fresh) ||
+	    fstatat(f->rx.dirfd, f->rx.name, &st, AT_SYMLINK_NOFOLLOW))
+		return 0;
+	if (S_ISDIR(st.st_mode))
+		return refuse(f, plan, -EISDIR,
+			      "a directory of that name exists");
+	/* the same size and mtime: up to date, whatever the flags (rsync's
+	 * quick check); it lets an interrupted transfer be run again
+	 * without --overwrite */
+	if (!(flags & PROTO_XF_OVERWRITE) && S_ISREG(st.st_mode) && !f->pipe &&
+	    (uint64_t)st.st_size == e->size &&
+	    st.st_mtim.tv_sec == e->mtime_sec &&
+	    (uint32_t)st.st_mtim.tv_nsec == e->mtime_nsec) {
+		plan->action = PROTO_XA_SKIP;
+		return 1;
+	}
+	if (!(flags & (PROTO_XF_OVERWRITE | PROTO_XF_UPDATE)))
+		return refuse(f, plan, -EEXIST, "exists");
+	return 0;
+}
+
+/* A file without a journal (it would start again anyway) in a directory
+ * this session made (no name, and no temporary file or journal of an
+ * earlier attempt, can be there): unnamed until complete, then linked.
+ * One change to the directory instead of two (create, rename), so the
+ * stream threads naming files and this thread creating them meet less on
+ * the directory's lock, and nothing is left behind when interrupted. */
+static bool create_anon(struct xsess *x, struct xfile *f)
+{
+	int r;
+
+	if (!((f->rx.dh && f->rx.dh->fresh) ||
+	      (x->o->flags & PROTO_XF_SCRATCH)) ||
+	    x->rx.no_anon || f->pipe || f->nchunks >= JOURNAL_MIN_CHUNKS)
+		return false;
+	r = fsio_open_anon(f->rx.dirfd, (mode_t)((f->mode & 0777) | 0600));
+	if (r >= 0) {
+		f->fd = r;
+		f->rx.anon = true;
+		f->rx.tmp[0] = '\0';
+		return true;
+	}
+	if (r == -EOPNOTSUPP || r == -EISDIR || r == -EINVAL)
+		x->rx.no_anon = true;
+	return false;
+}
+
+/* The file to write into, and its space: 0, or 1 when refused. */
+static int plan_create(struct xsess *x, struct xfile *f,
+		       const struct proto_xfer_entry *e,
+		       struct proto_xfer_plan *plan)
+{
+	int r;
+
+	/* created with its final permissions when the umask allows (no
+	 * chmod later), and always writable by its owner (a resume) */
+	f->rx.cmode = (uint16_t)(((f->mode & 0777) | 0600) & ~x->rx.umask);
+	if (!create_anon(x, f)) {
+		r = fsio_create_temp(f->rx.dirfd, f->rx.tmp,
+				     (mode_t)((f->mode & 0777) | 0600));
+		if (r < 0)
+			return refuse(f, plan, r,
+				      "cannot create its temporary file: %s",
+				      lr_strerror(r));
+		f->fd = r;
+	}
+	if (f->pipe || f->nchunks <= 1)
+		return 0;
+	r = fsio_reserve(f->fd, e->size, e->eflags & PROTO_XE_SPARSE);
+	if (!r)
+		return 0;
+	close(f->fd);
+	f->fd = -1;
+	if (!f->rx.anon)
+		unlinkat(f->rx.dirfd, f->rx.tmp, 0);
+	return refuse(f, plan, r, "%s (%llu bytes needed)",
+		      r == -ENOSPC ? "no space left on the destination"
+				   : lr_strerror(r),
+		      (unsigned long long)e->size);
+}
+
+int xfer__plan_file(struct xsess *x, struct xfile *f,
+		    const struct proto_xfer_entry *e, struct proto_buf *b,
+		    struct proto_xfer_plan *plan)
+{
+	char parent[FSIO_MAX_PATH + 1], jname[FSIO_MAX_NAME + 1];
+	uint32_t flags = x->o->flags;
+	int r;
+
+	plan->idx = e->idx;
+	plan->action = PROTO_XA_SEND;
+	r = plan_chunks(x, f, e, plan);
+	if (r || (flags & PROTO_XF_STDOUT))
+		return r < 0 ? r : 0;
+	fsio_split(e->path, e->path_len, parent, f->rx.name);
+	if (plan_dir(x, f, parent, plan) || plan_existing(x, f, e, plan))
+		return 0;
+	fsio_temp_name(f->rx.name, f->rx.tmp);
+	fsio_journal_name(f->rx.name, jname);
+	if (!f->pipe && f->nchunks >= JOURNAL_MIN_CHUNKS &&
+	    !(flags & (PROTO_XF_SCRATCH | PROTO_XF_NO_FSYNC)) &&
+	    xfer__try_resume(x, f, e, jname)) {
+		plan->action = PROTO_XA_RESUME;
+		return xfer__put_held(x, f, b);
+	}
+	if (f->nchunks >= JOURNAL_MIN_CHUNKS)
+		unlinkat(f->rx.dirfd, jname, 0);
+	if (plan_create(x, f, e, plan))
+		return 0;
+	xfer__journal_start(x, f, e, jname);
+	return 0;
+}
+
+/* Name the complete unnamed file f. The name was free when the file was
+ * planned; if one appeared since, --overwrite and --update replace it
+ * through a temporary name, as named files are. 0 or -errno. */
+static int link_anon(struct xfile *f, bool replace)
+{
+	int r = fsio_link_anon(f->fd, f->rx.dirfd, f->rx.name);
+
+	if (r != -EEXIST || !replace)
+		return r;
+	fsio_temp_name(f->rx.name, f->rx.tmp);
+	unlinkat(f->rx.dirfd, f->rx.tmp, 0);
+	r = fsio_link_anon(f->fd, f->rx.dirfd, f->rx.tmp);
+	if (!r) {
+		r = fsio_commit(f->rx.dirfd, f->rx.tmp, f->rx.name, true);
+		if (r)
+			unlinkat(f->rx.dirfd, f->rx.tmp, 0);
+	}
+	f->rx.tmp[0] = '\0';
+	return r;
+}
+
+/* A step of finalize failed with r: the reason, and r. */
+static int failed(struct xfile *f, int r, const char *what)
+{
+	snprintf(f->rx.reason, sizeof(f->rx.reason), "%s: %s", what,
+		 lr_strerror(r));
+	return r;
+}
+
+/* Size, mode and mtime on the descriptor, then fsync. */
+static int apply_meta(struct xsess *x, struct xfile *f, bool synced)
+{
+	uint32_t flags = x->o->flags;
+	struct timespec ts[2] = { { 0, UTIME_NOW },
+				  { f->mtime_sec, f->mtime_nsec } };
+	mode_t mode = f->mode & ((flags & PROTO_XF_KEEP_SETID) ? 07777 : 01777);
+
+	if ((f->from_pipe || (f->eflags & PROTO_XE_SPARSE)) &&
+	    ftruncate(f->fd, (off_t)f->size))
+		return failed(f, -errno, "truncate");
+	if ((mode != f->rx.cmode || !f->rx.cmode) && fchmod(f->fd, mode))
+		return failed(f, -errno, "chmod");
+	if (futimens(f->fd, ts))
+		return failed(f, -errno, "setting mtime");
+	if (!(flags & PROTO_XF_NO_FSYNC) && !synced && fsync(f->fd))
+		return failed(f, -errno, "fsync");
+	return 0;
+}
+
+int xfer__finalize(struct xsess *x, struct xfile *f, bool synced)
+{
+	uint32_t flags = x->o->flags;
+	bool replace = flags & (PROTO_XF_OVERWRITE | PROTO_XF_UPDATE);
+	char jname[FSIO_MAX_NAME + 1];
+	uint8_t d[DIGEST_LEN];
+	int r;
+
+	digest_file(f->size, x->chunk, f->nchunks, f->digests, d);
+	if (!f->rx.implicit_sum && memcmp(d, f->rx.sum.digest, DIGEST_LEN)) {
+		snprintf(f->rx.reason, sizeof(f->rx.reason),
+			 "file digest mismatch (the source changed during "
+			 "the transfer?)");
+		return LR_EDIGEST;
+	}
+	if (flags & PROTO_XF_STDOUT)
+		return 0;
+	r = apply_meta(x, f, synced);
+	if (r)
+		return r;
+	if (flags & PROTO_XF_SCRATCH) {
+		/* doctor: written, verified and synced; never named */
+		if (!f->rx.anon)
+			unlinkat(f->rx.dirfd, f->rx.tmp, 0);
+		return 0;
+	}
+	r = f->rx.anon
+		    ? link_anon(f, replace)
+		    : fsio_commit(f->rx.dirfd, f->rx.tmp, f->rx.name, replace);
+	if (r) {
+		snprintf(f->rx.reason, sizeof(f->rx.reason), "%s",
+			 r == -EEXIST ? "exists" : lr_strerror(r));
+		return r;
+	}
+	if (f->rx.jfd >= 0) {
+		fsio_journal_name(f->rx.name, jname);
+		unlinkat(f->rx.dirfd, jname, 0);
+	}
+	return 0;
+}
+
+/* ---- directory handles ---- */
+
+bool xfer__dir_named(struct xsess *x, struct xfile *f)
+{
+	/* a directory of its own is synced at once; true when a shared
+	 * handle must be marked dirty (under the lock, by the caller) to be
+	 * synced once per batch */
+	if (f->rx.dirfd < 0 ||
+	    (x->o->flags & (PROTO_XF_NO_FSYNC | PROTO_XF_STDOUT)))
+		return false;
+	if (!f->rx.dh) {
+		fsync(f->rx.dirfd);
+		return false;
+	}
+	return true;
+}
+
+void xfer__dirs_sync(struct xsess *x)
+{
+	unsigned i;
+
+	/* the handles' fds stay open while a file refers to them, and only
+	 * the control thread closes or replaces them */
+	for (i = 0; i < DIRH_MAX; i++) {
+		bool d;
+
+		xfer__lock(&x->lock);
+		d = x->rx.dirh[i].dirty && x->rx.dirh[i].fd >= 0;
+		x->rx.dirh[i].dirty = false;
+		xfer__unlock(&x->lock);
+		if (d)
+			fsync(x->rx.dirh[i].fd);
+	}
+}
+
+/* The handle on directory rel, or NULL. Under the lock. */
+static struct dirh *dirh_find(struct xsess *x, const char *rel)
+{
+	unsigned i;
+
+	for (i = 0; i < DIRH_MAX; i++)
+		if (x->rx.dirh[i].fd >= 0 && !x->rx.dirh[i].gone &&
+		    !strcmp(x->rx.dirh[i].rel, rel))
+			return &x->rx.dirh[i];
+	return NULL;
+}
+
+/* Make h the handle on directory rel, open as fd, closing what it held
+ * (no file refers to it: dirh_free). Under the lock. */
+static void dirh_set(struct dirh *h, const char *rel, int fd, bool fresh)
+{
+	if (h->fd >= 0)
+		close(h->fd);
+	h->fd = fd;
+	h->fresh = fresh;
+	h->dirty = false;
+	h->gone = false;
+	snprintf(h->rel, sizeof(h->rel), "%s", rel);
+}
+
+/* A handle to reuse for another directory: the oldest one no file of the
+ * window refers to, synced when dirty; NULL when all are in use. Under
+ * the lock (dropped and taken again around the fsync). */
+static struct dirh *dirh_free(struct xsess *x)
+{
+	struct dirh *h = NULL;
+	unsigned i;
+
+	for (i = 0; i < DIRH_MAX; i++)
+		if (!x->rx.dirh[i].refs && (!h || x->rx.dirh[i].fd < 0 ||
+					    x->rx.dirh[i].tick < h->tick)) {
+			h = &x->rx.dirh[i];
+			if (h->fd < 0)
+				break;
+		}
+	if (h && h->fd >= 0 && h->dirty) {
+		/* no file refers to it, and only this thread replaces
+		 * handles: it can be synced without the lock */
+		h->dirty = false;
+		xfer__unlock(&x->lock);
+		fsync(h->fd);
+		xfer__lock(&x->lock);
+	}
+	return h;
+}
+
+/* The descriptor of directory rel below the destination for file f,
+ * made when missing: a shared handle (f->rx.dh) or, when every handle is
+ * in use, one of f's own. Control thread only. */
+static int dirh_get(struct xsess *x, const char *rel, struct xfile *f)
+{
+	struct dirh *h;
+	bool made;
+	int fd;
+
+	xfer__lock(&x->lock);
+	h = dirh_find(x, rel);
+	if (!h) {
+		h = dirh_free(x);
+		if (h) {
+			fd = fsio_make_dir(x->rx.destfd, rel, 0755, &made);
+			if (fd < 0) {
+				xfer__unlock(&x->lock);
+				return fd;
+			}
+			dirh_set(h, rel, fd, made);
+		}
+	}
+	if (h) {
+		h->refs++;
+		h->tick = ++x->rx.dirh_tick;
+		f->rx.dh = h;
+		xfer__unlock(&x->lock);
+		return h->fd;
+	}
+	xfer__unlock(&x->lock);
+	return fsio_open_dir(x->rx.destfd, rel, true, 0755);
+}
+
+/* The directory rel was just made (fd open on it): keep fd in a handle,
+ * marked fresh, for the files that follow it. Takes fd. Control thread. */
+void xfer__dirh_made(struct xsess *x, const char *rel, int fd)
+{
+	struct dirh *h;
+
+	xfer__lock(&x->lock);
+	h = dirh_find(x, rel);
+	if (h) {
+		/* a handle on a directory of that name that was moved or
+		 * removed since: files in flight keep it, new ones must not
+		 * find it */
+		h->gone = true;
+	}
+	h = dirh_free(x);
+	if (!h || strlen(rel) >= sizeof(h->rel)) {
+		xfer__unlock(&x->lock);
+		close(fd);
+		return;
+	}
+	dirh_set(h, rel, fd, true);
+	h->tick = ++x->rx.dirh_tick;
+	xfer__unlock(&x->lock);
+}
+
+void xfer__dirh_fini(struct xsess *x)
+{
+	unsigned i;
+
+	for (i = 0; i < DIRH_MAX; i++)
+		if (x->rx.dirh[i].fd >= 0) {
+			close(x->rx.dirh[i].fd);
+			x->rx.dirh[i].fd = -1;
+		}
+}
+
+mode_t xfer__read_umask(void)
+{
+	char line[128];
+	unsigned m = 022;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	/* the process's umask without changing it (no other thread races) */
+	if (!f)
+		return 022;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Umask: %o", &m) == 1)
+			break;
+	fclose(f);
+	return (mode_t)m;
+}
+
+/* ---- symlinks and directories, at the end ---- */
+
+void xfer__late_free(struct late *l)
+{
+	while (l) {
+		struct late *n = l->next;
+
+		free(l->path);
+		free(l->target);
+		free(l);
+		l = n;
+	}
+}
+
+int xfer__late_add(struct late **head, const struct proto_xfer_entry *e)
+{
+	struct late *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return -ENOMEM;
+	l->kind = e->kind;
+	l->mode = e->mode;
+	l->mtime_sec = e->mtime_sec;
+	l->mtime_nsec = e->mtime_nsec;
+	l->path = strndup(e->path, e->path_len);
+	if (e->target_len)
+		l->target = strndup(e->target, e->target_len);
+	if (!l->path || (e->target_len && !l->target)) {
+		free(l->path);
+		free(l->target);
+		free(l);
+		return -ENOMEM;
+	}
+	l->next = *head;
+	*head = l;
+	return 0;
+}
+
+/* A symlink that could not be made: counted, the first failure kept,
+ * a FAIL item into fb. */
+static void late_failed(struct xsess *x, const struct late *l, int e,
+			struct proto_buf *fb, uint64_t *failed_n)
+{
+	struct proto_xfer_fail fl = { .code = (uint32_t)-e };
+	char esc[ESC_MAX];
+
+	snprintf(fl.text, sizeof(fl.text), "%s: %s",
+		 fsio_escape(l->path, strlen(l->path), esc, sizeof(esc)),
+		 e == -EEXIST ? "exists" : lr_strerror(e));
+	(*failed_n)++;
+	xfer__lock(&x->lock);
+	if (!x->res->first_failure[0]) {
+		snprintf(x->res->first_failure, sizeof(x->res->first_failure),
+			 "%s", fl.text);
+		x->res->first_failure_code = e;
+	}
+	xfer__unlock(&x->lock);
+	if (proto_xfer_batch_room(fb, 4 + 8 + strlen(fl.text)))
+		proto_put_xfer_fail(fb, &fl);
+}
+
+static void late_symlink(struct xsess *x, const struct late *l,
+			 struct proto_buf *fb, uint64_t *failed_n)
+{
+	char parent[FSIO_MAX_PATH + 1], name[FSIO_MAX_NAME + 1];
+	bool replace = x->o->flags & (PROTO_XF_OVERWRITE | PROTO_XF_UPDATE);
+	struct timespec ts[2] = { { .tv_nsec = UTIME_NOW },
+				  { l->mtime_sec, l->mtime_nsec } };
+	int dfd, e;
+
+	fsio_split(l->path, strlen(l->path), parent, name);
+	dfd = fsio_open_dir(x->rx.destfd, parent, true, 0755);
+	e = dfd < 0 ? dfd : fsio_symlink_replace(dfd, name, l->target, replace);
+	if (e)
+		late_failed(x, l, e, fb, failed_n);
+	else
+		utimensat(dfd, name, ts, AT_SYMLINK_NOFOLLOW);
+	if (dfd >= 0)
+		close(dfd);
+}
+
+static void late_dir(struct xsess *x, const struct late *l)
+{
+	struct timespec ts[2] = { { .tv_nsec = UTIME_NOW },
+				  { l->mtime_sec, l->mtime_nsec } };
+	uint32_t flags = x->o->flags;
+	int dfd = fsio_open_dir(x->rx.destfd, l->path, false, 0);
+
+	if (dfd < 0)
+		return;
+	fchmod(dfd, l->mode & ((flags & PROTO_XF_KEEP_SETID) ? 07777 : 01777));
+	futimens(dfd, ts);
+	if (!(flags & PROTO_XF_NO_FSYNC))
+		fsync(dfd);
+	close(dfd);
+}
+
+void xfer__late_apply(struct xsess *x, struct late *l, struct proto_buf *fb,
+		      uint64_t *failed_n)
+{
+	struct late *i;
+
+	/* symlinks, then directories children first: the list is in
+	 * reverse order of announcement */
+	for (i = l; i; i = i->next)
+		if (i->kind == PROTO_XK_SYMLINK)
+			late_symlink(x, i, fb, failed_n);
+	for (i = l; i; i = i->next)
+		if (i->kind == PROTO_XK_DIR)
+			late_dir(x, i);
+}

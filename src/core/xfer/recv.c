@@ -1,0 +1,677 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The receiving side's control thread: the sender's totals, then a loop
+ * of steps (wait for the sender and handle its FILES, SUMS and END; send
+ * what the stream threads queued; journal and progress) until every entry
+ * is done after END; then the last acknowledgements, symlinks and
+ * directories, the ends of the streams and XFER_DONE.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "net.h"
+#include "xfer_int.h"
+#include "banned.h"
+
+/* The control loop's own state. */
+struct rxc {
+	struct xsess *x;
+	struct lr_err *err;
+	struct proto_xfer_totals tot;
+	uint8_t *buf, *rbuf;
+	struct sthread *ts;
+	uint32_t next_idx;
+	uint64_t nfiles, nbytes;
+	struct late *late;
+	struct pclock pc;
+	bool got_end;
+	int64_t next_tick, next_journal;
+	struct proto_buf plan; /* the XFER_PLAN being built, in buf */
+	int r;
+};
+
+enum rx_step { RX_TURN, RX_SERVICE, RX_TICK, RX_FINISH, RX_FAIL };
+
+static int plan_flush(struct rxc *c)
+{
+	int r = proto_msg_end(&c->plan) ?: xfer__ctrl_send(c->x, &c->plan);
+
+	if (r)
+		return lr_err_setc(c->err, r, "sending a plan");
+	proto_msg_begin(&c->plan, PROTO_XFER_PLAN);
+	return 0;
+}
+
+/* The slot of entry idx still holds a failed file whose last chunks are
+ * being written: its plans go first (before any acknowledgement), then
+ * wait up to 5 s for it to drain, answering meanwhile. */
+static int slot_drain(struct rxc *c, struct xfile *f)
+{
+	struct xsess *x = c->x;
+	uint32_t slot = SLOT(f->idx);
+	int64_t until = net_now_ms() + 5000;
+	int r = plan_flush(c);
+
+	if (r)
+		return r;
+	xfer__lock(&x->lock);
+	while (xfer__used(f) && (f->inflight || x->rx.fail_pending[slot]) &&
+	       net_now_ms() < until) {
+		xfer__unlock(&x->lock);
+		r = xfer__recv_service(x);
+		if (r)
+			return lr_err_setc(c->err, r,
+					   "sending acknowledgements");
+		usleep(1000);
+		xfer__lock(&x->lock);
+	}
+	if (xfer__used(f) && !f->inflight && !x->rx.fail_pending[slot])
+		xfer__file_release(f);
+	xfer__unlock(&x->lock);
+	return 0;
+}
+
+/* An entry may take its slot: in order, within the window and within
+ * what the totals said. */
+static int entry_admit(struct rxc *c, const struct proto_xfer_entry *e)
+{
+	struct xsess *x = c->x;
+	struct xfile *f = &x->win[SLOT(e->idx)];
+	int r;
+
+	if (e->idx != c->next_idx)
+		return lr_err_set(c->err, LR_EBADMSG,
+				  "entry %u announced out of order", e->idx);
+	if (f->rx.state == XRX_FAILED) {
+		r = slot_drain(c, f);
+		if (r)
+			return r;
+	}
+	if (xfer__used(f))
+		return lr_err_set(c->err, LR_EBADMSG,
+				  "the sender overran the window of %u files",
+				  XFER_WINDOW);
+	if (++c->nfiles > c->tot.files)
+		return lr_err_set(c->err, LR_ETOOBIG,
+				  "the sender announced more than the %llu "
+				  "entries it said: cut off",
+				  (unsigned long long)c->tot.files);
+	if (e->kind == PROTO_XK_FILE && e->size != PROTO_XFER_SIZE_UNKNOWN &&
+	    (c->nbytes += e->size) > c->tot.bytes)
+		return lr_err_set(c->err, LR_ETOOBIG,
+				  "the sender announced more bytes than the "
+				  "%llu it said: cut off",
+				  (unsigned long long)c->tot.bytes);
+	if ((x->o->flags & PROTO_XF_STDOUT) &&
+	    (e->kind != PROTO_XK_FILE || e->idx > 0))
+		return lr_err_set(c->err, LR_EBADMSG,
+				  "one file was asked for standard output, and "
+				  "the sender sent more");
+	return 0;
+}
+
+/* The entry takes its slot. */
+static int entry_take(struct rxc *c, struct xfile *f,
+		      const struct proto_xfer_entry *e)
+{
+	struct xsess *x = c->x;
+	int r;
+
+	c->next_idx++;
+	xfer__lock(&x->lock);
+	x->rx.announced = c->next_idx;
+	r = xfer__file_init(f, e);
+	f->rx.state = XRX_ANNOUNCED;
+	f->pipe = e->size == PROTO_XFER_SIZE_UNKNOWN;
+	xfer__unlock(&x->lock);
+	return r ? lr_err_setc(c->err, r, "an entry's path") : 0;
+}
+
+/* A file that will not be written: its FAIL and REFUSE plan. */
+static int put_refusal(struct rxc *c, struct xfile *f)
+{
+	struct proto_xfer_fail fl = { .idx = f->idx,
+				      .code = f->rx.code < 0 &&
+							      f->rx.code > -4096
+						      ? (uint32_t)-f->rx.code
+						      : EIO };
+	struct proto_xfer_plan plan = { f->idx, PROTO_XA_REFUSE };
+	struct xsess *x = c->x;
+	int r;
+
+	snprintf(fl.text, sizeof(fl.text), "%s", f->rx.reason);
+	r = xfer__batch_room(x, &c->plan,
+			     4 + 8 + strlen(fl.text) + 4 + PROTO_XFER_PLAN_LEN,
+			     PROTO_XFER_PLAN);
+	if (r)
+		return lr_err_setc(c->err, r, "sending");
+	proto_put_xfer_fail(&c->plan, &fl);
+	proto_put_xfer_plan(&c->plan, &plan);
+	xfer__lock(&x->lock);
+	if (f->rx.dirfd >= 0 || f->fd >= 0)
+		xfer__rx_abandon(x, f, false);
+	xfer__file_release(f);
+	xfer__unlock(&x->lock);
+	return 0;
+}
+
+/* A failed file is counted and told. Under lock. */
+static void count_failed(struct xsess *x, struct xfile *f)
+{
+	x->res->files_failed++;
+	x->files_done++;
+	xfer__note_failure(x, f, f->rx.reason, f->rx.code);
+	xfer__file_event(x, f, false, false, f->rx.reason, f->rx.code);
+}
+
+/* A path that fails the check: nothing is written for it; the session
+ * goes on. A directory or symlink is told as FILE_FAILED. */
+static int entry_refused(struct rxc *c, struct xfile *f, const char *why)
+{
+	struct xsess *x = c->x;
+
+	xfer__lock(&x->lock);
+	xfer__rx_fail(x, f, -EINVAL, "refused: %s", why);
+	if (f->kind == PROTO_XK_FILE) {
+		x->rx.fail_pending[SLOT(f->idx)] = false;
+		count_failed(x, f);
+	}
+	xfer__unlock(&x->lock);
+	return f->kind == PROTO_XK_FILE ? put_refusal(c, f) : 0;
+}
+
+/* A directory or symlink is done for now: its mode and time, or the
+ * link, at the end. Under lock. */
+static int entry_late(struct rxc *c, struct xfile *f,
+		      const struct proto_xfer_entry *e)
+{
+	struct xsess *x = c->x;
+	int r = xfer__late_add(&c->late, e);
+
+	x->files_done++;
+	if (!r)
+		r = xfer__push_ack(x, e->idx, 0, PROTO_XS_FILE_DONE, 0);
+	xfer__file_release(f);
+	return r;
+}
+
+/* A directory: made now, its mode and time at the end. */
+static int entry_dir(struct rxc *c, struct xfile *f,
+		     const struct proto_xfer_entry *e, const char *path)
+{
+	struct xsess *x = c->x;
+	bool made;
+	int dfd = fsio_make_dir(x->rx.destfd, path, 0700, &made), r = 0;
+
+	/* kept for its files, which follow it */
+	if (dfd >= 0 && made)
+		xfer__dirh_made(x, path, dfd);
+	else if (dfd >= 0)
+		close(dfd);
+	xfer__lock(&x->lock);
+	if (dfd < 0)
+		xfer__rx_fail(x, f, dfd, "%s", lr_strerror(dfd));
+	else
+		r = entry_late(c, f, e);
+	xfer__unlock(&x->lock);
+	return r ? lr_err_setc(c->err, r, "memory") : 0;
+}
+
+/* A symlink: made at the end, after every file. */
+static int entry_symlink(struct rxc *c, struct xfile *f,
+			 const struct proto_xfer_entry *e)
+{
+	struct xsess *x = c->x;
+	int r;
+
+	xfer__lock(&x->lock);
+	r = entry_late(c, f, e);
+	xfer__unlock(&x->lock);
+	return r ? lr_err_setc(c->err, r, "memory") : 0;
+}
+
+/* A file: its plan, into the XFER_PLAN being built. */
+static int entry_file(struct rxc *c, struct xfile *f,
+		      const struct proto_xfer_entry *e)
+{
+	struct xsess *x = c->x;
+	struct proto_xfer_plan plan;
+	bool empty = false;
+	int r = xfer__plan_file(x, f, e, &c->plan, &plan);
+
+	if (r)
+		return lr_err_setc(c->err, r, "planning %s", xfer__path(f));
+	xfer__lock(&x->lock);
+	if (plan.action == PROTO_XA_SKIP) {
+		x->res->files_skipped++;
+		x->files_done++;
+		x->bytes_held += e->size;
+		xfer__file_event(x, f, true, true, NULL, 0);
+		xfer__file_release(f);
+	} else if (plan.action == PROTO_XA_REFUSE) {
+		count_failed(x, f);
+	} else if (plan.action == PROTO_XA_SEND && f->nchunks == 0 &&
+		   !f->pipe) {
+		f->rx.state = XRX_COMPLETE; /* empty: named below */
+		empty = true;
+	} else {
+		f->rx.state = XRX_RECEIVING;
+	}
+	xfer__unlock(&x->lock);
+	if (plan.action == PROTO_XA_REFUSE)
+		return put_refusal(c, f);
+	if (empty) {
+		/* its PLAN goes out before any acknowledgement, which waits
+		 * for the service */
+		r = xfer__finish_file(x, f, false);
+		if (r)
+			return lr_err_setc(c->err, r, "memory");
+	}
+	r = xfer__batch_room(x, &c->plan, PROTO_XFER_PLAN_LEN, PROTO_XFER_PLAN);
+	if (r)
+		return lr_err_setc(c->err, r, "sending a plan");
+	proto_put_xfer_plan(&c->plan, &plan);
+	return 0;
+}
+
+static int on_entry(struct rxc *c, const struct proto_xfer_entry *e)
+{
+	struct xfile *f = &c->x->win[SLOT(e->idx)];
+	char path[FSIO_MAX_PATH + 1];
+	const char *why;
+	int r;
+
+	r = entry_admit(c, e);
+	if (!r)
+		r = entry_take(c, f, e);
+	if (r)
+		return r;
+	memcpy(path, e->path, e->path_len);
+	path[e->path_len] = 0;
+	if (fsio_path_check(e->path, e->path_len, &why))
+		return entry_refused(c, f, why);
+	if (e->kind == PROTO_XK_DIR)
+		return entry_dir(c, f, e, path);
+	if (e->kind == PROTO_XK_SYMLINK)
+		return entry_symlink(c, f, e);
+	return entry_file(c, f, e);
+}
+
+/* One FILES message, answered with one XFER_PLAN (more if it
+ * overflows). */
+static int on_files(struct rxc *c, const uint8_t *body, size_t len)
+{
+	struct proto_xfer_iter it;
+	int r;
+
+	proto_buf_init(&c->plan, c->buf, MSG_BUF);
+	proto_msg_begin(&c->plan, PROTO_XFER_PLAN);
+	proto_xfer_iter_init(&it, body, len);
+	while ((r = proto_xfer_iter_next(&it)) == 1) {
+		struct proto_xfer_entry e;
+
+		if (proto_xfer_get_entry(&it, &e))
+			return lr_err_set(c->err, LR_EBADMSG,
+					  "the sender announced a malformed "
+					  "entry");
+		r = on_entry(c, &e);
+		if (r)
+			return r;
+	}
+	if (r)
+		return lr_err_set(c->err, LR_EBADMSG,
+				  "malformed FILES message");
+	return plan_flush(c);
+}
+
+/* A pipe's SUM: its size and chunks are known now. Under lock. */
+static int sum_of_pipe(struct xsess *x, struct xfile *f,
+		       const struct proto_xfer_sum *s, struct lr_err *err)
+{
+	if (s->nchunks != xfer__chunks_of64(s->size, x->chunk) ||
+	    s->nchunks < f->nchunks || s->nchunks > f->nchunks + PIPE_LEAD ||
+	    s->nchunks > XFER_MAX_CHUNKS)
+		return lr_err_set(err, LR_EBADMSG,
+				  "a pipe's SUM does not match its chunks");
+	if (xfer__file_grow(f, s->nchunks ? s->nchunks : 1))
+		return lr_err_setc(err, -ENOMEM, "memory");
+	f->nchunks = s->nchunks;
+	f->size = s->size;
+	f->pipe = false; /* chunk lengths are known now */
+	return 0;
+}
+
+/* One SUM item. Under lock. */
+static int sum_one(struct xsess *x, const struct proto_xfer_sum *s,
+		   struct lr_err *err)
+{
+	struct xfile *f = xfer__entry(x, s->idx);
+	int r;
+
+	if (!f)
+		return 0; /* failed and released already */
+	if (f->kind != PROTO_XK_FILE || f->rx.have_sum)
+		return lr_err_set(err, LR_EBADMSG,
+				  "a SUM for entry %u that is not a file "
+				  "waiting for one",
+				  s->idx);
+	if (f->pipe) {
+		r = sum_of_pipe(x, f, s, err);
+		if (r)
+			return r;
+	} else if (s->size != f->size || s->nchunks != f->nchunks ||
+		   s->sent > f->nchunks) {
+		return lr_err_set(err, LR_EBADMSG,
+				  "a SUM does not match its entry");
+	}
+	f->rx.sum = *s;
+	f->rx.have_sum = true;
+	xfer__maybe_final(x, f);
+	return 0;
+}
+
+static int on_sums(struct xsess *x, const uint8_t *body, size_t len,
+		   struct lr_err *err)
+{
+	struct proto_xfer_iter it;
+	int r;
+
+	proto_xfer_iter_init(&it, body, len);
+	while ((r = proto_xfer_iter_next(&it)) == 1) {
+		struct proto_xfer_sum s;
+
+		if (proto_xfer_get_sum(&it, &s))
+			return lr_err_set(err, LR_EBADMSG, "malformed SUM");
+		xfer__lock(&x->lock);
+		r = sum_one(x, &s, err);
+		xfer__unlock(&x->lock);
+		if (r)
+			return r;
+	}
+	if (r)
+		return lr_err_set(err, LR_EBADMSG, "malformed SUMS message");
+	xfer__wake(x);
+	return 0;
+}
+
+/* One message from the sender. */
+static int rx_dispatch(struct rxc *c, const struct proto_hdr *h)
+{
+	switch (h->type) {
+	case PROTO_XFER_FILES:
+		return c->got_end ? lr_err_set(c->err, LR_EBADMSG,
+					       "FILES after END")
+				  : on_files(c, c->rbuf, h->len);
+	case PROTO_XFER_SUMS: return on_sums(c->x, c->rbuf, h->len, c->err);
+	case PROTO_XFER_END: c->got_end = true; return 0;
+	default:
+		return lr_err_set(c->err, LR_EBADMSG,
+				  "unexpected %s from the sender",
+				  proto_type_name(h->type));
+	}
+}
+
+static enum rx_step rx_turn(struct rxc *c)
+{
+	struct xsess *x = c->x;
+	int64_t tmo = c->next_tick - net_now_ms();
+	struct proto_hdr h;
+	int r;
+
+	if (c->got_end && xfer__window_empty(x))
+		return RX_FINISH;
+	r = xfer__ctrl_turn(x, tmo > 0 ? tmo : 0, c->rbuf, &h, "sender",
+			    "receiver", c->err);
+	if (r == 1 && h.type == PROTO_ERROR) {
+		c->r = xfer__peer_error(c->rbuf, h.len, c->err);
+		return RX_FAIL;
+	}
+	if (r == 1) {
+		r = rx_dispatch(c, &h);
+		if (r)
+			xfer__send_error(x, PROTO_ERR_BAD_REQUEST, c->err->msg);
+	}
+	if (r < 0) {
+		c->r = r;
+		return RX_FAIL;
+	}
+	return RX_SERVICE;
+}
+
+/* Send what the stream threads queued: every ACK_FLUSH_MS, or at once
+ * when one woke us. */
+static enum rx_step rx_service(struct rxc *c)
+{
+	struct xsess *x = c->x;
+	int64_t now = net_now_ms();
+	int r;
+
+	if (now >= c->next_tick || x->woken || c->got_end) {
+		x->woken = false;
+		r = xfer__recv_service(x);
+		if (r) {
+			c->r = lr_err_setc(c->err, r,
+					   "sending acknowledgements");
+			return RX_FAIL;
+		}
+		c->next_tick = now + ACK_FLUSH_MS;
+	}
+	xfer__deliver(x);
+	return RX_TICK;
+}
+
+static enum rx_step rx_tick(struct rxc *c)
+{
+	struct xsess *x = c->x;
+	int64_t now = net_now_ms();
+
+	if (now >= c->next_journal) {
+		xfer__journal_flush_all(x);
+		c->next_journal = now + JOURNAL_MS;
+	}
+	if (now - atomic_load(&x->last_activity_ms) > IDLE_MS) {
+		c->r = lr_err_set(c->err, LR_ETIMEOUT,
+				  "nothing from the sender for %d s",
+				  IDLE_MS / 1000);
+		return RX_FAIL;
+	}
+	xfer__progress_tick(x, &c->pc, now, c->tot.bytes,
+			    c->tot.bytes != UINT64_MAX, c->tot.files);
+	return RX_TURN;
+}
+
+static enum rx_step (*const rx_steps[])(struct rxc *) = {
+	[RX_TURN] = rx_turn,
+	[RX_SERVICE] = rx_service,
+	[RX_TICK] = rx_tick,
+};
+
+/* The sender's totals, first. */
+static int recv_totals(struct rxc *c)
+{
+	struct xsess *x = c->x;
+	struct proto_hdr h;
+	int r;
+
+	r = conn_recv_msg(x->cs->ctrl, c->rbuf, MSG_BUF, &h,
+			  net_now_ms() + CTRL_TIMEOUT_MS, c->err);
+	if (!r && h.type == PROTO_ERROR)
+		return xfer__peer_error(c->rbuf, h.len, c->err);
+	if (!r && (h.type != PROTO_XFER_TOTALS ||
+		   proto_decode_xfer_totals(c->rbuf, h.len, &c->tot)))
+		return lr_err_set(c->err, LR_EBADMSG,
+				  "expected the sender's totals, got %s",
+				  proto_type_name(h.type));
+	if (r && r != LR_ECLOSED)
+		xfer__send_error(x, PROTO_ERR_BAD_REQUEST, c->err->msg);
+	return r;
+}
+
+/* Every entry is done: the last acknowledgements (a stream thread may
+ * have finished the last file after the loop's last service), then
+ * symlinks and directories, their failures in a last XFER_ACKS. */
+static int last_acks(struct rxc *c)
+{
+	struct xsess *x = c->x;
+	struct proto_buf b;
+	int r = xfer__recv_service(x);
+
+	if (r)
+		return lr_err_setc(c->err, r, "sending acknowledgements");
+	xfer__deliver(x);
+	proto_buf_init(&b, c->buf, MSG_BUF);
+	proto_msg_begin(&b, PROTO_XFER_ACKS);
+	xfer__late_apply(x, c->late, &b, &x->res->files_failed);
+	r = proto_msg_end(&b);
+	if (!r && b.len > b.start + PROTO_HDR_LEN)
+		r = xfer__ctrl_send(x, &b);
+	return r ? lr_err_setc(c->err, r, "sending acknowledgements") : 0;
+}
+
+/* The stream threads end at the sender's END records, within bounds. */
+static void streams_end(struct rxc *c)
+{
+	struct xsess *x = c->x;
+	int64_t until = net_now_ms() + IDLE_MS;
+	unsigned i;
+
+	while (atomic_load(&x->rx.ended) < x->cs->n &&
+	       !atomic_load(&x->abort)) {
+		if (net_now_ms() > until) {
+			xfer__fatal(x, LR_ETIMEOUT,
+				    "the sender did not end its streams");
+			break;
+		}
+		usleep(2000);
+	}
+	for (i = 0; i < x->cs->n; i++)
+		if (c->ts[i].started) {
+			pthread_join(c->ts[i].th, NULL);
+			c->ts[i].started = false;
+		}
+}
+
+/* The outcome, once the streams have ended: XFER_DONE, or the error of a
+ * stream cut or forged at the very end. */
+static int send_done(struct rxc *c)
+{
+	struct xsess *x = c->x;
+	struct xfer_result *res = x->res;
+	struct proto_xfer_done done = { 0 };
+	struct proto_buf b;
+	int r;
+
+	xfer__lock(&x->lock);
+	done.files_ok = res->files_ok;
+	done.files_failed = res->files_failed;
+	done.files_skipped = res->files_skipped;
+	done.bytes = x->bytes_done;
+	done.wait.write_us = x->waits.disk_us;
+	done.wait.net_us = x->waits.net_us;
+	done.wait.cipher_us = x->waits.cipher_us;
+	r = x->error;
+	if (r)
+		*c->err = x->err;
+	xfer__unlock(&x->lock);
+	if (r) {
+		xfer__send_error(x, PROTO_ERR_BAD_REQUEST, c->err->msg);
+		return r;
+	}
+	proto_buf_init(&b, c->buf, MSG_BUF);
+	r = proto_encode_xfer_done(&b, &done) ?: xfer__ctrl_send(x, &b);
+	return r ? lr_err_setc(c->err, r, "sending the outcome") : 0;
+}
+
+static int recv_loop(struct rxc *c)
+{
+	struct xsess *x = c->x;
+	enum rx_step step = RX_TURN;
+	int64_t now = net_now_ms();
+	int r;
+
+	c->next_tick = now + ACK_FLUSH_MS;
+	c->next_journal = now + JOURNAL_MS;
+	c->pc.next = now + (x->o->progress_ms ? x->o->progress_ms : 1000);
+	while (step != RX_FINISH && step != RX_FAIL)
+		step = rx_steps[step](c);
+	if (step == RX_FAIL)
+		return c->r ? c->r : -EIO;
+	r = last_acks(c);
+	if (r)
+		return r;
+	streams_end(c);
+	return send_done(c);
+}
+
+/* The session after the totals, to XFER_DONE: 0 or an error. */
+static int recv_session(struct rxc *c)
+{
+	struct xsess *x = c->x;
+	int r;
+
+	x->rx.drop_limit = c->tot.bytes == UINT64_MAX
+				   ? UINT64_MAX / 2
+				   : c->tot.bytes + (64u << 20);
+	xfer__emit_edge(x, XFER_EV_START, false, c->tot.bytes,
+			c->tot.bytes != UINT64_MAX, c->tot.files);
+	xfer__data_sockopts(x);
+	r = xfer__start_threads(x, c->ts, xfer__recv_stream);
+	if (r)
+		return lr_err_setc(c->err, r, "starting stream threads");
+	return recv_loop(c);
+}
+
+int xfer_recv(struct xfer_conns *cs, int destfd, int outfd,
+	      const struct xfer_opts *o, const struct xfer_callbacks *cb,
+	      struct xfer_result *res, struct lr_err *err)
+{
+	struct xsess x;
+	struct rxc c = { .x = &x, .err = err };
+	unsigned i;
+	int r;
+
+	xfer__raise_nofile();
+	r = xfer__sess_init(&x, cs, o, cb, res, false);
+	if (r)
+		return lr_err_setc(err, r, "starting the transfer");
+	x.rx.destfd = destfd;
+	x.rx.outfd = outfd;
+	/* an unnamed file is named through /proc/self/fd (AT_EMPTY_PATH
+	 * needs a capability on older kernels): none without /proc */
+	x.rx.no_anon = access("/proc/self/fd", F_OK) != 0;
+	x.rx.umask = xfer__read_umask();
+	x.rx.svc_buf = malloc(MSG_BUF);
+	c.buf = malloc(MSG_BUF);
+	c.rbuf = malloc(MSG_BUF);
+	c.ts = calloc(cs->n, sizeof(*c.ts));
+	if (!x.rx.svc_buf || !c.buf || !c.rbuf || !c.ts) {
+		r = lr_err_setc(err, -ENOMEM, "transfer buffers");
+		goto out;
+	}
+	r = recv_totals(&c);
+	if (r)
+		goto out;
+	r = recv_session(&c);
+	if (r)
+		atomic_store(&x.abort, true);
+	xfer__join_threads(&x, c.ts);
+	for (i = 0; r && i < XFER_WINDOW; i++)
+		if (xfer__used(&x.win[i]))
+			xfer__rx_abandon(&x, &x.win[i], true);
+	xfer__deliver(&x);
+	r = xfer__result(&x, r, c.tot.files, err);
+	xfer__emit_edge(&x, XFER_EV_END, r == 0, c.tot.bytes,
+			c.tot.bytes != UINT64_MAX, c.tot.files);
+	xfer__dirs_sync(&x);
+out:
+	xfer__dirh_fini(&x);
+	xfer__late_free(c.late);
+	free(c.ts);
+	free(c.buf);
+	free(c.rbuf);
+	xfer__sess_fini(&x);
+	return r;
+}

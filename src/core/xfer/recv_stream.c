@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A receiver's stream thread: each record holds one chunk or several
+ * small ones; each chunk is checked against what was asked for, verified
+ * against its digest, written at its offset (or, for standard output, in
+ * order) and acknowledged; the small files a record completes are named
+ * together after one syncfs.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "net.h"
+#include "xfer_int.h"
+#include "banned.h"
+
+/* One stream thread's state. */
+struct rxs {
+	struct sthread *st;
+	struct xsess *x;
+	uint64_t disk_ns, hash_ns;
+};
+
+/* One chunk of a record, as it goes through the steps. */
+struct unit {
+	struct proto_xfer_chunk_hdr h;
+	const uint8_t *data;
+	struct xfile *f;
+	uint8_t d[DIGEST_LEN];
+	uint8_t prev; /* its cstate before it came */
+	int fd;
+	bool shared; /* the file has more than one writer */
+};
+
+/* The chunk header at u (avail bytes left in the record): 0 with *used
+ * set, -1 after a fatal error. */
+static int unit_parse(struct rxs *s, const uint8_t *u, size_t avail,
+		      struct unit *un, size_t *used)
+{
+	struct xsess *x = s->x;
+
+	*used = avail;
+	if (avail < PROTO_XFER_CHUNK_HDR_LEN ||
+	    proto_xfer_chunk_decode(u, &un->h)) {
+		xfer__fatal(x, LR_EBADMSG, "stream %u: malformed chunk",
+			    s->st->i + 1);
+		return -1;
+	}
+	*used = PROTO_XFER_CHUNK_HDR_LEN +
+		(un->h.kind == PROTO_XC_DATA ? un->h.len : 0);
+	if (*used > avail || un->h.len > x->chunk) {
+		xfer__fatal(x, LR_EBADMSG,
+			    "stream %u: chunk length does not match its record",
+			    s->st->i + 1);
+		return -1;
+	}
+	un->data = u + PROTO_XFER_CHUNK_HDR_LEN;
+	return 0;
+}
+
+/* A pipe's chunk may lie ahead of those seen so far, within bounds: the
+ * arrays grow to it. Under lock. */
+static int pipe_reach(struct xsess *x, struct xfile *f, uint32_t chunk)
+{
+	bool out = x->o->flags & PROTO_XF_STDOUT;
+	int r;
+
+	if (chunk >= f->nchunks + PIPE_LEAD || chunk >= XFER_MAX_CHUNKS ||
+	    (out && chunk > x->rx.next_out + PIPE_LEAD))
+		return LR_ETOOBIG;
+	if (chunk < f->nchunks)
+		return 0;
+	r = xfer__file_grow(f, chunk + 1);
+	if (!r)
+		f->nchunks = chunk + 1;
+	return r;
+}
+
+/* Whether the chunk is one the receiver asked for. Under lock. */
+static int unit_asked(struct xsess *x, struct xfile *f,
+		      const struct proto_xfer_chunk_hdr *h)
+{
+	int r = 0;
+	uint8_t cs;
+
+	if (!f || f->rx.state != XRX_RECEIVING || f->kind != PROTO_XK_FILE)
+		return LR_EBADMSG;
+	if (f->pipe && !f->rx.have_sum)
+		r = pipe_reach(x, f, h->chunk);
+	else if (h->chunk >= f->nchunks ||
+		 h->len != xfer__chunk_len(f, h->chunk, x->chunk))
+		r = LR_EBADMSG;
+	if (r)
+		return r;
+	cs = f->cstate[h->chunk];
+	return cs == CS_NEEDED || cs == CS_HELD || cs == CS_RESEND ? 0
+								   : LR_EBADMSG;
+}
+
+/* Take the chunk on for its file: 0 to go on, 1 when it is drained (its
+ * file failed), -1 after a fatal error. */
+static int unit_claim(struct rxs *s, struct unit *un)
+{
+	struct xsess *x = s->x;
+	struct proto_xfer_chunk_hdr *h = &un->h;
+	struct xfile *f;
+	int r;
+
+	xfer__lock(&x->lock);
+	f = xfer__entry(x, h->idx);
+	if (h->idx < x->rx.announced && (!f || f->rx.state == XRX_FAILED)) {
+		/* a chunk of a file that failed, in flight when it did:
+		 * drained, within a bound */
+		x->rx.dropped += h->len;
+		r = x->rx.dropped > x->rx.drop_limit ? LR_ETOOBIG : 0;
+		xfer__unlock(&x->lock);
+		if (!r)
+			return 1;
+		xfer__fatal(x, r,
+			    "the sender keeps sending chunks of files that "
+			    "failed: cut off");
+		return -1;
+	}
+	r = unit_asked(x, f, h);
+	if (r) {
+		xfer__unlock(&x->lock);
+		xfer__fatal(x, r,
+			    "the sender sent a chunk that was not asked for "
+			    "(entry %u, chunk %u): cut off",
+			    h->idx, h->chunk);
+		return -1;
+	}
+	un->f = f;
+	un->prev = f->cstate[h->chunk];
+	f->cstate[h->chunk] = CS_INFLIGHT;
+	f->inflight++;
+	un->fd = f->fd;
+	un->shared = f->nchunks > 1 || f->pipe;
+	xfer__unlock(&x->lock);
+	return 0;
+}
+
+/* Hash the chunk: 0 when its digest matches, 1 when it does not (asked
+ * again, or its file failed), -1 after a fatal error. */
+static int unit_verify(struct rxs *s, struct unit *un)
+{
+	struct xsess *x = s->x;
+	struct xfile *f = un->f;
+	uint64_t t = xfer__now_ns();
+	int r = 0;
+
+	if (un->h.kind == PROTO_XC_ZERO)
+		digest_zeros(un->h.len, un->d);
+	else
+		digest_chunk(un->data, un->h.len, un->d);
+	s->hash_ns += xfer__now_ns() - t;
+	if (!memcmp(un->d, un->h.digest, DIGEST_LEN))
+		return 0;
+	xfer__lock(&x->lock);
+	f->cstate[un->h.chunk] = CS_RESEND;
+	if (++f->tries[un->h.chunk] > XFER_MAX_RETRIES)
+		xfer__rx_fail(x, f, LR_EDIGEST,
+			      "chunk %u failed verification %u times",
+			      un->h.chunk, XFER_MAX_RETRIES + 1);
+	else
+		r = xfer__push_ack(x, un->h.idx, un->h.chunk,
+				   PROTO_XS_CHUNK_BAD, 0);
+	f->inflight--;
+	xfer__unlock(&x->lock);
+	xfer__wake(x);
+	if (r) {
+		xfer__fatal(x, r, "out of memory");
+		return -1;
+	}
+	return 1;
+}
+
+/* Standard output: the chunk when its turn comes. 0, -ECANCELED when
+ * the session aborted, or a write error. */
+static int unit_out(struct xsess *x, const struct unit *un)
+{
+	static const uint8_t zeros[4096];
+	uint32_t left = un->h.len;
+	int r = 0;
+
+	xfer__lock(&x->lock);
+	while (x->rx.next_out != un->h.chunk && !atomic_load(&x->abort))
+		pthread_cond_wait(&x->rx.out_cv, &x->lock);
+	xfer__unlock(&x->lock);
+	if (atomic_load(&x->abort))
+		return -ECANCELED;
+	if (un->h.kind == PROTO_XC_DATA)
+		r = fsio_write_all(x->rx.outfd, un->data, un->h.len);
+	while (un->h.kind != PROTO_XC_DATA && left && !r) {
+		uint32_t k = left < sizeof(zeros) ? left : sizeof(zeros);
+
+		r = fsio_write_all(x->rx.outfd, zeros, k);
+		left -= k;
+	}
+	xfer__lock(&x->lock);
+	x->rx.next_out++;
+	pthread_cond_broadcast(&x->rx.out_cv);
+	xfer__unlock(&x->lock);
+	return r;
+}
+
+/* Write the verified chunk: at its offset, or to standard output. */
+static int unit_write(struct rxs *s, const struct unit *un)
+{
+	struct xsess *x = s->x;
+	uint64_t t = xfer__now_ns();
+	int r = 0;
+
+	if (x->o->flags & PROTO_XF_STDOUT) {
+		r = unit_out(x, un);
+	} else if (un->h.kind == PROTO_XC_DATA) {
+		/* Stream threads writing one file at once meet on its inode
+		 * lock, where the kernel spins while the holder copies a
+		 * chunk: on a small machine that spinning takes the cores
+		 * the cipher and the sender need. Queue here instead,
+		 * asleep. A file of one chunk has one writer: no lock. */
+		pthread_mutex_t *wl = &x->rx.wlock[SLOT(un->h.idx) % WLOCKS];
+
+		if (un->shared)
+			xfer__lock(wl);
+		r = fsio_pwrite_all(un->fd, un->data, un->h.len,
+				    (uint64_t)un->h.chunk * x->chunk);
+		if (un->shared)
+			xfer__unlock(wl);
+	}
+	s->disk_ns += xfer__now_ns() - t;
+	return r;
+}
+
+/* The chunk is written (w 0) or its write failed: account for it, and
+ * name its file when it was the last. 0, or -1 after a fatal error. */
+static int unit_account(struct rxs *s, const struct unit *un, int w)
+{
+	struct xsess *x = s->x;
+	struct xfile *f = un->f;
+	bool mine;
+	int r = 0;
+
+	xfer__lock(&x->lock);
+	if (w) {
+		xfer__rx_fail(x, f, w, "writing: %s", lr_strerror(w));
+	} else if (f->rx.state == XRX_RECEIVING) {
+		f->cstate[un->h.chunk] = CS_GOT;
+		memcpy(f->digests + (size_t)un->h.chunk * DIGEST_LEN, un->d,
+		       DIGEST_LEN);
+		f->sent++;
+		if (un->prev != CS_HELD)
+			f->finished++;
+		x->bytes_done += un->h.len;
+		r = xfer__push_ack(x, un->h.idx, un->h.chunk, PROTO_XS_CHUNK_OK,
+				   un->h.len);
+		if (!r && f->rx.jfd >= 0)
+			f->rx.jpend[f->rx.njpend++] = un->h.chunk;
+	} /* else: failed meanwhile, nothing to acknowledge */
+	f->inflight--;
+	mine = !r && !f->inflight && xfer__final_ready(f);
+	if (mine)
+		f->rx.state = XRX_COMPLETE;
+	if (mine && f->rx.implicit_sum && s->st->nready < READY_MAX) {
+		/* small files: named after the whole record is written,
+		 * with one syncfs for all of them */
+		s->st->ready[s->st->nready++] = f;
+		mine = false;
+	}
+	xfer__unlock(&x->lock);
+	if (mine)
+		r = xfer__finish_file(x, f, false);
+	/* the control thread is woken once per record, not once per small
+	 * file in it */
+	if (r) {
+		xfer__fatal(x, r, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/* One chunk of a data record at u: 0 to go on (*used set), -1 after a
+ * fatal error (reported). */
+static int recv_unit(struct rxs *s, const uint8_t *u, size_t avail,
+		     size_t *used)
+{
+	struct unit un;
+	int r, w;
+
+	r = unit_parse(s, u, avail, &un, used);
+	if (!r)
+		r = unit_claim(s, &un);
+	if (!r)
+		r = unit_verify(s, &un);
+	if (r)
+		return r < 0 ? -1 : 0;
+	w = unit_write(s, &un);
+	if (w && (s->x->o->flags & PROTO_XF_STDOUT)) {
+		if (w == -ECANCELED)
+			return -1; /* aborted: said already */
+		xfer__fatal(s->x, w, "writing to standard output: %s",
+			    lr_strerror(w));
+		return -1;
+	}
+	return unit_account(s, &un, w);
+}
+
+/* The small files the record completed: named after one syncfs, which
+ * costs less than an fsync per file. */
+static int record_done(struct rxs *s)
+{
+	struct xsess *x = s->x;
+	struct sthread *st = s->st;
+	bool synced = st->nready > 2 &&
+		      !(x->o->flags & (PROTO_XF_NO_FSYNC | PROTO_XF_STDOUT)) &&
+		      !syncfs(x->rx.destfd);
+	uint64_t t = xfer__now_ns();
+	int r = xfer__finish_files(x, st->ready, st->nready, synced);
+
+	s->disk_ns += xfer__now_ns() - t;
+	if (r)
+		xfer__fatal(x, r, "out of memory");
+	return r;
+}
+
+/* One record: 1 to go on, 0 at the stream's end, <0 on a failure. */
+static int record_turn(struct rxs *s, struct conn *c, uint8_t *buf, size_t cap)
+{
+	struct xsess *x = s->x;
+	size_t n, pos = 0, used;
+	uint8_t type;
+	int r;
+
+	r = conn_recv_data(c, buf, cap, &type, &n);
+	if (r) {
+		if (r != -ECANCELED)
+			xfer__fatal(x, r, "stream %u: %s", s->st->i + 1,
+				    r == LR_ETRUNC ? "the sender's stream "
+						     "ended early (cut?)"
+						   : lr_strerror(r));
+		return r;
+	}
+	if (type == CONN_REC_END)
+		return 0;
+	atomic_store(&x->last_activity_ms, net_now_ms());
+	s->st->nready = 0;
+	while (pos < n && !r) {
+		r = recv_unit(s, buf + pos, n - pos, &used);
+		pos += used;
+	}
+	if (!r && s->st->nready)
+		r = record_done(s);
+	xfer__wake_if(x);
+	return r ? r : 1;
+}
+
+void *xfer__recv_stream(void *arg)
+{
+	struct sthread *st = arg;
+	struct xsess *x = st->x;
+	struct conn *c = &x->cs->data[st->i];
+	struct rxs s = { .st = st, .x = x };
+	size_t cap = PROTO_XFER_CHUNK_HDR_LEN + x->chunk + CRYPTO_TAG_LEN;
+	int64_t t0 = net_now_us();
+	uint8_t *buf = malloc(cap);
+
+	if (!buf) {
+		xfer__fatal(x, -ENOMEM, "out of memory for a stream buffer");
+		return NULL;
+	}
+	while (record_turn(&s, c, buf, cap) > 0)
+		;
+	xfer__add_waits(x, c, s.disk_ns, s.hash_ns, t0);
+	atomic_fetch_add(&x->rx.ended, 1);
+	free(buf);
+	return NULL;
+}

@@ -1,0 +1,659 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The sending side's control thread: the totals, then a loop of steps
+ * (announce what the window has room for, send the SUMs that are ready,
+ * say END when everything is announced and summed, end the streams when
+ * nothing can be asked again, then wait for the receiver) until the
+ * receiver's XFER_DONE; and the receiver's PLAN and ACKS messages.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "net.h"
+#include "xfer_int.h"
+#include "banned.h"
+
+/* The control loop's own state. */
+struct txc {
+	struct xsess *x;
+	const struct xfer_source *src;
+	struct lr_err *err;
+	struct walker w;
+	struct proto_xfer_totals tot;
+	bool has_pipe;
+	uint8_t *buf, *rbuf;
+	struct sthread *ts;
+	uint32_t next_idx;
+	uint64_t announced, bytes_ann;
+	bool walk_done, end_sent, got_done, streams_closed;
+	struct pclock pc;
+	struct proto_xfer_done done;
+	int r;
+};
+
+enum tx_step {
+	TX_ANNOUNCE,
+	TX_SUMS,
+	TX_END,
+	TX_CLOSE,
+	TX_TURN,
+	TX_DONE,
+	TX_FAIL
+};
+
+/* A FAIL item's reason, for the PLAN or ACK that follows it. */
+struct reason {
+	char text[PROTO_MAX_TEXT + 1];
+	int code;
+};
+
+static void reason_take(struct reason *rs, const struct proto_xfer_fail *fl)
+{
+	snprintf(rs->text, sizeof(rs->text), "%s", fl->text);
+	/* an errno value; anything else says only that it failed */
+	rs->code = fl->code && fl->code < 4096 ? -(int)fl->code : -EIO;
+}
+
+/* A file's end as the receiver said it, under lock: counted, its event
+ * queued, its slot let go. */
+static void file_failed(struct xsess *x, struct xfile *f, struct reason *rs,
+			const char *dflt)
+{
+	const char *why = rs->text[0] ? rs->text : dflt;
+	int code = rs->text[0] ? rs->code : -EIO;
+
+	x->res->files_failed++;
+	xfer__note_failure(x, f, why, code);
+	xfer__file_event(x, f, false, false, why, code);
+	rs->text[0] = 0;
+	xfer__tx_file_end(x, f);
+}
+
+/* ---- the receiver's PLAN ---- */
+
+static int plan_held(struct xsess *x, const struct proto_xfer_iter *it)
+{
+	struct proto_xfer_held h;
+	struct xfile *f;
+
+	if (proto_xfer_get_held(it, &h))
+		return LR_EBADMSG;
+	f = xfer__entry(x, h.idx);
+	if (!f || f->tx.state != XTX_ANNOUNCED || f->kind != PROTO_XK_FILE ||
+	    f->pipe || h.chunk >= f->nchunks)
+		return LR_EBADMSG;
+	f->cstate[h.chunk] = CS_HELD;
+	memcpy(f->digests + (size_t)h.chunk * DIGEST_LEN, h.digest, DIGEST_LEN);
+	return 0;
+}
+
+static int plan_one(struct xsess *x, const struct proto_xfer_iter *it,
+		    struct reason *rs, bool *queued)
+{
+	struct proto_xfer_plan p;
+	struct xfile *f;
+
+	if (proto_xfer_get_plan(it, &p))
+		return LR_EBADMSG;
+	f = xfer__entry(x, p.idx);
+	if (!f || f->tx.state != XTX_ANNOUNCED || f->kind != PROTO_XK_FILE)
+		return LR_EBADMSG;
+	if (p.action == PROTO_XA_SEND || p.action == PROTO_XA_RESUME) {
+		xfer__queue_file(x, f);
+		*queued = true;
+		if (x->tx.nsums)
+			xfer__wake(x);
+		return 0;
+	}
+	if (p.action == PROTO_XA_SKIP) {
+		x->res->files_skipped++;
+		x->bytes_held += f->size;
+		xfer__file_event(x, f, true, true, NULL, 0);
+		rs->text[0] = 0;
+		xfer__tx_file_end(x, f);
+		return 0;
+	}
+	file_failed(x, f, rs, "refused");
+	return 0;
+}
+
+/* Handle PLAN items. The whole message is taken under the lock and a
+ * stream thread woken after it, so that the thread finds all the files
+ * the message queued: many small files then travel in one record. */
+static int on_plan(struct xsess *x, const uint8_t *body, size_t len)
+{
+	struct proto_xfer_iter it;
+	struct reason rs = { "", 0 };
+	bool queued = false;
+	int r;
+
+	proto_xfer_iter_init(&it, body, len);
+	xfer__lock(&x->lock);
+	while ((r = proto_xfer_iter_next(&it)) == 1) {
+		if (it.tag == PROTO_T_HELD) {
+			r = plan_held(x, &it);
+		} else if (it.tag == PROTO_T_FAIL) {
+			struct proto_xfer_fail fl;
+
+			r = proto_xfer_get_fail(&it, &fl) ? LR_EBADMSG : 0;
+			if (!r)
+				reason_take(&rs, &fl);
+		} else if (it.tag == PROTO_T_PLAN) {
+			r = plan_one(x, &it, &rs, &queued);
+		} else {
+			r = LR_EBADMSG;
+		}
+		if (r)
+			break;
+	}
+	if (queued && x->tx.waiters)
+		pthread_cond_signal(&x->cv); /* it passes the word on */
+	xfer__unlock(&x->lock);
+	return r;
+}
+
+/* ---- the receiver's ACKS ---- */
+
+/* Queue chunk a.chunk of f to be sent again. Under lock. */
+static int ack_resend(struct xsess *x, uint32_t slot, uint32_t chunk)
+{
+	struct xsend *q = &x->tx;
+
+	if (q->nretries == q->cap_retries) {
+		unsigned nc = q->cap_retries ? q->cap_retries * 2 : 64;
+		struct retry *nr = realloc(q->retries, nc * sizeof(*nr));
+
+		if (!nr)
+			return -ENOMEM;
+		q->retries = nr;
+		q->cap_retries = nc;
+	}
+	q->retries[q->nretries++] = (struct retry){ slot, chunk };
+	pthread_cond_broadcast(&x->cv);
+	return 0;
+}
+
+/* One ACK item. */
+static int ack_one(struct xsess *x, const struct proto_xfer_ack *a,
+		   struct reason *rs)
+{
+	bool chunk = a->status == PROTO_XS_CHUNK_OK ||
+		     a->status == PROTO_XS_CHUNK_BAD;
+	char esc[ESC_MAX];
+	struct xfile *f;
+	int r = 0;
+
+	/* stream threads release slots: look at it under the lock; a file
+	 * that ended takes no more acknowledgements */
+	xfer__lock(&x->lock);
+	f = xfer__entry(x, a->idx);
+	if (!f || f->tx.state == XTX_ENDED ||
+	    (chunk && a->chunk >= f->nchunks)) {
+		xfer__unlock(&x->lock);
+		return LR_EBADMSG;
+	}
+	switch (a->status) {
+	case PROTO_XS_CHUNK_OK: x->bytes_done += a->bytes; break;
+	case PROTO_XS_CHUNK_BAD:
+		if (++f->tries[a->chunk] > XFER_MAX_RETRIES) {
+			fsio_escape(xfer__path(f), strlen(xfer__path(f)), esc,
+				    sizeof(esc));
+			r = LR_EDIGEST;
+			break;
+		}
+		r = ack_resend(x, SLOT(a->idx), a->chunk);
+		break;
+	case PROTO_XS_FILE_DONE:
+		if (f->kind == PROTO_XK_FILE)
+			x->res->files_ok++;
+		xfer__file_event(x, f, true, false, NULL, 0);
+		xfer__tx_file_end(x, f);
+		break;
+	default: file_failed(x, f, rs, "failed");
+	}
+	xfer__unlock(&x->lock);
+	if (r == LR_EDIGEST)
+		xfer__fatal(x, r, "%s: chunk %u failed verification %u times",
+			    esc, a->chunk, XFER_MAX_RETRIES + 1);
+	return r;
+}
+
+static int on_acks(struct xsess *x, const uint8_t *body, size_t len)
+{
+	struct proto_xfer_iter it;
+	struct reason rs = { "", 0 };
+	int r;
+
+	proto_xfer_iter_init(&it, body, len);
+	while ((r = proto_xfer_iter_next(&it)) == 1) {
+		struct proto_xfer_ack a;
+
+		if (it.tag == PROTO_T_FAIL) {
+			struct proto_xfer_fail fl;
+
+			if (proto_xfer_get_fail(&it, &fl))
+				return LR_EBADMSG;
+			reason_take(&rs, &fl);
+			continue;
+		}
+		if (proto_xfer_get_ack(&it, &a))
+			return LR_EBADMSG;
+		r = ack_one(x, &a, &rs);
+		if (r)
+			return r;
+	}
+	if (!r && rs.text[0]) {
+		/* a FAIL with no ACK after it: a failure found at the end */
+		xfer__lock(&x->lock);
+		snprintf(x->tx.late_reason, sizeof(x->tx.late_reason), "%s",
+			 rs.text);
+		x->tx.late_code = rs.code;
+		xfer__unlock(&x->lock);
+	}
+	return r;
+}
+
+/* ---- announcing ---- */
+
+static uint16_t mode_bits(const struct stat *st)
+{
+	return (uint16_t)(st->st_mode & 07777);
+}
+
+static void entry_of(const struct wentry *e, const char *path, uint32_t idx,
+		     struct proto_xfer_entry *pe)
+{
+	*pe = (struct proto_xfer_entry){
+		.idx = idx,
+		.kind = e->kind,
+		.mode = mode_bits(&e->st),
+		.mtime_sec = e->st.st_mtim.tv_sec,
+		.mtime_nsec = (uint32_t)e->st.st_mtim.tv_nsec,
+		.path = path,
+		.path_len = (uint16_t)strlen(path),
+	};
+	if (e->kind == PROTO_XK_FILE) {
+		pe->size = e->is_stdin ? PROTO_XFER_SIZE_UNKNOWN
+				       : (uint64_t)e->st.st_size;
+		if (!e->is_stdin &&
+		    (uint64_t)e->st.st_blocks * 512 < (uint64_t)e->st.st_size)
+			pe->eflags |= PROTO_XE_SPARSE;
+	}
+	if (e->kind == PROTO_XK_SYMLINK) {
+		pe->target = e->target;
+		pe->target_len = e->target_len;
+	}
+}
+
+/* The announced entry takes its slot. */
+static int window_add(struct xsess *x, struct xfile *f,
+		      const struct proto_xfer_entry *pe, const struct wentry *e)
+{
+	int r;
+
+	xfer__lock(&x->lock);
+	r = xfer__file_init(f, pe);
+	f->tx.state = XTX_ANNOUNCED;
+	f->pipe = e->is_stdin;
+	f->from_pipe = e->is_stdin;
+	f->fd = e->fd;
+	if (r) {
+		/* the session ends */
+	} else if (pe->kind == PROTO_XK_FILE && !f->pipe) {
+		f->nchunks = xfer__chunks_of(f->size, x->chunk);
+		r = xfer__file_grow(f, f->nchunks);
+	} else if (f->pipe) {
+		r = xfer__file_grow(f, 16);
+	}
+	xfer__unlock(&x->lock);
+	return r;
+}
+
+/* More than the totals said: the walk found a grown source. */
+static bool grew(struct txc *c, const struct wentry *e)
+{
+	if (++c->announced > c->tot.files)
+		return true;
+	return e->kind == PROTO_XK_FILE && !e->is_stdin &&
+	       (c->bytes_ann += (uint64_t)e->st.st_size) > c->tot.bytes;
+}
+
+/* The next entry of the walk into the FILES message in b: 0, 1 at the
+ * walk's end, or an error. */
+static int announce_one(struct txc *c, struct proto_buf *b)
+{
+	struct xsess *x = c->x;
+	struct proto_xfer_entry pe;
+	struct wentry e;
+	int r = xfer__walk_next(&c->w, &e);
+
+	if (r <= 0)
+		return r < 0 ? r : 1;
+	if (grew(c, &e)) {
+		if (e.fd >= 0 && !e.is_stdin)
+			close(e.fd);
+		return lr_err_set(c->err, -EAGAIN,
+				  "the source grew during the transfer (%s)",
+				  c->w.path);
+	}
+	entry_of(&e, c->w.path, c->next_idx, &pe);
+	r = xfer__batch_room(x, b, proto_xfer_entry_size(&pe),
+			     PROTO_XFER_FILES);
+	if (r)
+		return r;
+	proto_put_xfer_entry(b, &pe);
+	r = window_add(x, &x->win[SLOT(c->next_idx)], &pe, &e);
+	if (!r)
+		c->next_idx++;
+	return r;
+}
+
+static enum tx_step tx_fail(struct txc *c, int r, const char *what)
+{
+	c->r = r;
+	if (!c->err->msg[0])
+		lr_err_setc(c->err, r, "%s", what);
+	return TX_FAIL;
+}
+
+/* Announce while the window has room. */
+static enum tx_step tx_announce(struct txc *c)
+{
+	struct xsess *x = c->x;
+	struct proto_buf b;
+	int r = 0;
+
+	if (c->walk_done ||
+	    !xfer__window_room(x, c->next_idx,
+			       c->tot.files > c->announced
+				       ? c->tot.files - c->announced
+				       : 0))
+		return TX_SUMS;
+	proto_buf_init(&b, c->buf, MSG_BUF);
+	proto_msg_begin(&b, PROTO_XFER_FILES);
+	while (!r && !c->walk_done && !xfer__used(&x->win[SLOT(c->next_idx)])) {
+		r = announce_one(c, &b);
+		if (r == 1) {
+			c->walk_done = true;
+			r = 0;
+		}
+	}
+	if (!r)
+		r = proto_msg_end(&b) ?: xfer__ctrl_send(x, &b);
+	if (r) {
+		tx_fail(c, r, "announcing files");
+		xfer__send_error(x, PROTO_ERR_INTERNAL, c->err->msg);
+		return TX_FAIL;
+	}
+	return TX_SUMS;
+}
+
+/* The SUMs of files whose chunks are all hashed. */
+static enum tx_step tx_sums(struct txc *c)
+{
+	struct xsess *x = c->x;
+	uint32_t slots[XFER_WINDOW];
+	struct proto_buf b;
+	unsigned i, n;
+	int r = 0;
+
+	xfer__lock(&x->lock);
+	n = x->tx.nsums;
+	memcpy(slots, x->tx.sums, n * sizeof(slots[0]));
+	x->tx.nsums = 0;
+	xfer__unlock(&x->lock);
+	if (!n)
+		return TX_END;
+	proto_buf_init(&b, c->buf, MSG_BUF);
+	proto_msg_begin(&b, PROTO_XFER_SUMS);
+	for (i = 0; i < n && !r; i++) {
+		struct proto_xfer_sum s = { .idx = slots[i] };
+		struct xfile *f;
+
+		xfer__lock(&x->lock);
+		f = xfer__entry(x, slots[i]);
+		if (!f || f->tx.state != XTX_HASHED) {
+			xfer__unlock(&x->lock);
+			continue;
+		}
+		s.size = f->size;
+		s.nchunks = f->nchunks;
+		s.sent = f->sent;
+		digest_file(f->size, x->chunk, f->nchunks, f->digests,
+			    s.digest);
+		f->tx.state = XTX_SUMMED;
+		xfer__unlock(&x->lock);
+		r = xfer__batch_room(x, &b, PROTO_XFER_SUM_LEN,
+				     PROTO_XFER_SUMS);
+		if (!r)
+			proto_put_xfer_sum(&b, &s);
+	}
+	if (!r)
+		r = proto_msg_end(&b) ?: xfer__ctrl_send(x, &b);
+	return r ? tx_fail(c, r, "sending file digests") : TX_END;
+}
+
+/* Every file entry announced has had its plan and its SUM. */
+static bool all_summed(struct xsess *x)
+{
+	bool all = true;
+	unsigned i;
+
+	xfer__lock(&x->lock);
+	for (i = 0; i < XFER_WINDOW && all; i++) {
+		const struct xfile *f = &x->win[i];
+
+		all = f->kind != PROTO_XK_FILE || f->tx.state == XTX_FREE ||
+		      f->tx.state >= XTX_SUMMED;
+	}
+	xfer__unlock(&x->lock);
+	return all;
+}
+
+static enum tx_step tx_end(struct txc *c)
+{
+	struct proto_buf b;
+	int r;
+
+	if (!c->walk_done || c->end_sent || !all_summed(c->x))
+		return TX_CLOSE;
+	proto_buf_init(&b, c->buf, MSG_BUF);
+	r = proto_encode_empty(&b, PROTO_XFER_END) ?: xfer__ctrl_send(c->x, &b);
+	if (r)
+		return tx_fail(c, r, "sending END");
+	c->end_sent = true;
+	return TX_CLOSE;
+}
+
+/* Nothing can be asked again: end the streams. */
+static enum tx_step tx_close(struct txc *c)
+{
+	struct xsess *x = c->x;
+
+	if (!c->end_sent || c->streams_closed || !xfer__window_empty(x))
+		return TX_TURN;
+	xfer__join_threads(x, c->ts);
+	c->streams_closed = true;
+	if (x->error) {
+		*c->err = x->err;
+		c->r = x->error;
+		return TX_FAIL;
+	}
+	return TX_TURN;
+}
+
+/* One message from the receiver. */
+static int tx_dispatch(struct txc *c, const struct proto_hdr *h)
+{
+	struct xsess *x = c->x;
+	int r;
+
+	switch (h->type) {
+	case PROTO_XFER_PLAN: r = on_plan(x, c->rbuf, h->len); break;
+	case PROTO_XFER_ACKS: r = on_acks(x, c->rbuf, h->len); break;
+	case PROTO_XFER_DONE:
+		r = c->end_sent
+			    ? proto_decode_xfer_done(c->rbuf, h->len, &c->done)
+			    : LR_EBADMSG;
+		c->got_done = !r;
+		break;
+	case PROTO_ERROR: return xfer__peer_error(c->rbuf, h->len, c->err);
+	default: r = LR_EBADMSG;
+	}
+	if (r) {
+		if (!c->err->msg[0] || r == LR_EBADMSG)
+			lr_err_set(c->err, r,
+				   "the receiver sent a bad %s message",
+				   proto_type_name(h->type));
+		if (x->error)
+			*c->err = x->err;
+		xfer__send_error(x, PROTO_ERR_BAD_REQUEST, c->err->msg);
+	}
+	return r;
+}
+
+/* Wait for the receiver (or a stream thread, or the next progress
+ * event), handle what came, deliver the events. */
+static enum tx_step tx_turn(struct txc *c)
+{
+	struct xsess *x = c->x;
+	int64_t now = net_now_ms(), tmo = c->pc.next - now;
+	struct proto_hdr h;
+	int r;
+
+	r = xfer__ctrl_turn(x, tmo > 0 ? tmo : 0, c->rbuf, &h, "receiver",
+			    "sender", c->err);
+	if (r == 1)
+		r = tx_dispatch(c, &h);
+	xfer__deliver(x);
+	if (r < 0) {
+		c->r = r;
+		return TX_FAIL;
+	}
+	now = net_now_ms();
+	if (now - atomic_load(&x->last_activity_ms) > IDLE_MS) {
+		c->r = lr_err_set(c->err, LR_ETIMEOUT,
+				  "no answer from the receiver for %d s",
+				  IDLE_MS / 1000);
+		return TX_FAIL;
+	}
+	xfer__progress_tick(x, &c->pc, now, c->tot.bytes, !c->has_pipe,
+			    c->tot.files);
+	return c->got_done ? TX_DONE : TX_ANNOUNCE;
+}
+
+static enum tx_step (*const tx_steps[])(struct txc *) = {
+	[TX_ANNOUNCE] = tx_announce, [TX_SUMS] = tx_sums, [TX_END] = tx_end,
+	[TX_CLOSE] = tx_close,	     [TX_TURN] = tx_turn,
+};
+
+/* The receiver's outcome into the result. */
+static void take_done(struct txc *c)
+{
+	struct xfer_result *res = c->x->res;
+
+	res->remote.disk_us = c->done.wait.write_us;
+	res->remote.net_us = c->done.wait.net_us;
+	res->remote.cipher_us = c->done.wait.cipher_us;
+	if (c->done.files_failed > res->files_failed) {
+		/* failures only the receiver saw (symlinks made last) */
+		res->files_failed = c->done.files_failed;
+		if (!res->first_failure[0]) {
+			snprintf(res->first_failure, sizeof(res->first_failure),
+				 "%s",
+				 c->x->tx.late_reason[0]
+					 ? c->x->tx.late_reason
+					 : "see the receiver's log");
+			res->first_failure_code = c->x->tx.late_code;
+		}
+	}
+}
+
+/* The totals: counted by the caller, or now. */
+static int send_totals(struct txc *c)
+{
+	const struct xfer_source *src = c->src;
+	struct proto_buf b;
+	int r = 0;
+
+	if (src->counted) {
+		c->tot.files = src->files;
+		c->tot.bytes = src->bytes;
+		c->has_pipe = src->pipe;
+	} else {
+		r = xfer__count_sources(src, &c->tot, &c->has_pipe, c->err,
+					NULL);
+	}
+	if (r) {
+		xfer__send_error(c->x, PROTO_ERR_INTERNAL, c->err->msg);
+		return r;
+	}
+	proto_buf_init(&b, c->buf, MSG_BUF);
+	r = proto_encode_xfer_totals(&b, &c->tot) ?: xfer__ctrl_send(c->x, &b);
+	if (r)
+		lr_err_setc(c->err, r, "sending the totals");
+	return r;
+}
+
+/* The loop, from the first announcement to XFER_DONE. */
+static int send_loop(struct txc *c)
+{
+	enum tx_step step = TX_ANNOUNCE;
+
+	xfer__walk_init(&c->w, c->src, true, c->err);
+	c->pc.next = net_now_ms() +
+		     (c->x->o->progress_ms ? c->x->o->progress_ms : 1000);
+	while (step != TX_DONE && step != TX_FAIL)
+		step = tx_steps[step](c);
+	xfer__walk_fini(&c->w);
+	if (step == TX_FAIL)
+		return c->r ? c->r : -EIO;
+	take_done(c);
+	return 0;
+}
+
+int xfer_send(struct xfer_conns *cs, const struct xfer_source *src,
+	      const struct xfer_opts *o, const struct xfer_callbacks *cb,
+	      struct xfer_result *res, struct lr_err *err)
+{
+	struct xsess x;
+	struct txc c = { .x = &x, .src = src, .err = err };
+	int r;
+
+	xfer__raise_nofile();
+	r = xfer__sess_init(&x, cs, o, cb, res, true);
+	if (r)
+		return lr_err_setc(err, r, "starting the transfer");
+	c.buf = malloc(MSG_BUF);
+	c.rbuf = malloc(MSG_BUF);
+	c.ts = calloc(cs->n, sizeof(*c.ts));
+	if (!c.buf || !c.rbuf || !c.ts) {
+		r = lr_err_setc(err, -ENOMEM, "transfer buffers");
+		goto out;
+	}
+	r = send_totals(&c);
+	if (r)
+		goto out;
+	xfer__emit_edge(&x, XFER_EV_START, false, c.tot.bytes, !c.has_pipe,
+			c.tot.files);
+	xfer__data_sockopts(&x);
+	r = xfer__start_threads(&x, c.ts, xfer__send_stream);
+	if (!r)
+		r = send_loop(&c);
+	if (r)
+		atomic_store(&x.abort, true);
+	xfer__join_threads(&x, c.ts);
+	xfer__deliver(&x);
+	r = xfer__result(&x, r, c.tot.files, err);
+	xfer__emit_edge(&x, XFER_EV_END, r == 0, c.tot.bytes, !c.has_pipe,
+			c.tot.files);
+out:
+	free(c.ts);
+	free(c.buf);
+	free(c.rbuf);
+	xfer__sess_fini(&x);
+	return r;
+}

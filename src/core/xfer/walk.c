@@ -1,0 +1,463 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The sender's sources: a walk of the paths given (push: local paths as
+ * the user typed them; pull: paths below the server's root, never through
+ * a symlink) in announcement order, a directory before its contents; the
+ * count of what a walk will announce, in a thread of its own while the
+ * connections are set up; and the number of streams it calls for.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "xfer_int.h"
+#include "banned.h"
+
+/* Entries that decide the streams (the count's first ones). */
+#define COUNT_SAMPLE 1024u
+
+void xfer__walk_init(struct walker *w, const struct xfer_source *src,
+		     bool open_files, struct lr_err *err)
+{
+	memset(w, 0, sizeof(*w));
+	w->src = src;
+	w->open_files = open_files;
+	w->err = err;
+}
+
+void xfer__walk_fini(struct walker *w)
+{
+	while (w->depth)
+		closedir(w->st[--w->depth].d);
+}
+
+static bool special(const struct stat *st)
+{
+	return !S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode) &&
+	       !S_ISLNK(st->st_mode);
+}
+
+static int fill_symlink(struct walker *w, int dirfd, const char *name,
+			struct wentry *e)
+{
+	ssize_t k;
+
+	e->kind = PROTO_XK_SYMLINK;
+	k = readlinkat(dirfd, name, e->target, PROTO_XFER_MAX_PATH);
+	if (k <= 0)
+		return lr_err_setc(w->err, k < 0 ? -errno : -EINVAL,
+				   "reading the symlink %s", w->path);
+	e->target[k] = 0;
+	e->target_len = (uint16_t)k;
+	return 0;
+}
+
+/* A directory: its entries come next (a frame pushed). */
+static int fill_dir(struct walker *w, int dirfd, const char *name,
+		    struct wentry *e)
+{
+	DIR *d;
+	int fd;
+
+	if (w->depth >= FSIO_MAX_DEPTH)
+		return lr_err_set(w->err, -ELOOP,
+				  "%s: tree deeper than %u levels", w->path,
+				  FSIO_MAX_DEPTH);
+	e->kind = PROTO_XK_DIR;
+	fd = openat(dirfd, name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return lr_err_setc(w->err, -errno, "opening %s", w->path);
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return lr_err_setc(w->err, -errno, "reading %s", w->path);
+	}
+	w->st[w->depth].d = d;
+	w->st[w->depth].plen = w->plen;
+	w->depth++;
+	return 0;
+}
+
+/* Fill e for name in dirfd (already lstat'ed into e->st). */
+static int walk_fill(struct walker *w, int dirfd, const char *name,
+		     struct wentry *e)
+{
+	int fd;
+
+	e->fd = -1;
+	e->is_stdin = false;
+	e->target_len = 0;
+	if (S_ISLNK(e->st.st_mode))
+		return fill_symlink(w, dirfd, name, e);
+	if (S_ISDIR(e->st.st_mode))
+		return fill_dir(w, dirfd, name, e);
+	e->kind = PROTO_XK_FILE;
+	if (w->open_files) {
+		fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return lr_err_setc(w->err, -errno, "opening %s",
+					   w->path);
+		/* e->st came from fstatat a moment ago; a file that
+		 * changes size since is caught by its reads */
+		e->fd = fd;
+	}
+	return 0;
+}
+
+static int walk_set_path(struct walker *w, size_t base, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (base + (base ? 1 : 0) + n > FSIO_MAX_PATH)
+		return lr_err_set(w->err, -ENAMETOOLONG,
+				  "a path below %.*s is longer than %u bytes",
+				  (int)base, w->path, FSIO_MAX_PATH);
+	if (base)
+		w->path[base++] = '/';
+	memcpy(w->path + base, name, n + 1);
+	w->plen = base + n;
+	return 0;
+}
+
+/* "-": standard input, as the file its name says. */
+static int top_stdin(struct walker *w, struct wentry *e)
+{
+	const struct xfer_source *s = w->src;
+	int r = walk_set_path(w, 0, s->stdin_name ? s->stdin_name : "stdin");
+
+	if (r)
+		return r;
+	memset(&e->st, 0, sizeof(e->st));
+	e->st.st_mode = S_IFREG | 0644;
+	e->st.st_mtime = time(NULL);
+	e->kind = PROTO_XK_FILE;
+	e->is_stdin = true;
+	e->fd = w->open_files ? STDIN_FILENO : -1;
+	e->target_len = 0;
+	return 0;
+}
+
+/* name in pfd, never followed: a file, directory or symlink. Closes
+ * pfd. */
+static int top_entry(struct walker *w, int pfd, const char *arg,
+		     const char *name, struct wentry *e)
+{
+	int r;
+
+	if (fstatat(pfd, name, &e->st, AT_SYMLINK_NOFOLLOW)) {
+		r = lr_err_setc(w->err, -errno, "%s", arg);
+		close(pfd);
+		return r;
+	}
+	if (special(&e->st)) {
+		close(pfd);
+		return lr_err_set(w->err, -EINVAL,
+				  "%s: not a file, directory or symlink", arg);
+	}
+	r = walk_set_path(w, 0, name);
+	if (!r)
+		r = walk_fill(w, pfd, name, e);
+	close(pfd);
+	return r;
+}
+
+/* Pull: a path below the root, never through a symlink. */
+static int top_pull(struct walker *w, const char *arg, struct wentry *e)
+{
+	char parent[FSIO_MAX_PATH + 1], name[FSIO_MAX_NAME + 1];
+	const char *why;
+	int pfd;
+
+	if (fsio_path_check(arg, strlen(arg), &why))
+		return lr_err_set(w->err, LR_EBADPATH, "%s", why);
+	fsio_split(arg, strlen(arg), parent, name);
+	pfd = fsio_open_dir(w->src->rootfd, parent, false, 0);
+	if (pfd < 0)
+		return lr_err_setc(w->err, pfd, "opening %s", parent);
+	return top_entry(w, pfd, arg, name, e);
+}
+
+/* Push of ".", ".." or a path ending in one: the directory itself,
+ * opened as "." of it, under its real name. */
+static int top_push_dot(struct walker *w, const char *arg, struct wentry *e)
+{
+	char name[FSIO_MAX_NAME + 1], *slash;
+	char *rp = realpath(arg, NULL);
+	int pfd, r;
+
+	if (!rp)
+		return lr_err_setc(w->err, -errno, "%s", arg);
+	slash = strrchr(rp, '/');
+	snprintf(name, sizeof(name), "%s", slash && slash[1] ? slash + 1 : "");
+	free(rp);
+	if (!name[0])
+		return lr_err_set(w->err, -EINVAL,
+				  "%s: name a directory below /, not / itself",
+				  arg);
+	pfd = open(arg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0)
+		return lr_err_setc(w->err, -errno, "%s", arg);
+	if (fstat(pfd, &e->st)) {
+		close(pfd);
+		return lr_err_setc(w->err, -errno, "%s", arg);
+	}
+	r = walk_set_path(w, 0, name);
+	if (!r)
+		r = walk_fill(w, pfd, ".", e);
+	close(pfd);
+	return r;
+}
+
+/* Push of a file or directory the user named (a symlink to one
+ * followed), st filled: opened from pfd, which it closes. */
+static int top_push_named(struct walker *w, int pfd, const char *name,
+			  const char *arg, struct wentry *e)
+{
+	int fd = openat(pfd, name, O_RDONLY | O_CLOEXEC), r;
+
+	if (fd < 0) {
+		r = lr_err_setc(w->err, -errno, "%s", arg);
+		close(pfd);
+		return r;
+	}
+	close(pfd);
+	r = walk_set_path(w, 0, name);
+	if (!r && S_ISREG(e->st.st_mode)) {
+		/* the file itself: already open */
+		e->kind = PROTO_XK_FILE;
+		e->is_stdin = false;
+		e->target_len = 0;
+		e->fd = -1;
+		if (w->open_files && !fstat(fd, &e->st)) {
+			e->fd = fd;
+			return 0;
+		}
+		close(fd);
+		return 0;
+	}
+	if (!r)
+		r = walk_fill(w, fd, ".", e);
+	close(fd);
+	return r;
+}
+
+/* Push: a local path as the user typed it. */
+static int top_push(struct walker *w, const char *arg, struct wentry *e)
+{
+	char parent[FSIO_MAX_PATH + 1], name[FSIO_MAX_NAME + 1];
+	char buf[PATH_MAX], *slash, *base;
+	size_t n = strlen(arg);
+	int pfd, r;
+
+	if (n >= sizeof(buf))
+		return lr_err_set(w->err, -ENAMETOOLONG, "%s", arg);
+	memcpy(buf, arg, n + 1);
+	while (n > 1 && buf[n - 1] == '/')
+		buf[--n] = 0;
+	slash = strrchr(buf, '/');
+	base = slash ? slash + 1 : buf;
+	if (!*base || !strcmp(base, ".") || !strcmp(base, ".."))
+		return top_push_dot(w, arg, e);
+	snprintf(name, sizeof(name), "%s", base);
+	if (slash == buf)
+		snprintf(parent, sizeof(parent), "/");
+	else if (slash)
+		snprintf(parent, sizeof(parent), "%.*s", (int)(slash - buf),
+			 buf);
+	else
+		snprintf(parent, sizeof(parent), ".");
+	pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0)
+		return lr_err_setc(w->err, -errno, "%s", parent);
+	/* the user named it: follow a symlink at the top */
+	if (fstatat(pfd, name, &e->st, 0)) {
+		r = lr_err_setc(w->err, -errno, "%s", arg);
+		close(pfd);
+		return r;
+	}
+	if (S_ISDIR(e->st.st_mode) || S_ISREG(e->st.st_mode))
+		return top_push_named(w, pfd, name, arg, e);
+	return top_entry(w, pfd, arg, name, e);
+}
+
+/* A top-level source. */
+static int walk_top(struct walker *w, const char *arg, struct wentry *e)
+{
+	if (w->src->rootfd < 0 && !strcmp(arg, "-"))
+		return top_stdin(w, e);
+	if (w->src->rootfd >= 0)
+		return top_pull(w, arg, e);
+	return top_push(w, arg, e);
+}
+
+int xfer__walk_next(struct walker *w, struct wentry *e)
+{
+	struct dirent *de;
+	int r;
+
+	while (w->depth) {
+		struct wframe *f = &w->st[w->depth - 1];
+
+		errno = 0;
+		de = readdir(f->d);
+		if (!de) {
+			if (errno)
+				return lr_err_setc(w->err, -errno,
+						   "reading %.*s", (int)f->plen,
+						   w->path);
+			closedir(f->d);
+			w->depth--;
+			continue;
+		}
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		w->plen = f->plen;
+		r = walk_set_path(w, f->plen, de->d_name);
+		if (r)
+			return r;
+		if (fstatat(dirfd(f->d), de->d_name, &e->st,
+			    AT_SYMLINK_NOFOLLOW)) {
+			if (errno == ENOENT)
+				continue; /* gone since readdir */
+			return lr_err_setc(w->err, -errno, "%s", w->path);
+		}
+		if (special(&e->st))
+			continue; /* devices, fifos, sockets: not sent */
+		r = walk_fill(w, dirfd(f->d), de->d_name, e);
+		return r ? r : 1;
+	}
+	if (w->arg >= w->src->npaths)
+		return 0;
+	r = walk_top(w, w->src->paths[w->arg++], e);
+	return r ? r : 1;
+}
+
+/* The counter thread sees the count grow: publish it every 256
+ * entries. false when it was asked to stop. */
+static bool count_publish(struct counter *c, const struct proto_xfer_totals *t,
+			  bool pipe)
+{
+	if (atomic_load(&c->stop))
+		return false;
+	pthread_mutex_lock(&c->lock);
+	c->t = *t;
+	c->pipe = pipe;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->lock);
+	return true;
+}
+
+int xfer__count_sources(const struct xfer_source *src,
+			struct proto_xfer_totals *t, bool *pipe,
+			struct lr_err *err, struct counter *c)
+{
+	struct walker w;
+	struct wentry e;
+	int r;
+
+	memset(t, 0, sizeof(*t));
+	*pipe = false;
+	xfer__walk_init(&w, src, false, err);
+	while ((r = xfer__walk_next(&w, &e)) == 1) {
+		t->files++;
+		if (e.is_stdin)
+			*pipe = true;
+		else if (e.kind == PROTO_XK_FILE)
+			t->bytes += (uint64_t)e.st.st_size;
+		if (c && t->files % 256 == 0 && !count_publish(c, t, *pipe)) {
+			r = -ECANCELED;
+			break;
+		}
+	}
+	xfer__walk_fini(&w);
+	if (*pipe)
+		t->bytes = UINT64_MAX;
+	return r;
+}
+
+static void *counter_main(void *arg)
+{
+	struct counter *c = arg;
+	struct proto_xfer_totals t;
+	struct lr_err err = { 0 };
+	bool pipe;
+	int r = xfer__count_sources(c->src, &t, &pipe, &err, c);
+
+	pthread_mutex_lock(&c->lock);
+	c->t = t;
+	c->pipe = pipe;
+	c->r = r;
+	c->err = err;
+	c->done = true;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+/* Start counting src in the background: walking a big tree takes as long
+ * as setting up the connections, and neither needs the other until the
+ * request says how many streams, which a sample decides. false when it
+ * cannot (the caller counts when needed, as before). */
+bool xfer__counter_start(struct counter *c, const struct xfer_source *src)
+{
+	memset(c, 0, sizeof(*c));
+	c->src = src;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->cv, NULL);
+	if (pthread_create(&c->th, NULL, counter_main, c)) {
+		pthread_mutex_destroy(&c->lock);
+		pthread_cond_destroy(&c->cv);
+		return false;
+	}
+	c->started = true;
+	return true;
+}
+
+/* Many small files gain nothing from more streams and pay for their
+ * contention: two; a pipe or big files: four. */
+unsigned xfer__streams_for(const struct proto_xfer_totals *t, bool pipe)
+{
+	if (!pipe && t->files && t->bytes / t->files < (256u << 10))
+		return 2;
+	return XFER_DEFAULT_STREAMS;
+}
+
+/* The streams for what the first COUNT_SAMPLE entries (or all) are. */
+unsigned xfer__counter_streams(struct counter *c)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&c->lock);
+	while (!c->done && c->t.files < COUNT_SAMPLE)
+		pthread_cond_wait(&c->cv, &c->lock);
+	n = c->r ? XFER_DEFAULT_STREAMS : xfer__streams_for(&c->t, c->pipe);
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
+/* Wait for the count (or stop it: cancel) and hand its totals to src when
+ * it succeeded; otherwise src stays uncounted and xfer_send counts (and
+ * reports what failed). */
+void xfer__counter_join(struct counter *c, struct xfer_source *src, bool cancel)
+{
+	if (!c->started)
+		return;
+	if (cancel)
+		atomic_store(&c->stop, true);
+	pthread_join(c->th, NULL);
+	c->started = false;
+	if (!c->r && src) {
+		src->counted = true;
+		src->pipe = c->pipe;
+		src->files = c->t.files;
+		src->bytes = c->t.bytes;
+	}
+	pthread_mutex_destroy(&c->lock);
+	pthread_cond_destroy(&c->cv);
+}

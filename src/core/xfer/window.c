@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The window: XFER_WINDOW entries announced and not yet done, each with
+ * the arrays of its chunks; and the sender's work queue, from which the
+ * stream threads take chunks (files in plan order, chunks in order,
+ * resends first).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "xfer_int.h"
+#include "banned.h"
+
+uint64_t xfer__chunks_of64(uint64_t size, uint32_t chunk)
+{
+	/* in 64 bits: no overflow near 2^64 */
+	return size / chunk + (size % chunk != 0);
+}
+
+uint32_t xfer__chunks_of(uint64_t size, uint32_t chunk)
+{
+	/* for a size already checked against XFER_MAX_CHUNKS */
+	return (uint32_t)xfer__chunks_of64(size, chunk);
+}
+
+uint32_t xfer__chunk_len(const struct xfile *f, uint32_t chunk, uint32_t cs)
+{
+	uint64_t off = (uint64_t)chunk * cs;
+
+	if (f->pipe)
+		return cs;
+	return f->size - off < cs ? (uint32_t)(f->size - off) : cs;
+}
+
+int xfer__file_grow(struct xfile *f, uint32_t n)
+{
+	uint32_t cap = f->cap ? f->cap : 16;
+	uint8_t *d, *c, *t;
+
+	if (n <= f->cap)
+		return 0;
+	while (cap < n)
+		cap = cap > UINT32_MAX / 2 ? n : cap * 2;
+	d = realloc(f->digests, (size_t)cap * DIGEST_LEN);
+	if (!d)
+		return -ENOMEM;
+	f->digests = d;
+	c = realloc(f->cstate, cap);
+	if (!c)
+		return -ENOMEM;
+	f->cstate = c;
+	t = realloc(f->tries, cap);
+	if (!t)
+		return -ENOMEM;
+	f->tries = t;
+	memset(f->cstate + f->cap, 0, cap - f->cap);
+	memset(f->tries + f->cap, 0, cap - f->cap);
+	f->cap = cap;
+	return 0;
+}
+
+void xfer__file_release(struct xfile *f)
+{
+	if (f->fd >= 0)
+		close(f->fd);
+	if (f->rx.dh)
+		f->rx.dh->refs--;
+	else if (f->rx.dirfd >= 0)
+		close(f->rx.dirfd);
+	if (f->rx.jfd >= 0)
+		close(f->rx.jfd);
+	free(f->digests);
+	free(f->cstate);
+	free(f->tries);
+	free(f->rx.jpend);
+	free(f->path);
+	memset(f, 0, sizeof(*f));
+	f->fd = f->rx.dirfd = f->rx.jfd = -1;
+}
+
+int xfer__file_init(struct xfile *f, const struct proto_xfer_entry *e)
+{
+	memset(f, 0, sizeof(*f));
+	f->fd = f->rx.dirfd = f->rx.jfd = -1;
+	f->idx = e->idx;
+	f->kind = e->kind;
+	f->eflags = e->eflags;
+	f->mode = e->mode;
+	f->mtime_sec = e->mtime_sec;
+	f->mtime_nsec = e->mtime_nsec;
+	f->size = e->size;
+	f->path = strndup(e->path, e->path_len);
+	return f->path ? 0 : -ENOMEM;
+}
+
+bool xfer__used(const struct xfile *f)
+{
+	return f->tx.state != XTX_FREE || f->rx.state != XRX_FREE;
+}
+
+struct xfile *xfer__entry(struct xsess *x, uint32_t idx)
+{
+	struct xfile *f = &x->win[SLOT(idx)];
+
+	return xfer__used(f) && f->idx == idx ? f : NULL;
+}
+
+bool xfer__window_empty(struct xsess *x)
+{
+	unsigned i;
+	bool empty = true;
+
+	xfer__lock(&x->lock);
+	for (i = 0; i < XFER_WINDOW && empty; i++)
+		empty = !xfer__used(&x->win[i]);
+	xfer__unlock(&x->lock);
+	return empty;
+}
+
+void xfer__window_fini(struct xsess *x)
+{
+	unsigned i;
+
+	for (i = 0; i < XFER_WINDOW; i++)
+		if (xfer__used(&x->win[i]))
+			xfer__file_release(&x->win[i]);
+}
+
+/* Sender: whether to announce more files now. Slots free up one by one as
+ * the receiver finishes files; announcing each at once would send small
+ * FILES and PLAN messages and records of one small file each. So, while
+ * plenty is in flight, wait until ANNOUNCE_BATCH slots in a row are free
+ * (or as many as files are left to announce); with less in flight (a long
+ * file still holding a slot ahead, or the start), announce what is free. */
+#define ANNOUNCE_BATCH 64u
+_Static_assert(ANNOUNCE_BATCH <= XFER_WINDOW, "a batch fits the window");
+
+bool xfer__window_room(struct xsess *x, uint32_t next_idx, uint64_t left)
+{
+	unsigned k, used = 0, need;
+	bool room = true;
+
+	need = left < ANNOUNCE_BATCH ? (unsigned)(left ? left : 1)
+				     : ANNOUNCE_BATCH;
+	xfer__lock(&x->lock);
+	if (xfer__used(&x->win[SLOT(next_idx)])) {
+		room = false;
+		goto out;
+	}
+	for (k = 0; k < XFER_WINDOW && used < ANNOUNCE_BATCH; k++)
+		used += xfer__used(&x->win[k]);
+	if (used < ANNOUNCE_BATCH)
+		goto out;
+	for (k = 1; k < need; k++)
+		if (xfer__used(&x->win[SLOT(next_idx + k)])) {
+			room = false;
+			break;
+		}
+out:
+	xfer__unlock(&x->lock);
+	return room;
+}
+
+void xfer__fifo_pop(struct xsess *x)
+{
+	struct xsend *q = &x->tx;
+
+	x->win[q->fifo[q->fifo_head]].tx.in_fifo = false;
+	q->fifo_head = (q->fifo_head + 1) % XFER_WINDOW;
+	q->fifo_len--;
+}
+
+bool xfer__sum_ready(struct xsess *x, struct xfile *f)
+{
+	f->tx.state = XTX_HASHED;
+	if (!f->from_pipe && f->nchunks <= 1) {
+		/* the receiver derives it from the one chunk's digest */
+		f->tx.state = XTX_SUMMED;
+		return false;
+	}
+	x->tx.sums[x->tx.nsums++] = f->idx;
+	return true;
+}
+
+void xfer__sum_if_hashed(struct xsess *x, struct xfile *f)
+{
+	if (f->tx.state == XTX_SENDING && !f->pipe &&
+	    f->finished == f->nchunks && f->tx.cursor == f->nchunks &&
+	    xfer__sum_ready(x, f))
+		xfer__wake(x);
+}
+
+void xfer__chunk_hashed(struct xsess *x, struct xfile *f)
+{
+	f->finished++;
+	xfer__sum_if_hashed(x, f);
+}
+
+void xfer__queue_file(struct xsess *x, struct xfile *f)
+{
+	struct xsend *q = &x->tx;
+
+	f->tx.state = XTX_SENDING;
+	if (!f->pipe && f->nchunks == 0) {
+		xfer__sum_ready(x, f);
+		return;
+	}
+	f->tx.in_fifo = true;
+	q->fifo[(q->fifo_head + q->fifo_len) % XFER_WINDOW] = SLOT(f->idx);
+	q->fifo_len++;
+	/* the caller wakes a stream thread once the whole PLAN is queued,
+	 * so that the thread finds many small files for one record */
+}
+
+/* Drop a file's queued chunks: the queue rebuilt without it. */
+static void fifo_remove(struct xsess *x, struct xfile *f)
+{
+	struct xsend *q = &x->tx;
+	uint32_t keep[XFER_WINDOW];
+	unsigned i, n = 0;
+
+	for (i = 0; i < q->fifo_len; i++) {
+		uint32_t s = q->fifo[(q->fifo_head + i) % XFER_WINDOW];
+
+		if (s != SLOT(f->idx))
+			keep[n++] = s;
+	}
+	q->fifo_head = 0;
+	q->fifo_len = n;
+	memcpy(q->fifo, keep, n * sizeof(keep[0]));
+	f->tx.in_fifo = false;
+}
+
+void xfer__tx_file_end(struct xsess *x, struct xfile *f)
+{
+	if (f->tx.in_fifo)
+		fifo_remove(x, f);
+	x->files_done++;
+	f->tx.state = XTX_ENDED;
+	if (!f->inflight)
+		xfer__file_release(f);
+}
+
+/* A file the receiver finished before this thread let go of it frees its
+ * slot only now: wake the control thread, which may be waiting for that
+ * slot (to announce more, to end the streams) and would not hear of it
+ * otherwise. */
+void xfer__chunk_put(struct xsess *x, struct xfile *f)
+{
+	if (!--f->inflight && f->tx.state == XTX_ENDED) {
+		xfer__file_release(f);
+		xfer__wake(x);
+	}
+}
+
+/* The next chunk of the file at the head of the queue. */
+static void take_chunk(struct xsess *x, struct xfile *f, uint32_t *slot,
+		       uint32_t *chunk)
+{
+	*slot = SLOT(f->idx);
+	*chunk = f->tx.cursor++;
+	f->inflight++;
+	if (f->tx.cursor == f->nchunks)
+		xfer__fifo_pop(x);
+}
+
+/* A chunk asked for again, when one is: 1. */
+static int take_retry(struct xsess *x, uint32_t *slot, uint32_t *chunk)
+{
+	while (x->tx.nretries) {
+		struct retry *rt = &x->tx.retries[--x->tx.nretries];
+		struct xfile *f = &x->win[rt->slot];
+
+		if (!xfer__used(f) || f->tx.state == XTX_ENDED)
+			continue;
+		*slot = rt->slot;
+		*chunk = rt->chunk;
+		f->inflight++;
+		return 1;
+	}
+	return 0;
+}
+
+int xfer__take_work(struct xsess *x, uint32_t *slot, uint32_t *chunk,
+		    bool *pipe)
+{
+	for (;;) {
+		if (atomic_load(&x->abort))
+			return -ECANCELED;
+		*pipe = false;
+		if (take_retry(x, slot, chunk))
+			return 1;
+		while (x->tx.fifo_len) {
+			struct xfile *f = &x->win[x->tx.fifo[x->tx.fifo_head]];
+
+			if (f->pipe) {
+				*slot = SLOT(f->idx);
+				*pipe = true;
+				f->inflight++;
+				return 1;
+			}
+			if (f->tx.cursor < f->nchunks) {
+				take_chunk(x, f, slot, chunk);
+				return 1;
+			}
+			xfer__fifo_pop(x);
+		}
+		if (atomic_load(&x->closing))
+			return 0;
+		x->tx.waiters++;
+		pthread_cond_wait(&x->cv, &x->lock);
+		x->tx.waiters--;
+	}
+}
+
+/* More small chunks from the head of the queue for the same record: 1
+ * with the slot and chunk, 0 when the next is not small enough. Never
+ * blocks. */
+int xfer__take_more(struct xsess *x, uint32_t room, uint32_t *slot,
+		    uint32_t *chunk)
+{
+	while (x->tx.fifo_len) {
+		struct xfile *f = &x->win[x->tx.fifo[x->tx.fifo_head]];
+		uint32_t len;
+
+		if (f->pipe || f->tx.state == XTX_ENDED)
+			return 0;
+		if (f->tx.cursor >= f->nchunks) {
+			xfer__fifo_pop(x);
+			continue;
+		}
+		len = xfer__chunk_len(f, f->tx.cursor, x->chunk);
+		if (len > BATCH_SMALL ||
+		    len + PROTO_XFER_CHUNK_HDR_LEN > room ||
+		    f->cstate[f->tx.cursor] == CS_HELD)
+			return 0;
+		take_chunk(x, f, slot, chunk);
+		return 1;
+	}
+	return 0;
+}
+
+/* After taking work: wake one more thread when work is left. */
+void xfer__pass_on(struct xsess *x)
+{
+	if (x->tx.waiters && (x->tx.fifo_len || x->tx.nretries))
+		pthread_cond_signal(&x->cv);
+}

@@ -1,0 +1,538 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef LINERATE_XFER_INT_H
+#define LINERATE_XFER_INT_H
+
+/*
+ * The transfer engine's internal header. Only the files of src/core/xfer/
+ * include it (scripts/check-includes.sh checks); everyone else sees
+ * ../xfer.h. Helpers shared between the files of the folder carry the
+ * prefix xfer__.
+ *
+ * One session (struct xsess) runs one side of a transfer: the control
+ * thread (the caller of xfer_send or xfer_recv) talks on the control
+ * connection, and one stream thread per data connection moves chunks.
+ *
+ * Lock table
+ *
+ *   x->lock (a mutex) guards
+ *     - the window: every field of x->win[] not listed as owned below;
+ *     - x->tx: the work queue (fifo, fifo_head, fifo_len, waiters), the
+ *       retries, the SUM queue, pace_next_us, late_reason;
+ *     - x->rx: acks, ack_wake, any_failed, finals, fail_pending, next_out,
+ *       announced, dropped, the directory handles' refs, dirty, tick and
+ *       gone (their fd and rel change only on the control thread, under
+ *       the lock);
+ *     - bytes_done, bytes_held, files_done, error, err, waits, the file
+ *       events waiting for delivery (evq), and the counters and
+ *       first_failure of x->res.
+ *   Atomics instead of the lock: abort, closing, wake_pending,
+ *   last_activity_ms, rx.ended.
+ *   The control thread's own (no lock): woken, rx.no_anon, rx.umask,
+ *   rx.svc_buf, the entries' late list and everything in its loop state.
+ *   Set before a file is visible to stream threads, then read-only until
+ *   it is released: a file's kind, eflags, mode, mtime, path, name, tmp,
+ *   dirfd, dh, jfd, cmode, anon, implicit_sum and (but for a pipe) size.
+ *
+ *   x->tx.pipe_lock orders a pipe's reads (its chunks are numbered in
+ *   reading order); it is taken before x->lock, never after.
+ *   x->rx.wlock[] (by slot) serialises the writes into one file; a leaf:
+ *   nothing else is taken while one is held.
+ *   Condition variables: x->cv (sender: work queued, or closing) and
+ *   x->rx.out_cv (standard output: the next chunk in order), both on
+ *   x->lock.
+ *
+ *   No callback runs with any of these held: file events are queued
+ *   under x->lock (xfer__file_event) and delivered by the control thread
+ *   (xfer__deliver), which asserts in builds with assertions that it
+ *   holds no engine lock (xfer__locks_held).
+ *
+ * A file's life, on each side, is one state (enum xtx_state on the
+ * sender, enum xrx_state on the receiver); only one of the two is ever
+ * set in a session, and an entry is in use while its state is not FREE.
+ */
+
+#include <dirent.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "conn.h"
+#include "digest.h"
+#include "fsio.h"
+#include "proto.h"
+#include "../xfer.h"
+
+#define CTRL_TIMEOUT_MS	   10000
+#define IDLE_MS		   30000 /* a peer silent this long has gone */
+#define ACK_FLUSH_MS	   50
+#define WLOCKS		   16 /* receiver write locks, by slot */
+#define JOURNAL_MS	   1000
+#define JOURNAL_MIN_CHUNKS 4  /* smaller files simply start again */
+#define READY_MAX	   64 /* receiver: small files named together */
+#define MSG_BUF		   (PROTO_MAX_BODY + PROTO_HDR_LEN + CONN_REC_HDR + CRYPTO_TAG_LEN)
+#define DIRH_MAX	   16
+/* Chunks of one file at most: its arrays cost 19 bytes a chunk (4 TiB at
+ * 1 MiB chunks, 32 TiB at 8 MiB); larger files are refused. */
+#define XFER_MAX_CHUNKS (1u << 22)
+/* How far past the chunks seen so far a pipe's next chunk may be (its
+ * arrays grow with the chunk number the peer gives). */
+#define PIPE_LEAD   4096u
+#define SLOT(i)	    ((i) % XFER_WINDOW)
+#define BATCH_MAX   64		/* chunks in one record */
+#define BATCH_SMALL (64u << 10) /* chunks up to this size share records */
+#define ESC_MAX	    (FSIO_MAX_PATH * 4 + 1) /* an escaped path */
+
+/* A chunk's state in a file's cstate array. */
+enum cstate {
+	CS_NEEDED = 0,
+	CS_HELD = 1,	 /* receiver: from the journal; sender: to verify */
+	CS_INFLIGHT = 2, /* receiver: being written */
+	CS_GOT = 3,	 /* receiver: verified; sender: sent or matched */
+	CS_RESEND = 4,	 /* receiver: bad digest, asked again */
+};
+
+/* A file's life on the sending side. */
+enum xtx_state {
+	XTX_FREE = 0,
+	XTX_ANNOUNCED, /* in a FILES message, waiting for its plan */
+	XTX_SENDING,   /* SEND or RESUME: chunks queued or being sent */
+	XTX_HASHED,    /* every chunk hashed: its SUM is queued */
+	XTX_SUMMED,    /* SUM sent, or none needed: waiting for FILE_DONE */
+	XTX_ENDED,     /* done, skipped or failed: freed when inflight is 0 */
+};
+
+/* A file's life on the receiving side. */
+enum xrx_state {
+	XRX_FREE = 0,
+	XRX_ANNOUNCED, /* being planned by the control thread */
+	XRX_RECEIVING, /* SEND or RESUME: its chunks arrive */
+	XRX_COMPLETE,  /* every chunk and its sum: being named */
+	XRX_FAILED,    /* reported, then freed when inflight is 0 */
+};
+
+/* A directory open for the files being received in it, shared. */
+struct dirh {
+	int fd;
+	unsigned refs; /* files of the window using it */
+	bool dirty;    /* names changed: fsync it */
+	bool fresh;    /* made by this session: names in it are free */
+	bool gone;     /* rel was made anew since: not found by name */
+	uint64_t tick; /* last use, to reuse the oldest free handle */
+	char rel[FSIO_MAX_PATH + 1];
+};
+
+/* The sender's part of a window entry. */
+struct xfile_tx {
+	enum xtx_state state;
+	bool in_fifo;	 /* in the work queue */
+	uint32_t cursor; /* next chunk to take */
+};
+
+/* The receiver's part of a window entry. */
+struct xfile_rx {
+	enum xrx_state state;
+	bool have_sum;	   /* the sender's SUM came */
+	bool implicit_sum; /* one chunk or none: no SUM travels for it */
+	bool anon;	   /* fd is unnamed (O_TMPFILE), tmp empty */
+	int dirfd;	   /* parent directory */
+	struct dirh *dh;   /* dirfd belongs to this handle */
+	uint16_t cmode;	   /* mode the temporary file got */
+	int jfd;	   /* journal, -1 without */
+	uint32_t *jpend;   /* chunks to journal */
+	uint32_t njpend;
+	struct proto_xfer_sum sum; /* what the sender said */
+	int code;		   /* why it failed: -errno */
+	char name[FSIO_MAX_NAME + 1], tmp[FSIO_MAX_NAME + 1];
+	char reason[PROTO_MAX_TEXT + 1];
+};
+
+/* One entry of the window. */
+struct xfile {
+	uint32_t idx;
+	uint8_t kind, eflags;
+	uint16_t mode;
+	int64_t mtime_sec;
+	uint32_t mtime_nsec;
+	uint64_t size;
+	bool pipe;	       /* size unknown until its SUM */
+	bool from_pipe;	       /* its size came from its SUM */
+	unsigned inflight;     /* chunks a stream thread is working on */
+	uint32_t nchunks, cap; /* chunks known / room in the arrays */
+	uint8_t *digests;      /* nchunks * DIGEST_LEN */
+	uint8_t *cstate;
+	uint8_t *tries;
+	uint32_t finished; /* chunks hashed (sender) or verified (receiver) */
+	uint32_t sent;	   /* distinct chunks sent / received this session */
+	int fd;		   /* source, or the temporary file */
+	/* its own allocation: a window of 256 paths of 4 KiB would make
+	 * every session touch a megabyte and every release clear 4 KiB */
+	char *path;
+	struct xfile_tx tx;
+	struct xfile_rx rx;
+};
+
+struct retry {
+	uint32_t slot, chunk;
+};
+
+/* A file event waiting for the control thread. */
+struct xfer__fev {
+	char *path; /* taken from the file */
+	uint64_t size;
+	bool ok, skipped;
+	int code;
+	char *reason; /* NULL when ok */
+};
+
+struct xfer__evq {
+	struct xfer__fev *v;
+	unsigned n, cap;
+};
+
+/* The sender's shared state. */
+struct xsend {
+	uint32_t fifo[XFER_WINDOW]; /* slots with chunks to take */
+	unsigned fifo_head, fifo_len;
+	unsigned waiters; /* stream threads waiting for work */
+	struct retry *retries;
+	unsigned nretries, cap_retries;
+	uint32_t sums[XFER_WINDOW]; /* entries whose SUM is ready */
+	unsigned nsums;
+	pthread_mutex_t pipe_lock;
+	int64_t pace_next_us;
+	char late_reason[PROTO_MAX_TEXT + 1]; /* a FAIL without ACK */
+	int late_code;
+};
+
+/* The receiver's shared state. */
+struct xrecv {
+	pthread_mutex_t wlock[WLOCKS]; /* one writer per file, by slot */
+	pthread_cond_t out_cv;
+	struct proto_xfer_ack *acks;
+	unsigned nacks, cap_acks;
+	bool ack_wake;		      /* the ack queue went from empty */
+	bool any_failed;	      /* scan the window for failures */
+	uint32_t finals[XFER_WINDOW]; /* slots ready to finalize */
+	unsigned nfinals;
+	bool fail_pending[XFER_WINDOW];
+	int destfd, outfd;
+	uint32_t next_out;  /* standard output: next chunk to write */
+	uint32_t announced; /* entries announced so far */
+	struct dirh dirh[DIRH_MAX];
+	uint64_t dirh_tick;
+	mode_t umask;		      /* the process's, read once */
+	bool no_anon;		      /* O_TMPFILE refused here once */
+	uint64_t dropped, drop_limit; /* chunks of failed files drained */
+	_Atomic unsigned ended;	      /* stream threads finished */
+	uint8_t *svc_buf;	      /* recv_service's own message */
+};
+
+struct xsess {
+	struct xfer_conns *cs;
+	const struct xfer_opts *o;
+	const struct xfer_callbacks *cb;
+	struct xfer_result *res;
+	bool sender;
+	uint32_t chunk;
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	int evfd;
+	_Atomic bool abort;
+	_Atomic bool closing;
+	_Atomic bool wake_pending; /* the event counter was written */
+	bool woken;		   /* control thread: a stream thread woke it */
+	int error;		   /* first fatal error */
+	struct lr_err err;
+	struct xfile win[XFER_WINDOW];
+	struct xsend tx;
+	struct xrecv rx;
+	struct xfer__evq evq, evq_spare;
+	uint64_t bytes_done, bytes_held;
+	uint64_t files_done;
+	_Atomic int64_t last_activity_ms;
+	struct xfer_waits waits; /* summed at thread exit */
+	int64_t t0_us;
+};
+
+/* A stream thread. */
+struct sthread {
+	struct xsess *x;
+	unsigned i;
+	pthread_t th;
+	bool started;
+	/* receiver: small files completed by the record being read, named
+	 * together after one syncfs */
+	struct xfile *ready[READY_MAX];
+	unsigned nready;
+};
+
+/* Progress events every o->progress_ms, the current rate over the last
+ * two seconds (acknowledgements come in bursts of whole chunks). */
+struct pclock {
+	int64_t next;
+	int64_t ms[9];
+	uint64_t bytes[9];
+	unsigned n;
+};
+
+/* ---- locks (session.c) ---- */
+
+#ifndef NDEBUG
+/* Engine locks this thread holds, for the callback assertion. */
+extern _Thread_local unsigned xfer__locks_held;
+#define XFER__HELD(d) (xfer__locks_held += (d))
+#else
+#define XFER__HELD(d) ((void)0)
+#endif
+
+static inline void xfer__lock(pthread_mutex_t *m)
+{
+	pthread_mutex_lock(m);
+	XFER__HELD(1);
+}
+
+static inline void xfer__unlock(pthread_mutex_t *m)
+{
+	XFER__HELD(-1);
+	pthread_mutex_unlock(m);
+}
+
+/* ---- session.c: one session's set-up, control connection, threads ---- */
+
+uint64_t xfer__now_ns(void);
+int xfer__sess_init(struct xsess *x, struct xfer_conns *cs,
+		    const struct xfer_opts *o, const struct xfer_callbacks *cb,
+		    struct xfer_result *res, bool sender);
+void xfer__sess_fini(struct xsess *x);
+/* Wake the control thread (from any thread, any lock). */
+void xfer__wake(struct xsess *x);
+/* Record the first fatal error and stop everyone. Without x->lock. */
+void xfer__fatal(struct xsess *x, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Send the message built in b on the control connection; b is empty
+ * afterwards. */
+int xfer__ctrl_send(struct xsess *x, struct proto_buf *b);
+int xfer__ctrl_send_raw(struct conn *c, struct proto_buf *b);
+/* Make room for n more bytes of items in the open message of type
+ * type in b: when full, end it, send it and begin another. */
+int xfer__batch_room(struct xsess *x, struct proto_buf *b, size_t n,
+		     uint8_t type);
+int xfer__send_error(struct xsess *x, uint32_t code, const char *text);
+int xfer__peer_error(const uint8_t *body, size_t len, struct lr_err *err);
+void xfer__data_sockopts(struct xsess *x);
+void xfer__raise_nofile(void);
+void xfer__add_waits(struct xsess *x, const struct conn *c, uint64_t disk_ns,
+		     uint64_t hash_ns, int64_t t0);
+int xfer__ctrl_turn(struct xsess *x, int64_t tmo, uint8_t *rbuf,
+		    struct proto_hdr *h, const char *peer, const char *me,
+		    struct lr_err *err);
+int xfer__start_threads(struct xsess *x, struct sthread *ts,
+			void *(*fn)(void *));
+void xfer__join_threads(struct xsess *x, struct sthread *ts);
+
+/* ---- events.c: callbacks, delivered by the control thread ---- */
+
+/* Queue a file event for f, taking f's path. Under x->lock. */
+void xfer__file_event(struct xsess *x, struct xfile *f, bool ok, bool skipped,
+		      const char *reason, int code);
+/* Deliver the queued file events. Control thread, no lock held. */
+void xfer__deliver(struct xsess *x);
+/* Deliver one event made by the control thread. No lock held. */
+void xfer__emit(struct xsess *x, struct xfer_event *ev);
+void xfer__progress_fill(struct xsess *x, struct xfer_progress *p,
+			 uint64_t total, bool known, uint64_t files_total);
+void xfer__progress_tick(struct xsess *x, struct pclock *pc, int64_t now,
+			 uint64_t total, bool known, uint64_t files);
+/* START and END events, and the clock of the progress events. */
+void xfer__emit_edge(struct xsess *x, enum xfer_event_kind kind, bool ok,
+		     uint64_t total, bool known, uint64_t files);
+/* Keep the first failure for the session's error. Under x->lock. */
+void xfer__note_failure(struct xsess *x, const struct xfile *f,
+			const char *reason, int code);
+const char *xfer__path(const struct xfile *f);
+/* The session's end: its figures into x->res, and -EIO with err naming
+ * the first failed file when the session ran but files failed. */
+int xfer__result(struct xsess *x, int r, uint64_t files, struct lr_err *err);
+void xfer__evq_free(struct xsess *x);
+
+/* ---- window.c: the entries, their chunks, the sender's work queue ---- */
+
+uint64_t xfer__chunks_of64(uint64_t size, uint32_t chunk);
+uint32_t xfer__chunks_of(uint64_t size, uint32_t chunk);
+uint32_t xfer__chunk_len(const struct xfile *f, uint32_t chunk, uint32_t cs);
+int xfer__file_grow(struct xfile *f, uint32_t n);
+/* A free slot takes the announced entry e (its path copied); the caller
+ * sets its state. 0 or -ENOMEM. */
+int xfer__file_init(struct xfile *f, const struct proto_xfer_entry *e);
+void xfer__file_release(struct xfile *f);
+bool xfer__used(const struct xfile *f);
+/* The entry of slot idx when it holds entry idx, else NULL. Under lock. */
+struct xfile *xfer__entry(struct xsess *x, uint32_t idx);
+bool xfer__window_empty(struct xsess *x);
+void xfer__window_fini(struct xsess *x);
+/* Sender: whether to announce more files now. */
+bool xfer__window_room(struct xsess *x, uint32_t next_idx, uint64_t left);
+/* Sender, under lock: queue a planned file's chunks; end a file (its
+ * queued chunks dropped, freed once no thread holds one). */
+void xfer__queue_file(struct xsess *x, struct xfile *f);
+void xfer__tx_file_end(struct xsess *x, struct xfile *f);
+/* Sender, under lock: a stream thread is done with a chunk of f. */
+void xfer__chunk_put(struct xsess *x, struct xfile *f);
+/* Sender, under lock: one more chunk of f is hashed (sent or matched). */
+void xfer__chunk_hashed(struct xsess *x, struct xfile *f);
+/* Sender, under lock: when every chunk of f is taken and hashed and its
+ * size known, its SUM is queued and the control thread woken. */
+void xfer__sum_if_hashed(struct xsess *x, struct xfile *f);
+/* Sender, under lock: the file's chunks are all hashed. */
+bool xfer__sum_ready(struct xsess *x, struct xfile *f);
+/* Sender, under lock: the head of the work queue leaves it. */
+void xfer__fifo_pop(struct xsess *x);
+/* Sender, under lock: work for a stream thread (1), 0 when closing. */
+int xfer__take_work(struct xsess *x, uint32_t *slot, uint32_t *chunk,
+		    bool *pipe);
+int xfer__take_more(struct xsess *x, uint32_t room, uint32_t *slot,
+		    uint32_t *chunk);
+void xfer__pass_on(struct xsess *x);
+
+/* ---- walk.c: the sender's sources ---- */
+
+/* One entry of the walk. */
+struct wentry {
+	uint8_t kind;
+	struct stat st;
+	int fd; /* files in pass 2: opened for reading */
+	bool is_stdin;
+	char target[PROTO_XFER_MAX_PATH + 1];
+	uint16_t target_len;
+};
+
+struct wframe {
+	DIR *d;
+	size_t plen; /* path length before this directory's entries */
+};
+
+struct walker {
+	const struct xfer_source *src;
+	bool open_files;
+	unsigned arg;
+	struct wframe st[FSIO_MAX_DEPTH];
+	unsigned depth;
+	char path[FSIO_MAX_PATH + 1];
+	size_t plen;
+	struct lr_err *err;
+};
+
+/* The count of a push in a thread of its own (client.c). */
+struct counter {
+	const struct xfer_source *src;
+	pthread_t th;
+	bool started;
+	_Atomic bool stop;
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	/* under lock */
+	struct proto_xfer_totals t; /* so far */
+	bool pipe, done;
+	int r;
+	struct lr_err err;
+};
+
+void xfer__walk_init(struct walker *w, const struct xfer_source *src,
+		     bool open_files, struct lr_err *err);
+void xfer__walk_fini(struct walker *w);
+/* Next entry: 1, 0 at the end, or an error with w->err filled. */
+int xfer__walk_next(struct walker *w, struct wentry *e);
+int xfer__count_sources(const struct xfer_source *src,
+			struct proto_xfer_totals *t, bool *pipe,
+			struct lr_err *err, struct counter *c);
+unsigned xfer__streams_for(const struct proto_xfer_totals *t, bool pipe);
+bool xfer__counter_start(struct counter *c, const struct xfer_source *src);
+unsigned xfer__counter_streams(struct counter *c);
+void xfer__counter_join(struct counter *c, struct xfer_source *src,
+			bool cancel);
+
+/* ---- send_stream.c ---- */
+
+void *xfer__send_stream(void *arg);
+
+/* ---- recv_stream.c ---- */
+
+void *xfer__recv_stream(void *arg);
+
+/* ---- recv_state.c: the receiver's bookkeeping of finished files ---- */
+
+/* Queue an ACK item for the control thread. Under lock. */
+int xfer__push_ack(struct xsess *x, uint32_t idx, uint32_t chunk,
+		   uint8_t status, uint32_t bytes);
+bool xfer__final_ready(const struct xfile *f);
+void xfer__maybe_final(struct xsess *x, struct xfile *f);
+/* A file failed on the receiving side (reason and code set). Under
+ * lock. */
+void xfer__rx_fail(struct xsess *x, struct xfile *f, int code, const char *fmt,
+		   ...) __attribute__((format(printf, 4, 5)));
+void xfer__wake_if(struct xsess *x);
+/* Name complete files and account for them under one lock. No lock
+ * held. */
+int xfer__finish_files(struct xsess *x, struct xfile *const *fs, unsigned n,
+		       bool synced);
+int xfer__finish_file(struct xsess *x, struct xfile *f, bool synced);
+/* Abandon a file: a resumable one keeps its temporary file and
+ * journal. */
+void xfer__rx_abandon(struct xsess *x, struct xfile *f, bool keep);
+/* Flush queued ACKs and file outcomes, finalize ready files, on the
+ * control thread. */
+int xfer__recv_service(struct xsess *x);
+
+/* ---- dest.c: the destination's files and directories ---- */
+
+/* Decide what to do with an announced file; fills plan (and HELD items
+ * into b when resuming). 0 or a fatal error. Control thread. */
+int xfer__plan_file(struct xsess *x, struct xfile *f,
+		    const struct proto_xfer_entry *e, struct proto_buf *b,
+		    struct proto_xfer_plan *plan);
+/* Give a complete file its final name. 0 or -errno with reason set. */
+int xfer__finalize(struct xsess *x, struct xfile *f, bool synced);
+bool xfer__dir_named(struct xsess *x, struct xfile *f);
+void xfer__dirs_sync(struct xsess *x);
+void xfer__dirh_made(struct xsess *x, const char *rel, int fd);
+void xfer__dirh_fini(struct xsess *x);
+mode_t xfer__read_umask(void);
+
+/* A directory whose mode and time are applied at the end, or a symlink
+ * made then. */
+struct late {
+	struct late *next;
+	uint8_t kind;
+	uint16_t mode;
+	int64_t mtime_sec;
+	uint32_t mtime_nsec;
+	char *path;
+	char *target;
+};
+
+int xfer__late_add(struct late **head, const struct proto_xfer_entry *e);
+void xfer__late_free(struct late *l);
+/* Symlinks, then directories' modes and times; failures counted into
+ * failed and put as FAIL items into fb. */
+void xfer__late_apply(struct xsess *x, struct late *l, struct proto_buf *fb,
+		      uint64_t *failed);
+
+/* ---- resume.c: the journal of an interrupted file ---- */
+
+/* Pick up an earlier attempt at f: 1 when resumed. */
+int xfer__try_resume(struct xsess *x, struct xfile *f,
+		     const struct proto_xfer_entry *e, const char *jname);
+/* HELD items for the chunks f holds, into the PLAN message in b. */
+int xfer__put_held(struct xsess *x, struct xfile *f, struct proto_buf *b);
+/* Start f's journal (a file of JOURNAL_MIN_CHUNKS or more). */
+void xfer__journal_start(struct xsess *x, struct xfile *f,
+			 const struct proto_xfer_entry *e, const char *jname);
+/* Append the chunks written since the last time, after their data
+ * (any thread, no lock held). */
+void xfer__journal_flush(struct xsess *x, struct xfile *f);
+void xfer__journal_flush_all(struct xsess *x);
+
+#endif
