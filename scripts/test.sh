@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Build linerate and run every test: unit tests under ASan+UBSan (gcc),
-# a clang build with -Werror, the fuzz corpus as a regression test, and the
-# pytest integration tests (loopback and network namespaces; namespace tests
-# skip with a printed reason when not root).
+# Build linerate and run every test: the style check, unit
+# tests under ASan+UBSan (gcc), a clang build with -Werror, the fuzz corpus
+# as a regression test, the pytest integration tests (loopback and network
+# namespaces; namespace tests skip with a printed reason when not root),
+# and a ThreadSanitizer build running the threaded engine's unit tests and
+# the integration tests that exercise every thread.
 #
 # Environment: FUZZ_SECONDS=N adds a time-bounded fuzz run per target.
 set -euo pipefail
@@ -49,3 +51,42 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "note: not root: the network-namespace tests will be skipped"
 fi
 LINERATE_BIN="$PWD/build/linerate" /usr/bin/python3 -m pytest -rs -q tests/integration
+
+step "ThreadSanitizer (clang): the engine's threads, in a chosen set of tests"
+# push and pull of a file and a tree with -P 4, a pipe in and out, a
+# resume after a kill, the one-shot receiver, bench with -P and --bidir,
+# two tests at once, iperf3 clients against serve and bench --iperf3
+tsan_tests=(
+	"tests/integration/test_transfer.py::test_single_file_push"
+	"tests/integration/test_transfer.py::test_tree_push"
+	"tests/integration/test_transfer.py::test_pull_tree"
+	"tests/integration/test_transfer.py::test_pull_single_file"
+	"tests/integration/test_transfer.py::test_pipe_in"
+	"tests/integration/test_transfer.py::test_get_to_stdout"
+	"tests/integration/test_transfer.py::test_recv_one_shot"
+	"tests/integration/test_transfer.py::test_resume_after_sender_killed"
+	"tests/integration/test_bench.py::test_parallel_streams_have_sum_rows"
+	"tests/integration/test_bench.py::test_bidir_parallel_sums_per_direction"
+	"tests/integration/test_bench.py::test_overlapping_tests_both_succeed_and_say_so"
+	"tests/integration/test_iperf3.py::test_iperf3_client_against_linerate_serve"
+	"tests/integration/test_iperf3.py::test_two_iperf3_clients_at_once"
+	"tests/integration/test_iperf3.py::test_linerate_client_against_iperf3_server"
+)
+[ -f build-tsan/build.ninja ] ||
+	CC=clang meson setup build-tsan --buildtype=debug -Db_sanitize=thread \
+		-Db_lundef=false >/dev/null
+ninja -C build-tsan
+tsan_dir=$(mktemp -d)
+trap 'rm -rf "$tsan_dir"' EXIT
+tsan_opts="halt_on_error=0 history_size=4 second_deadlock_stack=1"
+tsan_opts+=" log_path=$tsan_dir/report"
+tsan_t0=$(date +%s)
+TSAN_OPTIONS=$tsan_opts meson test -C build-tsan --print-errorlogs xfer
+TSAN_OPTIONS=$tsan_opts LINERATE_BIN="$PWD/build-tsan/linerate" \
+	/usr/bin/python3 -m pytest -rs -q "${tsan_tests[@]}"
+if compgen -G "$tsan_dir/report.*" >/dev/null; then
+	cat "$tsan_dir"/report.*
+	echo "ThreadSanitizer reported the races above" >&2
+	exit 1
+fi
+echo "ThreadSanitizer: no report ($(($(date +%s) - tsan_t0)) s)"

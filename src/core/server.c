@@ -1447,6 +1447,20 @@ static void reap(struct server *srv, bool all)
 	}
 }
 
+/* With once: the one test has run and ended. active and started change
+ * under the lock on the tests' threads. */
+static bool once_done(struct server *srv)
+{
+	bool done;
+
+	if (!srv->o.once)
+		return false;
+	pthread_mutex_lock(&srv->lock);
+	done = srv->started && !srv->active;
+	pthread_mutex_unlock(&srv->lock);
+	return done;
+}
+
 int server_run(struct server *srv, struct lr_err *err)
 {
 	struct pollfd *pf;
@@ -1463,7 +1477,7 @@ int server_run(struct server *srv, struct lr_err *err)
 		 srv->o.bind_addr ? srv->o.bind_addr : "*");
 	emit(srv, &ev);
 	while (!atomic_load(&srv->stopping)) {
-		if (srv->o.once && srv->started && !srv->active)
+		if (once_done(srv))
 			break;
 		now = net_now_ms();
 		timeout = 1000;

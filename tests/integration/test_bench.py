@@ -171,13 +171,15 @@ def test_bidir_has_tx_and_rx_rows(serve, linerate_bin):
                  r": ok$")
 
 
-def test_bidir_parallel_sums_per_direction(serve, linerate_bin):
+@pytest.mark.parametrize("streams", [2, 4])
+def test_bidir_parallel_sums_per_direction(serve, linerate_bin, streams):
     srv = serve()
-    res = bench_ok(linerate_bin, "-t", "1", "-i", "0", "--bidir", "-P", "2",
-                   f"{LOOP}:{srv.port}")
+    res = bench_ok(linerate_bin, "-t", "1", "-i", "0", "--bidir", "-P",
+                   str(streams), f"{LOOP}:{srv.port}")
     connected, _, totals = parse_human(res.stdout)
-    assert [(c[0], c[1]) for c in connected] == [
-        ("1", "[TX-C]"), ("2", "[TX-C]"), ("3", "[RX-C]"), ("4", "[RX-C]")]
+    assert [(c[0], c[1]) for c in connected] == (
+        [(str(i), "[TX-C]") for i in range(1, streams + 1)] +
+        [(str(i), "[RX-C]") for i in range(streams + 1, 2 * streams + 1)])
     rows = total_rows(totals)
     for tag in ("[TX-C]", "[RX-C]"):
         assert rows.get(("SUM", tag, "sender")) == 1, res.stdout

@@ -54,11 +54,13 @@ def test_single_file_push(xsrv):
 
 # 2 ---------------------------------------------------------------------
 
-def test_tree_push(xsrv):
+@pytest.mark.parametrize("streams", [[], ["-P", "4"]],
+                         ids=["default-streams", "four-streams"])
+def test_tree_push(xsrv, streams):
     x = xsrv
     top = x.src / "tree"
     make_tree(top)
-    x.send_ok("-q", top, x.dest("d"))
+    x.send_ok("-q", *streams, top, x.dest("d"))
     dst = x.root / "d" / "tree"
     compare_tree(top, dst)
     # symlinks arrive as symlinks, never followed
