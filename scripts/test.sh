@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Build linerate and run every test: the style check, unit
+# Build linerate and run every test: the style and include checks, unit
 # tests under ASan+UBSan (gcc), a clang build with -Werror, the fuzz corpus
 # as a regression test, the pytest integration tests (loopback and network
 # namespaces; namespace tests skip with a printed reason when not root),
@@ -17,6 +17,9 @@ step() { printf '\n==== %s\n' "$*"; }
 
 step "style: clang-format"
 bash scripts/check-format.sh
+
+step "who includes whom (docs/ARCHITECTURE.md)"
+bash scripts/check-includes.sh --self-test
 
 step "release build (gcc): build/linerate"
 [ -f build/build.ninja ] || meson setup build --buildtype=release >/dev/null

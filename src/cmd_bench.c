@@ -7,13 +7,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "bench.h"
-#include "ip3.h"
-#include "ip3client.h"
-#include "udp.h"
-#include "crypto.h"
-#include "session.h"
 #include "cmds.h"
+#include "core/bench.h"
+#include "core/cipher.h"
+#include "core/token.h"
 #include "opts.h"
 #include "report.h"
 #include "banned.h"
@@ -69,7 +66,7 @@ struct bench_cli_opts {
 	bool have_port, have_len, have_rate, iperf3;
 	struct ip3_client_opts ip3;
 	const char *token_file, *cipher;
-	uint8_t psk[CRYPTO_KEY_LEN];
+	uint8_t psk[SESSION_PSK_LEN];
 	enum report_format fmt;
 	char hostbuf[256];
 };
@@ -150,32 +147,32 @@ static int bench_opts_check(struct bench_cli_opts *o, struct lr_err *err)
 		return lr_err_set(err, -EINVAL,
 				  "--udp-counters-64bit needs -u");
 	if (q->udp) {
-		uint32_t hdr = o->ip3.counters64 ? UDP_HDR_LEN64
-						 : UDP_HDR_LEN32;
+		uint32_t hdr = o->ip3.counters64 ? BENCH_UDP_HDR_LEN64
+						 : BENCH_UDP_HDR_LEN32;
 
 		if (!o->have_len)
-			q->blksize = UDP_DEFAULT_LEN;
+			q->blksize = BENCH_UDP_DEFAULT_LEN;
 		if (!o->have_rate)
-			q->rate_bps = UDP_DEFAULT_RATE;
-		if (q->blksize < hdr || q->blksize > UDP_MAX_LEN)
+			q->rate_bps = BENCH_UDP_DEFAULT_RATE;
+		if (q->blksize < hdr || q->blksize > BENCH_UDP_MAX_LEN)
 			return lr_err_set(err, -EINVAL,
 					  "-l %u: a UDP datagram carries %u "
 					  "to %u bytes",
-					  q->blksize, hdr, UDP_MAX_LEN);
+					  q->blksize, hdr, BENCH_UDP_MAX_LEN);
 		if (q->zerocopy)
 			return lr_err_set(err, -EINVAL, "-Z is for TCP tests");
 	}
-	if (o->iperf3 && bench_conn_count(q) > IP3_MAX_STREAMS)
+	if (o->iperf3 && bench_conn_count(q) > BENCH_IP3_MAX_STREAMS)
 		return lr_err_set(err, -EINVAL,
 				  "--iperf3 takes at most %u streams in all",
-				  IP3_MAX_STREAMS);
+				  BENCH_IP3_MAX_STREAMS);
 	if (!o->have_port)
-		o->b.port = o->iperf3 ? IP3_DEFAULT_PORT : BENCH_DEFAULT_PORT;
+		o->b.port = o->iperf3 ? BENCH_IP3_PORT : BENCH_DEFAULT_PORT;
 	if (o->have_bytes)
 		q->duration_ms = 0;
-	q->mode = o->bidir     ? PROTO_MODE_BIDIR
-		  : o->reverse ? PROTO_MODE_REVERSE
-			       : PROTO_MODE_FORWARD;
+	q->mode = o->bidir     ? BENCH_MODE_BIDIR
+		  : o->reverse ? BENCH_MODE_REVERSE
+			       : BENCH_MODE_FORWARD;
 	if ((uint64_t)bench_conn_count(q) * bench_recv_buf(q) >
 	    BENCH_MAX_TEST_MEM)
 		return lr_err_set(err, -EINVAL,
@@ -213,7 +210,7 @@ static int bench_parse(int argc, char **argv, struct bench_cli_opts *o,
 			o->have_port = true;
 			break;
 		case 't':
-			if (opts_ms("-t", optarg, 100, PROTO_MAX_DURATION_MS,
+			if (opts_ms("-t", optarg, 100, BENCH_MAX_DURATION_MS,
 				    &q->duration_ms, err))
 				return -EINVAL;
 			o->have_time = true;
@@ -235,7 +232,7 @@ static int bench_parse(int argc, char **argv, struct bench_cli_opts *o,
 						  optarg);
 			break;
 		case 'P':
-			if (opts_uint("-P", optarg, 1, PROTO_MAX_STREAMS, &v,
+			if (opts_uint("-P", optarg, 1, BENCH_MAX_STREAMS, &v,
 				      err))
 				return -EINVAL;
 			q->streams = (uint16_t)v;
@@ -248,14 +245,14 @@ static int bench_parse(int argc, char **argv, struct bench_cli_opts *o,
 				return -EINVAL;
 			break;
 		case 'l':
-			if (opts_bytes("-l", optarg, 1, PROTO_MAX_BLKSIZE, &v,
+			if (opts_bytes("-l", optarg, 1, BENCH_MAX_BLKSIZE, &v,
 				       err))
 				return -EINVAL;
 			q->blksize = (uint32_t)v;
 			o->have_len = true;
 			break;
 		case 'w':
-			if (opts_bytes("-w", optarg, 1024, PROTO_MAX_WINDOW, &v,
+			if (opts_bytes("-w", optarg, 1024, BENCH_MAX_WINDOW, &v,
 				       err))
 				return -EINVAL;
 			q->window = (uint32_t)v;
@@ -279,9 +276,9 @@ static int bench_parse(int argc, char **argv, struct bench_cli_opts *o,
 			/* MSG_ZEROCOPY by default: 10-15% ahead of sendfile
 			 * here (docs/BENCHMARKS.md) */
 			if (!optarg || !strcmp(optarg, "msg"))
-				q->zerocopy = PROTO_ZC_MSG;
+				q->zerocopy = BENCH_ZC_MSG;
 			else if (!strcmp(optarg, "sendfile"))
-				q->zerocopy = PROTO_ZC_SENDFILE;
+				q->zerocopy = BENCH_ZC_SENDFILE;
 			else
 				return lr_err_set(err, -EINVAL,
 						  "-Z '%s': use "
@@ -359,7 +356,7 @@ static int bench_security(struct bench_cli_opts *o, struct lr_err *err)
 	if (r)
 		return r;
 	o->b.psk = o->have_token ? o->psk : NULL;
-	o->b.cipher_wish = SESSION_CIPHER_AUTO;
+	o->b.cipher_wish = CRYPTO_CIPHER_AUTO;
 	if (!o->cipher || !strcmp(o->cipher, "auto"))
 		return 0;
 	if (crypto_cipher_parse(o->cipher, &c))
@@ -422,7 +419,7 @@ int cmd_bench(int argc, char **argv)
 			r = bench_client_run(&o.b, &cb, &res, &err);
 		}
 	}
-	crypto_wipe(o.psk, sizeof(o.psk));
+	session_token_wipe(o.psk, sizeof(o.psk));
 	if (r) {
 		report_bench_error(rp, stderr, err.msg);
 		report_free(rp);

@@ -5,7 +5,7 @@
 #include <stdio.h>
 
 #include "cmds.h"
-#include "cryptobench.h"
+#include "core/cryptobench.h"
 #include "opts.h"
 #include "report.h"
 #include "banned.h"

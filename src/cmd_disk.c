@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "cmds.h"
-#include "disk.h"
+#include "core/disk.h"
 #include "opts.h"
 #include "report.h"
 #include "banned.h"

@@ -10,13 +10,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "bench.h"
 #include "cmds.h"
-#include "crypto.h"
-#include "doctor.h"
+#include "core/cipher.h"
+#include "core/doctor.h"
+#include "core/token.h"
 #include "opts.h"
 #include "report.h"
-#include "session.h"
 #include "banned.h"
 
 const char cmd_doctor_usage[] =
@@ -76,7 +75,7 @@ struct doctor_cli {
 	const char *token_file, *cipher;
 	bool json, have_token;
 	char hostbuf[256];
-	uint8_t psk[CRYPTO_KEY_LEN];
+	uint8_t psk[SESSION_PSK_LEN];
 };
 
 static _Atomic bool cancelled;
@@ -104,7 +103,7 @@ static int doctor_parse(int argc, char **argv, struct doctor_cli *o,
 	uint64_t v;
 	int c;
 
-	o->d.port = BENCH_DEFAULT_PORT;
+	o->d.port = LINERATE_DEFAULT_PORT;
 	o->d.family = AF_UNSPEC;
 	o->d.streams = XFER_DEFAULT_STREAMS;
 	o->d.size = 256ull << 20;
@@ -120,7 +119,7 @@ static int doctor_parse(int argc, char **argv, struct doctor_cli *o,
 			o->d.port = (uint16_t)v;
 			break;
 		case 'P':
-			if (opts_uint("-P", optarg, 1, PROTO_MAX_STREAMS, &v,
+			if (opts_uint("-P", optarg, 1, DOCTOR_MAX_STREAMS, &v,
 				      err))
 				return -EINVAL;
 			o->d.streams = (unsigned)v;
@@ -137,7 +136,7 @@ static int doctor_parse(int argc, char **argv, struct doctor_cli *o,
 		case OPT_SOURCE: o->d.source = optarg; break;
 		case OPT_SIZE:
 			if (opts_bytes("--size", optarg, 1u << 20,
-				       PROTO_PROBE_MAX_DISK, &o->d.size, err))
+				       DOCTOR_MAX_DISK, &o->d.size, err))
 				return -EINVAL;
 			break;
 		case OPT_LINK_SPEED:
@@ -205,7 +204,7 @@ int cmd_doctor(int argc, char **argv)
 				       "--token-file");
 	}
 	o.d.psk = o.psk;
-	o.d.cipher_wish = SESSION_CIPHER_AUTO;
+	o.d.cipher_wish = CRYPTO_CIPHER_AUTO;
 	if (!r && o.cipher && strcmp(o.cipher, "auto")) {
 		if (crypto_cipher_parse(o.cipher, &ci) || ci == CRYPTO_NONE)
 			r = lr_err_set(&err, -EINVAL,
@@ -234,7 +233,7 @@ int cmd_doctor(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	cb.ctx = &o;
 	r = doctor_run(&o.d, &cb, rep, &err);
-	crypto_wipe(o.psk, sizeof(o.psk));
+	session_token_wipe(o.psk, sizeof(o.psk));
 	if (o.json)
 		report_doctor_json(stdout, rep, r ? err.msg : NULL);
 	else if (r)

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "cmds.h"
-#include "gen.h"
+#include "core/gen.h"
 #include "opts.h"
 #include "report.h"
 #include "banned.h"

@@ -13,13 +13,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bench.h"
+#include <netdb.h>
+
 #include "cmds.h"
-#include "crypto.h"
+#include "core/server.h"
+#include "core/token.h"
 #include "opts.h"
 #include "report.h"
-#include "server.h"
-#include "session.h"
 #include "banned.h"
 
 const char cmd_recv_usage[] =
@@ -80,7 +80,7 @@ struct recv_cli {
 	const char *dir, *token_file;
 	bool json, quiet;
 	char token[SESSION_TOKEN_CHARS];
-	uint8_t psk[CRYPTO_KEY_LEN];
+	uint8_t psk[SESSION_PSK_LEN];
 	FILE *msg; /* where words go: stderr when data goes to stdout */
 	struct report_xfer *rx;
 	struct xfer_result res;
@@ -99,6 +99,23 @@ static void on_signal(int sig)
 		server_stop(the_server);
 }
 
+/* An interface address a sender can use (up, not loopback, of family
+ * unless AF_UNSPEC): true with its numeric form in host. */
+static bool usable(const struct ifaddrs *i, int family, char *host, size_t cap)
+{
+	const struct sockaddr *sa = i->ifa_addr;
+
+	if (!sa || (i->ifa_flags & IFF_LOOPBACK) || !(i->ifa_flags & IFF_UP) ||
+	    (sa->sa_family != AF_INET && sa->sa_family != AF_INET6) ||
+	    (family != AF_UNSPEC && sa->sa_family != family))
+		return false;
+	return !getnameinfo(sa,
+			    sa->sa_family == AF_INET
+				    ? sizeof(struct sockaddr_in)
+				    : sizeof(struct sockaddr_in6),
+			    host, (socklen_t)cap, NULL, 0, NI_NUMERICHOST);
+}
+
 /* The addresses a sender can use, one line. */
 static void print_addresses(FILE *out, const char *bind_addr, int family)
 {
@@ -113,18 +130,10 @@ static void print_addresses(FILE *out, const char *bind_addr, int family)
 		return;
 	fprintf(out, "  addresses:");
 	for (i = ifa; i; i = i->ifa_next) {
-		char host[NET_ADDRSTR];
-		uint16_t port;
+		char host[NI_MAXHOST];
 
-		if (!i->ifa_addr || (i->ifa_flags & IFF_LOOPBACK) ||
-		    !(i->ifa_flags & IFF_UP))
+		if (!usable(i, family, host, sizeof(host)))
 			continue;
-		if (i->ifa_addr->sa_family != AF_INET &&
-		    i->ifa_addr->sa_family != AF_INET6)
-			continue;
-		if (family != AF_UNSPEC && i->ifa_addr->sa_family != family)
-			continue;
-		net_addr_host(i->ifa_addr, host, sizeof(host), &port);
 		if (!strncmp(host, "fe80:", 5))
 			continue; /* link-local needs a scope: skip */
 		fprintf(out, "%s %s (%s)", any ? "," : "", host, i->ifa_name);
@@ -143,16 +152,10 @@ static void first_address(char *buf, size_t cap, int family)
 	if (getifaddrs(&ifa))
 		return;
 	for (i = ifa; i; i = i->ifa_next) {
-		uint16_t port;
-		char host[NET_ADDRSTR];
+		char host[NI_MAXHOST];
 
-		if (!i->ifa_addr || (i->ifa_flags & IFF_LOOPBACK) ||
-		    !(i->ifa_flags & IFF_UP) ||
-		    (i->ifa_addr->sa_family != AF_INET &&
-		     i->ifa_addr->sa_family != AF_INET6) ||
-		    (family != AF_UNSPEC && i->ifa_addr->sa_family != family))
+		if (!usable(i, family, host, sizeof(host)))
 			continue;
-		net_addr_host(i->ifa_addr, host, sizeof(host), &port);
 		if (!strncmp(host, "fe80:", 5))
 			continue;
 		snprintf(buf, cap,
@@ -166,7 +169,7 @@ static void first_address(char *buf, size_t cap, int family)
 static void on_event(void *ctx, const struct server_event *ev)
 {
 	struct recv_cli *o = ctx;
-	char addr[NET_ADDRSTR + 2];
+	char addr[NI_MAXHOST + 2];
 
 	if (ev->kind == SERVER_EV_LISTENING) {
 		if (o->json) {
@@ -193,8 +196,9 @@ static void on_event(void *ctx, const struct server_event *ev)
 		fprintf(o->msg,
 			"On the sender, run:\n  LINERATE_TOKEN=%s linerate "
 			"send%s%.0u %s %s:%s\n",
-			o->token, ev->port != BENCH_DEFAULT_PORT ? " -p " : "",
-			ev->port != BENCH_DEFAULT_PORT ? ev->port : 0,
+			o->token,
+			ev->port != LINERATE_DEFAULT_PORT ? " -p " : "",
+			ev->port != LINERATE_DEFAULT_PORT ? ev->port : 0,
 			o->s.outfd >= 0 ? "-" : "PATH...", addr,
 			o->s.outfd >= 0 ? "NAME" : "");
 		fflush(o->msg);
@@ -223,7 +227,7 @@ static int recv_parse(int argc, char **argv, struct recv_cli *o,
 	uint64_t v;
 	int c;
 
-	o->s.port = BENCH_DEFAULT_PORT;
+	o->s.port = LINERATE_DEFAULT_PORT;
 	o->s.family = AF_UNSPEC;
 	o->s.max_tests = 1;
 	o->s.once = true;
@@ -249,16 +253,14 @@ static int recv_parse(int argc, char **argv, struct recv_cli *o,
 		case '6': o->s.family = AF_INET6; break;
 		case OPT_TOKEN_FILE: o->token_file = optarg; break;
 		case OPT_ALLOW_PLAINTEXT: o->s.allow_plaintext = true; break;
-		case OPT_OVERWRITE:
-			o->s.xfer_flags |= PROTO_XF_OVERWRITE;
-			break;
-		case OPT_UPDATE: o->s.xfer_flags |= PROTO_XF_UPDATE; break;
-		case OPT_NO_FSYNC: o->s.xfer_flags |= PROTO_XF_NO_FSYNC; break;
+		case OPT_OVERWRITE: o->s.xfer_flags |= XFER_F_OVERWRITE; break;
+		case OPT_UPDATE: o->s.xfer_flags |= XFER_F_UPDATE; break;
+		case OPT_NO_FSYNC: o->s.xfer_flags |= XFER_F_NO_FSYNC; break;
 		case OPT_KEEP_SETID:
-			o->s.xfer_flags |= PROTO_XF_KEEP_SETID;
+			o->s.xfer_flags |= XFER_F_KEEP_SETID;
 			break;
 		case OPT_STDOUT:
-			o->s.xfer_flags |= PROTO_XF_STDOUT;
+			o->s.xfer_flags |= XFER_F_STDOUT;
 			o->s.outfd = STDOUT_FILENO;
 			break;
 		case OPT_JSON: o->json = true; break;
@@ -275,8 +277,8 @@ static int recv_parse(int argc, char **argv, struct recv_cli *o,
 	if (o->s.outfd >= 0 && optind < argc)
 		return lr_err_set(err, -EINVAL,
 				  "--stdout and DIR exclude each other");
-	if ((o->s.xfer_flags & PROTO_XF_OVERWRITE) &&
-	    (o->s.xfer_flags & PROTO_XF_UPDATE))
+	if ((o->s.xfer_flags & XFER_F_OVERWRITE) &&
+	    (o->s.xfer_flags & XFER_F_UPDATE))
 		return lr_err_set(
 			err, -EINVAL,
 			"--overwrite and --update exclude each other");
@@ -363,12 +365,14 @@ int cmd_recv(int argc, char **argv)
 	the_server = srv;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	crypto_warm(); /* not in the first client's time */
 	r = server_run(srv, &err);
 	the_server = NULL;
 	server_free(srv);
-	crypto_wipe(o.psk, sizeof(o.psk));
-	crypto_wipe(o.token, sizeof(o.token));
+	session_token_wipe(o.psk, sizeof(o.psk));
+	session_token_wipe(o.token, sizeof(o.token));
+	if (o.got_result && !o.ok)
+		opts_add_hint(o.reason, sizeof(o.reason),
+			      o.res.first_failure_code);
 	if (o.got_result)
 		report_xfer_end(o.rx, &o.res, 0, o.ok ? NULL : o.reason);
 	else if (r && err.msg[0])

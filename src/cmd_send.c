@@ -12,13 +12,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bench.h"
 #include "cmds.h"
-#include "crypto.h"
+#include "core/cipher.h"
+#include "core/token.h"
+#include "core/xfer.h"
 #include "opts.h"
 #include "report.h"
-#include "session.h"
-#include "xfer.h"
 #include "banned.h"
 
 #define COMMON_HELP                                                                 \
@@ -76,10 +75,10 @@ struct send_cli {
 	bool have_token, json, quiet;
 	uint64_t link_speed;
 	char hostbuf[256];
-	const char *paths[PROTO_XFER_MAX_PATHS];
+	const char *paths[XFER_MAX_PATHS];
 	const char *dest;
-	char destbuf[PROTO_XFER_MAX_PATH + 1]; /* DIR of `send - HOST:DIR/NAME` */
-	uint8_t psk[CRYPTO_KEY_LEN];
+	char destbuf[XFER_MAX_PATH + 1]; /* DIR of `send - HOST:DIR/NAME` */
+	uint8_t psk[SESSION_PSK_LEN];
 };
 
 enum {
@@ -175,7 +174,7 @@ static int send_parse(int argc, char **argv, struct send_cli *o,
 	int c, i, first, last;
 	const char *host = NULL, *path;
 
-	o->c.port = BENCH_DEFAULT_PORT;
+	o->c.port = LINERATE_DEFAULT_PORT;
 	o->c.family = AF_UNSPEC;
 	o->c.streams = 0; /* chosen from the sources */
 	o->c.connect_timeout_ms = 10000;
@@ -193,7 +192,7 @@ static int send_parse(int argc, char **argv, struct send_cli *o,
 			o->c.port = (uint16_t)v;
 			break;
 		case 'P':
-			if (opts_uint("-P", optarg, 1, PROTO_MAX_STREAMS, &v,
+			if (opts_uint("-P", optarg, 1, XFER_MAX_STREAMS, &v,
 				      err))
 				return -EINVAL;
 			o->c.streams = (unsigned)v;
@@ -202,7 +201,7 @@ static int send_parse(int argc, char **argv, struct send_cli *o,
 		case '6': o->c.family = AF_INET6; break;
 		case 'B': o->c.bind_addr = optarg; break;
 		case 'w':
-			if (opts_bytes("-w", optarg, 4096, PROTO_MAX_WINDOW, &v,
+			if (opts_bytes("-w", optarg, 4096, XFER_MAX_SOCKBUF, &v,
 				       err))
 				return -EINVAL;
 			o->c.window = (uint32_t)v;
@@ -221,21 +220,18 @@ static int send_parse(int argc, char **argv, struct send_cli *o,
 					      UINT64_MAX / 2, &v, err)) {
 				return -EINVAL;
 			}
-			o->c.req.rate = v;
 			o->c.x.rate = v;
 			break;
 		case OPT_CHUNK:
-			if (opts_bytes("--chunk", optarg, PROTO_XFER_MIN_CHUNK,
-				       PROTO_XFER_MAX_CHUNK, &v, err))
+			if (opts_bytes("--chunk", optarg, XFER_MIN_CHUNK,
+				       XFER_MAX_CHUNK, &v, err))
 				return -EINVAL;
-			o->c.req.chunk_size = (uint32_t)v;
+			o->c.x.chunk_size = (uint32_t)v;
 			break;
-		case OPT_OVERWRITE: o->c.req.flags |= PROTO_XF_OVERWRITE; break;
-		case OPT_UPDATE: o->c.req.flags |= PROTO_XF_UPDATE; break;
-		case OPT_NO_FSYNC: o->c.req.flags |= PROTO_XF_NO_FSYNC; break;
-		case OPT_KEEP_SETID:
-			o->c.req.flags |= PROTO_XF_KEEP_SETID;
-			break;
+		case OPT_OVERWRITE: o->c.x.flags |= XFER_F_OVERWRITE; break;
+		case OPT_UPDATE: o->c.x.flags |= XFER_F_UPDATE; break;
+		case OPT_NO_FSYNC: o->c.x.flags |= XFER_F_NO_FSYNC; break;
+		case OPT_KEEP_SETID: o->c.x.flags |= XFER_F_KEEP_SETID; break;
 		case OPT_LINK_SPEED:
 			if (opts_rate("--link-speed", optarg, 1000,
 				      UINT64_MAX / 2, &o->link_speed, err))
@@ -256,11 +252,11 @@ static int send_parse(int argc, char **argv, struct send_cli *o,
 		if (split_remote(argv[last], o->hostbuf, sizeof(o->hostbuf),
 				 &host, &path, err))
 			return -EINVAL;
-		if (last - first > (int)PROTO_XFER_MAX_PATHS)
+		if (last - first > (int)XFER_MAX_PATHS)
 			return lr_err_set(err, -E2BIG,
 					  "at most %u PATH arguments (name "
 					  "their directory instead)",
-					  PROTO_XFER_MAX_PATHS);
+					  XFER_MAX_PATHS);
 		for (i = first; i < last; i++) {
 			if (!strcmp(argv[i], "-") && last - first != 1)
 				return lr_err_set(err, -EINVAL,
@@ -296,10 +292,9 @@ static int send_parse(int argc, char **argv, struct send_cli *o,
 		} else {
 			o->dest = path;
 		}
-		o->c.req.op = PROTO_XFER_PUSH;
-		o->c.req.npaths = 1;
-		o->c.req.paths[0] = o->dest;
-		o->c.req.path_lens[0] = (uint16_t)strlen(o->dest);
+		o->c.op = XFER_PUSH;
+		o->c.npaths = 1;
+		o->c.paths[0] = o->dest;
 	} else {
 		int n = argc - first;
 		const char *h0 = NULL;
@@ -312,10 +307,10 @@ static int send_parse(int argc, char **argv, struct send_cli *o,
 			o->dest = argv[last--];
 		else
 			o->dest = ".";
-		if (last - first + 1 > (int)PROTO_XFER_MAX_PATHS)
+		if (last - first + 1 > (int)XFER_MAX_PATHS)
 			return lr_err_set(err, -E2BIG,
 					  "at most %u HOST:PATH arguments",
-					  PROTO_XFER_MAX_PATHS);
+					  XFER_MAX_PATHS);
 		for (i = first; i <= last; i++) {
 			char hb[256];
 
@@ -337,23 +332,19 @@ static int send_parse(int argc, char **argv, struct send_cli *o,
 						  "'%s': name a file or "
 						  "directory below the root",
 						  argv[i]);
-			o->c.req.paths[o->c.req.npaths] = path;
-			o->c.req.path_lens[o->c.req.npaths++] =
-				(uint16_t)strlen(path);
+			o->c.paths[o->c.npaths++] = path;
 		}
 		host = o->hostbuf;
-		o->c.req.op = PROTO_XFER_PULL;
+		o->c.op = XFER_PULL;
 		if (!strcmp(o->dest, "-")) {
-			if (o->c.req.npaths != 1)
+			if (o->c.npaths != 1)
 				return lr_err_set(err, -EINVAL,
 						  "'-' takes one file");
-			o->c.req.flags |= PROTO_XF_STDOUT;
+			o->c.x.flags |= XFER_F_STDOUT;
 		}
 	}
 	o->c.host = host;
-	o->c.x.flags = o->c.req.flags;
-	if ((o->c.req.flags & PROTO_XF_OVERWRITE) &&
-	    (o->c.req.flags & PROTO_XF_UPDATE))
+	if ((o->c.x.flags & XFER_F_OVERWRITE) && (o->c.x.flags & XFER_F_UPDATE))
 		return lr_err_set(
 			err, -EINVAL,
 			"--overwrite and --update exclude each other");
@@ -368,7 +359,7 @@ static int send_security(struct send_cli *o, struct lr_err *err)
 	r = opts_token_psk(o->token_file, true, o->psk, &o->have_token, err);
 	if (r)
 		return r;
-	o->c.cipher_wish = SESSION_CIPHER_AUTO;
+	o->c.cipher_wish = CRYPTO_CIPHER_AUTO;
 	if (o->cipher && strcmp(o->cipher, "auto")) {
 		if (crypto_cipher_parse(o->cipher, &c))
 			return lr_err_set(err, -EINVAL,
@@ -422,7 +413,7 @@ static int run(int argc, char **argv, bool pull)
 			"linerate: warning: --cipher none: file data travels "
 			"in clear (checked by digests, not protected against "
 			"an attacker on the wire)\n");
-	if (pull && !(o.c.req.flags & PROTO_XF_STDOUT)) {
+	if (pull && !(o.c.x.flags & XFER_F_STDOUT)) {
 		o.c.destfd = open(o.dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (o.c.destfd < 0 && errno == ENOENT && !mkdir(o.dest, 0755))
 			o.c.destfd = open(o.dest,
@@ -433,7 +424,7 @@ static int run(int argc, char **argv, bool pull)
 			return EXIT_RUNTIME;
 		}
 	}
-	if (pull && (o.c.req.flags & PROTO_XF_STDOUT))
+	if (pull && (o.c.x.flags & XFER_F_STDOUT))
 		o.c.outfd = STDOUT_FILENO;
 	signal(SIGPIPE, SIG_IGN);
 	memset(&sa, 0, sizeof(sa));
@@ -452,7 +443,9 @@ static int run(int argc, char **argv, bool pull)
 	}
 	report_xfer_callbacks(rx, &cb);
 	r = xfer_client_run(&o.c, &cb, &res, &err);
-	crypto_wipe(o.psk, sizeof(o.psk));
+	if (r == -EIO)
+		opts_add_hint(err.msg, sizeof(err.msg), res.first_failure_code);
+	session_token_wipe(o.psk, sizeof(o.psk));
 	report_xfer_end(rx, &res, o.link_speed, r ? err.msg : NULL);
 	report_xfer_free(rx);
 	if (o.c.destfd >= 0)

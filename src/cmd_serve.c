@@ -11,14 +11,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "bench.h"
-#include "crypto.h"
 #include "cmds.h"
-#include "ip3.h"
-#include "ip3server.h"
+#include "core/bench.h"
+#include "core/server.h"
+#include "core/token.h"
 #include "opts.h"
 #include "report.h"
-#include "server.h"
 #include "banned.h"
 
 const char cmd_serve_usage[] =
@@ -63,7 +61,7 @@ struct serve_opts {
 	struct server_opts s;
 	const char *token_file;
 	const char *root;
-	uint8_t psk[CRYPTO_KEY_LEN];
+	uint8_t psk[SESSION_PSK_LEN];
 	bool ip3;	   /* answer iperf3 clients */
 	bool ip3_explicit; /* --iperf3-port given: failing to bind is fatal */
 	uint16_t ip3_port;
@@ -174,7 +172,7 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o,
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	o->s.port = BENCH_DEFAULT_PORT;
+	o->s.port = LINERATE_DEFAULT_PORT;
 	o->s.family = AF_UNSPEC;
 	o->s.max_tests = SERVER_DEFAULT_MAX_TESTS;
 	o->s.max_duration_ms = SERVER_DEFAULT_MAX_DURATION_MS;
@@ -182,7 +180,7 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o,
 	o->s.rootfd = -1;
 	o->s.outfd = -1;
 	o->ip3 = true;
-	o->ip3_port = IP3_DEFAULT_PORT;
+	o->ip3_port = SERVER_IP3_PORT;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":p:B:461h", long_opts, NULL)) !=
 	       -1) {
@@ -203,7 +201,7 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o,
 			break;
 		case OPT_MAX_DURATION:
 			if (opts_ms("--max-duration", optarg, 1000,
-				    PROTO_MAX_DURATION_MS,
+				    BENCH_MAX_DURATION_MS,
 				    &o->s.max_duration_ms, err))
 				return -EINVAL;
 			break;
@@ -360,7 +358,6 @@ int cmd_serve(int argc, char **argv)
 		fprintf(stderr, "linerate serve: warning: cannot start the "
 				"iperf3 thread; linerate only\n");
 	memset(&err, 0, sizeof(err));
-	crypto_warm(); /* not in the first client's time */
 	r = server_run(srv, &err);
 	if (r && err.msg[0])
 		fprintf(stderr, "linerate serve: %s\n", err.msg);

@@ -4,7 +4,7 @@
 
 #include "cmds.h"
 #include "opts.h"
-#include "session.h"
+#include "core/token.h"
 #include "banned.h"
 
 const char cmd_token_usage[] =

@@ -4,7 +4,7 @@
 
 #include "config.h"
 #include "cmds.h"
-#include "crypto.h"
+#include "core/cipher.h"
 #include "opts.h"
 #include "banned.h"
 

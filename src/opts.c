@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "opts.h"
-#include "session.h"
-#include "units.h"
+#include "core/token.h"
+#include "core/units.h"
 #include "banned.h"
 
 static int report(int r, const char *opt, const char *val, const char *what,
@@ -141,7 +141,7 @@ int opts_token_psk(const char *path, bool use_env, uint8_t psk[32], bool *have,
 			line[0] = '\0';
 		fclose(f);
 		r = session_token_psk(line, psk);
-		crypto_wipe(line, sizeof(line));
+		session_token_wipe(line, sizeof(line));
 		if (r)
 			return lr_err_set(err, r,
 					  "--token-file %s does not "
@@ -195,8 +195,22 @@ int opts_prompt_token(const char *prompt, uint8_t psk[32], struct lr_err *err)
 	close(fd);
 	line[n > 0 ? n : 0] = '\0';
 	r = session_token_psk(line, psk);
-	crypto_wipe(line, sizeof(line));
+	session_token_wipe(line, sizeof(line));
 	if (r)
 		return lr_err_set(err, r, "that is not a token");
 	return 0;
+}
+
+void opts_add_hint(char *msg, size_t cap, int code)
+{
+	size_t n = strlen(msg);
+	const char *hint = NULL;
+
+	/* the engine says what happened; which flag helps is ours to say */
+	if (code == -EEXIST)
+		hint = " (use --overwrite or --update)";
+	else if (code == -EFBIG)
+		hint = " (use a larger --chunk, up to 8M)";
+	if (hint && n < cap)
+		snprintf(msg + n, cap - n, "%s", hint);
 }

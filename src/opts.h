@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "err.h"
+#include "core/err.h"
 
 /*
  * Command-line helpers shared by the cmd_*.c files: each parses one
@@ -40,6 +40,11 @@ int opts_token_psk(const char *path, bool use_env, uint8_t psk[32], bool *have,
 
 /* Ask for the token on the terminal, without echo; -ENOTTY without one. */
 int opts_prompt_token(const char *prompt, uint8_t psk[32], struct lr_err *err);
+
+/* After a transfer's error message msg (cap bytes), the option that helps
+ * with a file that failed with code (-EEXIST: --overwrite or --update;
+ * -EFBIG: --chunk), when one does. */
+void opts_add_hint(char *msg, size_t cap, int code);
 
 /* Exit codes, documented in the man page. */
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };

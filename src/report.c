@@ -11,10 +11,9 @@
 #include <time.h>
 
 #include "config.h"
-#include "crypto.h"
-#include "link.h"
+#include "core/cipher.h"
 #include "report.h"
-#include "units.h"
+#include "core/units.h"
 #include "banned.h"
 
 #define SEP "- - - - - - - - - - - - - - - - - - - - - - - - -\n"
@@ -240,12 +239,12 @@ static cJSON *start_json(const struct bench_run *run,
 	cJSON_AddNumberToObject(tst, "bytes", (double)res->req.bytes);
 	cJSON_AddNumberToObject(tst, "blocks", 0);
 	cJSON_AddNumberToObject(tst, "reverse",
-				res->req.mode == PROTO_MODE_REVERSE);
+				res->req.mode == BENCH_MODE_REVERSE);
 	cJSON_AddNumberToObject(tst, "tos", 0);
 	cJSON_AddNumberToObject(tst, "target_bitrate",
 				(double)res->req.rate_bps);
 	cJSON_AddNumberToObject(tst, "bidir",
-				res->req.mode == PROTO_MODE_BIDIR);
+				res->req.mode == BENCH_MODE_BIDIR);
 	cJSON_AddNumberToObject(tst, "fqrate", 0);
 	cJSON_AddNumberToObject(tst, "zerocopy", res->req.zerocopy);
 	return start;
@@ -261,7 +260,7 @@ static void cb_started(void *ctx, const struct bench_run *run,
 
 	rp->nstreams = run->nstreams;
 	rp->mode = res->req.mode;
-	rp->bidir = res->req.mode == PROTO_MODE_BIDIR;
+	rp->bidir = res->req.mode == BENCH_MODE_BIDIR;
 	rp->udp = res->req.udp;
 	if (res->title[0] && !rp->title[0])
 		report_set_title(rp, res->title);
@@ -282,7 +281,7 @@ static void cb_started(void *ctx, const struct bench_run *run,
 		emit_stream_event(rp, "start", start_json(run, res));
 		return;
 	}
-	if (res->req.mode == PROTO_MODE_REVERSE)
+	if (res->req.mode == BENCH_MODE_REVERSE)
 		rp_print(rp, "Reverse mode, remote host %s is sending\n",
 			 res->remote_host);
 	for (i = 0; i < run->nstreams; i++) {
@@ -520,7 +519,7 @@ static cJSON *interval_json(struct report *rp, const struct bench_interval *iv)
 		cJSON_AddBoolToObject(s, "omitted", iv->omitted);
 		cJSON_AddBoolToObject(s, "sender", st->sender);
 		cJSON_AddItemToArray(arr, s);
-		k = (rp->bidir && st->dir == PROTO_DIR_S2C) ? 1 : 0;
+		k = (rp->bidir && st->dir == BENCH_DIR_S2C) ? 1 : 0;
 		tot[k].bytes += st->bytes;
 		tot[k].retr += st->retrans;
 		tot[k].packets += st->packets;
@@ -613,7 +612,7 @@ static struct bench_side sums_side(const struct sums *s)
  * server-to-client ones go to k=1. */
 static int dir_slot(const struct bench_result *res, uint8_t dir)
 {
-	return res->req.mode == PROTO_MODE_BIDIR && dir == PROTO_DIR_S2C;
+	return res->req.mode == BENCH_MODE_BIDIR && dir == BENCH_DIR_S2C;
 }
 
 static cJSON *side_json(unsigned id, const struct bench_side *d,
@@ -710,7 +709,7 @@ static double cpu_pct(uint64_t us, uint64_t wall_us)
 
 static bool local_sends(uint8_t dir)
 {
-	return dir == PROTO_DIR_C2S;
+	return dir == BENCH_DIR_C2S;
 }
 
 static cJSON *end_json(const struct bench_result *res)
@@ -744,9 +743,9 @@ static cJSON *end_json(const struct bench_result *res)
 		sum_add(&snd[k], &s->sender);
 		sum_add(&rcv[k], &s->receiver);
 	}
-	for (k = 0; k < (res->req.mode == PROTO_MODE_BIDIR ? 2 : 1); k++) {
-		bool ls = res->req.mode == PROTO_MODE_FORWARD ||
-			  (res->req.mode == PROTO_MODE_BIDIR && k == 0);
+	for (k = 0; k < (res->req.mode == BENCH_MODE_BIDIR ? 2 : 1); k++) {
+		bool ls = res->req.mode == BENCH_MODE_FORWARD ||
+			  (res->req.mode == BENCH_MODE_BIDIR && k == 0);
 
 		if (res->req.udp) {
 			struct bench_side ds = sums_side(&snd[k]);
@@ -780,7 +779,7 @@ static cJSON *end_json(const struct bench_result *res)
 		cpu_pct(res->remote_cpu.sys_us, res->remote_cpu.wall_us));
 	if (res->req.udp) {
 		/* no congestion control to name */
-	} else if (res->req.mode == PROTO_MODE_REVERSE) {
+	} else if (res->req.mode == BENCH_MODE_REVERSE) {
 		cJSON_AddStringToObject(end, "sender_tcp_congestion",
 					res->remote_cc);
 		cJSON_AddStringToObject(end, "receiver_tcp_congestion",
@@ -1082,8 +1081,8 @@ void report_bench_flush(struct report *rp)
 static const char *mode_name(uint8_t mode)
 {
 	switch (mode) {
-	case PROTO_MODE_REVERSE: return "reverse";
-	case PROTO_MODE_BIDIR: return "bidir";
+	case BENCH_MODE_REVERSE: return "reverse";
+	case BENCH_MODE_BIDIR: return "bidir";
 	default: return "forward";
 	}
 }
@@ -1117,8 +1116,7 @@ void report_server_event(FILE *out, FILE *log, const struct server_event *ev)
 		const struct xfer_result *x = &ev->xres;
 
 		fprintf(log, "%s transfer %u from %s: %s", ts, ev->test_no,
-			ev->peer,
-			ev->xfer_op == PROTO_XFER_PULL ? "pull" : "push");
+			ev->peer, ev->xfer_op == XFER_PULL ? "pull" : "push");
 		if (x->seconds > 0)
 			fprintf(log, ", %llu file%s, %s in %.2f s (%s), %s",
 				(unsigned long long)x->files_ok,
@@ -1160,12 +1158,12 @@ void report_server_event(FILE *out, FILE *log, const struct server_event *ev)
 					      : crypto_cipher_name(ev->cipher));
 			fprintf(log, ", %.2f s", ev->seconds);
 			if (ev->bytes_sent ||
-			    ev->req.mode != PROTO_MODE_FORWARD)
+			    ev->req.mode != BENCH_MODE_FORWARD)
 				fprintf(log, ", sent %s",
 					units_fmt_bytes(tb, sizeof(tb),
 							(double)ev->bytes_sent));
 			if (ev->bytes_received ||
-			    ev->req.mode != PROTO_MODE_REVERSE)
+			    ev->req.mode != BENCH_MODE_REVERSE)
 				fprintf(log, ", received %s",
 					units_fmt_bytes(
 						rb, sizeof(rb),
@@ -1706,12 +1704,7 @@ void report_xfer_end(struct report_xfer *rx, const struct xfer_result *res,
 {
 	uint64_t speed = link_speed_bps ? link_speed_bps : res->link_speed_bps;
 	double bps = res->seconds > 0 ? (double)res->bytes / res->seconds : 0;
-	double ceiling =
-		speed ? link_goodput_bps(speed,
-					 res->link_mtu ? res->link_mtu : 1500,
-					 res->ipv6, true) /
-				8.0
-		      : 0;
+	double ceiling = xfer_ceiling_bps(res, link_speed_bps) / 8.0;
 	double share = 0;
 	const char *neck = xfer_bottleneck(res, &share);
 	char b1[32], b2[32], b3[32], b4[32];

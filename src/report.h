@@ -5,12 +5,12 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "bench.h"
-#include "cryptobench.h"
-#include "disk.h"
-#include "server.h"
-#include "xfer.h"
-#include "doctor.h"
+#include "core/bench.h"
+#include "core/cryptobench.h"
+#include "core/disk.h"
+#include "core/server.h"
+#include "core/xfer.h"
+#include "core/doctor.h"
 
 /*
  * The only formatter: human text in iperf3's layout, one JSON document in

@@ -7,10 +7,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cipher.h"
 #include "conn.h"
 #include "err.h"
 #include "net.h"
 #include "proto.h"
+#include "token.h"
 #include "udp.h"
 
 /*
@@ -21,7 +23,27 @@
  * The client protocol (bench_client_run) and the server (server.c) wrap it.
  */
 
-#define BENCH_DEFAULT_PORT 7350
+#define BENCH_DEFAULT_PORT LINERATE_DEFAULT_PORT
+/* What the command line checks and chooses, by the engine's names. */
+#define BENCH_MAX_STREAMS      PROTO_MAX_STREAMS /* per direction */
+#define BENCH_MAX_DURATION_MS  PROTO_MAX_DURATION_MS
+#define BENCH_MAX_BLKSIZE      PROTO_MAX_BLKSIZE
+#define BENCH_MAX_WINDOW       PROTO_MAX_WINDOW
+#define BENCH_MODE_FORWARD     PROTO_MODE_FORWARD
+#define BENCH_MODE_REVERSE     PROTO_MODE_REVERSE
+#define BENCH_MODE_BIDIR       PROTO_MODE_BIDIR
+#define BENCH_DIR_C2S	       PROTO_DIR_C2S /* a stream's direction */
+#define BENCH_DIR_S2C	       PROTO_DIR_S2C
+#define BENCH_ZC_SENDFILE      PROTO_ZC_SENDFILE
+#define BENCH_ZC_MSG	       PROTO_ZC_MSG
+#define BENCH_UDP_HDR_LEN32    UDP_HDR_LEN32
+#define BENCH_UDP_HDR_LEN64    UDP_HDR_LEN64
+#define BENCH_UDP_DEFAULT_LEN  UDP_DEFAULT_LEN
+#define BENCH_UDP_MAX_LEN      UDP_MAX_LEN
+#define BENCH_UDP_DEFAULT_RATE UDP_DEFAULT_RATE
+/* iperf3's port, and its limit on streams (ip3.h says why) */
+#define BENCH_IP3_PORT	      5201
+#define BENCH_IP3_MAX_STREAMS 128u
 /* 512 KiB writes: 1.5x iperf3's 128 KiB rate between namespaces at
  * 0.7x the CPU per GB (docs/BENCHMARKS.md) */
 #define BENCH_DEFAULT_BLKSIZE (512u << 10)
@@ -327,5 +349,30 @@ int bench_client_run(const struct bench_opts *o,
 		     const struct bench_callbacks *cb, struct bench_result *res,
 		     struct lr_err *err);
 void bench_result_free(struct bench_result *res);
+
+/*
+ * `linerate bench --iperf3 HOST`: one test against a stock iperf3 server
+ * (issue 6), in iperf3's client sequence: cookie, parameters, data
+ * streams, TEST_START / TEST_RUNNING, the test on linerate's engine,
+ * TEST_END, the results exchange, IPERF_DONE. ip3client.c.
+ */
+struct ip3_client_opts {
+	const char *title;	/* -T: sent to the server, kept in res; NULL */
+	bool get_server_output; /* ask for the server's report text */
+	bool counters64;	/* UDP: 64-bit sequence numbers */
+};
+
+/*
+ * Run one test against the iperf3 server at o->host / o->port with the
+ * options of o (o->psk must be NULL: iperf3 has no token). Blocks for
+ * the test's duration and reports through cb as bench_client_run does.
+ * On success *res is filled (res->iperf3 set; free with
+ * bench_result_free); on failure err says why (a busy server is
+ * LR_EBUSY, an error the server reported LR_EPEER) and *res holds
+ * nothing to free.
+ */
+int ip3_client_run(const struct bench_opts *o, const struct ip3_client_opts *x,
+		   const struct bench_callbacks *cb, struct bench_result *res,
+		   struct lr_err *err);
 
 #endif

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cipher.h"
+
 /*
  * The only module that includes OpenSSL: random bytes, constant-time
  * comparison, SHA-256, HKDF-SHA256 (RFC 5869), X25519 (RFC 7748) and the
@@ -20,12 +22,6 @@
 #define CRYPTO_X25519_LEN 32
 #define CRYPTO_HASH_LEN	  32
 
-enum crypto_cipher {
-	CRYPTO_NONE = 0,
-	CRYPTO_AES256GCM = 1,
-	CRYPTO_CHACHA20POLY1305 = 2,
-};
-
 /* Fill buf with len bytes from the OS-seeded CSPRNG. 0 or -EIO. */
 int crypto_random(void *buf, size_t len);
 
@@ -34,15 +30,6 @@ int crypto_memcmp(const void *a, const void *b, size_t len);
 
 /* Overwrite len bytes at p in a way the compiler keeps. */
 void crypto_wipe(void *p, size_t len);
-
-/* OpenSSL's version text, e.g. "OpenSSL 3.0.15 3 Sep 2024". */
-const char *crypto_library_version(void);
-
-/* "aes-256-gcm", "chacha20-poly1305", "none". */
-const char *crypto_cipher_name(enum crypto_cipher c);
-
-/* Parse a cipher name (as printed by crypto_cipher_name); -EINVAL. */
-int crypto_cipher_parse(const char *s, enum crypto_cipher *out);
 
 /* True when this CPU has AES instructions (x86 AES-NI, ARMv8 AES). */
 bool crypto_cpu_has_aes(void);

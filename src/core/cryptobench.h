@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "crypto.h"
+#include "cipher.h"
 #include "err.h"
 
 /*

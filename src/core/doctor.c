@@ -790,12 +790,10 @@ int doctor_run(const struct doctor_opts *o, const struct doctor_callbacks *cb,
 		xo.cipher_wish = o->cipher_wish;
 		xo.streams = o->streams;
 		xo.connect_timeout_ms = 10000;
-		xo.req.op = PROTO_XFER_PUSH;
-		xo.req.flags = PROTO_XF_SCRATCH;
-		xo.req.npaths = 1;
-		xo.req.paths[0] = dir;
-		xo.req.path_lens[0] = (uint16_t)strlen(dir);
-		xo.x.flags = PROTO_XF_SCRATCH;
+		xo.op = XFER_PUSH;
+		xo.npaths = 1;
+		xo.paths[0] = dir;
+		xo.x.flags = XFER_F_SCRATCH;
 		xo.x.cancel = o->cancel;
 		xo.src.rootfd = -1;
 		xo.src.npaths = 1;

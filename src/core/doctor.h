@@ -11,6 +11,10 @@
 #include "proto.h"
 #include "xfer.h"
 
+/* What the command line checks, by the engine's names. */
+#define DOCTOR_MAX_STREAMS XFER_MAX_STREAMS
+#define DOCTOR_MAX_DISK	   PROTO_PROBE_MAX_DISK /* bytes the server writes */
+
 /*
  * linerate doctor: measure each stage of a transfer (source read, the
  * network both ways, the cipher on both CPUs, destination write, then a

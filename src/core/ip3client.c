@@ -15,10 +15,14 @@
 
 #include "config.h"
 #include "ip3.h"
-#include "ip3client.h"
+#include "bench.h"
 #include "link.h"
 #include "udp.h"
 #include "banned.h"
+
+_Static_assert(BENCH_IP3_PORT == IP3_DEFAULT_PORT &&
+		       BENCH_IP3_MAX_STREAMS == IP3_MAX_STREAMS,
+	       "bench.h's iperf3 figures are ip3.h's");
 
 /* Every control read and write has this deadline. */
 #define CTRL_TIMEOUT_MS	   10000

@@ -1475,6 +1475,8 @@ int server_run(struct server *srv, struct lr_err *err)
 	ev.port = server_port(srv);
 	snprintf(ev.peer, sizeof(ev.peer), "%s",
 		 srv->o.bind_addr ? srv->o.bind_addr : "*");
+	/* OpenSSL's first-use costs, not in the first client's time */
+	crypto_warm();
 	emit(srv, &ev);
 	while (!atomic_load(&srv->stopping)) {
 		if (once_done(srv))

@@ -6,7 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "crypto.h"
+#include "bench.h"
+#include "cipher.h"
 #include "err.h"
 #include "net.h"
 #include "proto.h"
@@ -32,8 +33,8 @@ struct server_opts {
 	bool read_only;	     /* serve pulls, refuse pushes */
 	bool allow_setid;    /* pushes may keep setuid/setgid bits */
 	bool push_only;	     /* accept pushes, refuse pulls (recv) */
-	uint32_t xfer_flags; /* PROTO_XF_* added to every push */
-	int outfd;	     /* with PROTO_XF_STDOUT: where the file goes */
+	uint32_t xfer_flags; /* enum xfer_flag, added to every push */
+	int outfd;	     /* with XFER_F_STDOUT: where the file goes */
 	int progress_ms;     /* for xfer_cb progress events */
 	const struct xfer_callbacks *xfer_cb; /* may be NULL */
 	const _Atomic bool *cancel;
@@ -63,13 +64,15 @@ struct server_event {
 	const char *reason;	   /* failures and rejections */
 	bool iperf3;		   /* a stock iperf3 client (ip3server.c) */
 	/* SERVER_EV_XFER_DONE */
-	uint8_t xfer_op; /* enum proto_xfer_op */
+	enum xfer_op xfer_op;
 	struct xfer_result xres;
 };
 
 struct server_callbacks {
 	void *ctx;
-	/* May be called from several threads; the callee serialises. */
+	/* Called from the thread of server_run (LISTENING, rejected
+	 * connections) and from each test's thread (its end), never with a
+	 * server lock held: several at once; the callee serialises. */
 	void (*event)(void *ctx, const struct server_event *ev);
 };
 
@@ -89,5 +92,70 @@ int server_run(struct server *srv, struct lr_err *err);
 void server_stop(struct server *srv);
 /* Wait for running tests to end (they are aborted) and free. NULL is ok. */
 void server_free(struct server *srv);
+
+/*
+ * `linerate serve` answering stock iperf3 clients (issue 6), on TCP and
+ * UDP port 5201 by default. Unlike iperf3 -s it runs several tests at
+ * once: a thread per control connection; one listener thread reads each
+ * new TCP connection's cookie (within handshake_ms) and either starts a
+ * test (an unknown cookie) or hands the connection to the test with that
+ * cookie as a data stream. UDP streams: the first datagram of a client
+ * (iperf3's 4-byte UDP_CONNECT_MSG) gets a new UDP socket on the same
+ * port, connected to the client, which goes to a test from the same host
+ * waiting for UDP streams. The data streams run on the bench engine.
+ * Every wait has a deadline; a peer's lengths are bounded (ip3.h). The
+ * core prints nothing: events go to the callbacks.
+ *
+ * No one host can lock the others out: connections without a whole
+ * cookie are bounded per host and, when the table is full, the host
+ * holding the most slots loses its oldest; a test counts against
+ * max_tests only once its parameters came and were accepted, and the
+ * tests still waiting for them are bounded per host the same way.
+ */
+
+#define SERVER_IP3_PORT BENCH_IP3_PORT /* iperf3's */
+
+struct ip3srv_opts {
+	const char *bind_addr; /* NULL = all addresses, IPv4 and IPv6 */
+	uint16_t port;	       /* 0 = any (see ip3srv_port) */
+	int family;
+	unsigned max_tests; /* iperf3 tests at once; beyond: ACCESS_DENIED */
+	uint64_t max_duration_ms; /* longest test (omit + time) accepted */
+	int handshake_ms; /* a new connection must send its cookie (at most
+			   * IP3SRV_COOKIE_MS) */
+};
+
+struct ip3srv_callbacks {
+	void *ctx;
+	/* One line per test or rejected connection (kind TEST_DONE or
+	 * CONN_REJECTED, iperf3 set). May be called from several threads;
+	 * the callee serialises. May be NULL. */
+	void (*event)(void *ctx, const struct server_event *ev);
+	/*
+	 * --get-server-output: render the server's own report of a test as
+	 * human text: run (the server's side, its streams), res (the per
+	 * stream figures of both sides) and the niv interval samples. Returns
+	 * a malloc'd NUL-terminated string the core frees, or NULL. May be
+	 * NULL (then the client gets no text). Called from a test's thread.
+	 */
+	char *(*render)(void *ctx, const struct bench_run *run,
+			const struct bench_result *res,
+			const struct bench_interval *ivs, unsigned niv);
+};
+
+struct ip3srv;
+
+/* Create and bind the server (TCP listener and UDP socket on one port);
+ * nothing runs until ip3srv_run. 0 or -errno with err set. */
+int ip3srv_new(const struct ip3srv_opts *o, const struct ip3srv_callbacks *cb,
+	       struct ip3srv **out, struct lr_err *err);
+/* The port it is bound to. */
+uint16_t ip3srv_port(const struct ip3srv *srv);
+/* Serve until ip3srv_stop; returns 0, or -errno when the listener fails. */
+int ip3srv_run(struct ip3srv *srv, struct lr_err *err);
+/* Ask ip3srv_run to return; async-signal-safe. */
+void ip3srv_stop(struct ip3srv *srv);
+/* Abort running tests, wait for them and free. NULL is ok. */
+void ip3srv_free(struct ip3srv *srv);
 
 #endif

@@ -34,7 +34,12 @@ int session_token_new(char out[SESSION_TOKEN_CHARS])
 	return 0;
 }
 
-int session_token_psk(const char *token, uint8_t psk[CRYPTO_KEY_LEN])
+void session_token_wipe(void *p, size_t len)
+{
+	crypto_wipe(p, len);
+}
+
+int session_token_psk(const char *token, uint8_t psk[SESSION_PSK_LEN])
 {
 	uint8_t raw[64];
 	unsigned nbits = 0, acc = 0, nbytes = 0;

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "crypto.h"
+#include "token.h"
 
 /*
  * The token and the handshake (docs/PROTOCOL.md section 5): the Noise
@@ -22,17 +23,11 @@
  * token and the whole transcript.
  */
 
-#define SESSION_TOKEN_BYTES 20 /* 160 bits */
-#define SESSION_TOKEN_CHARS 40 /* 32 base32 digits, 7 dashes, NUL */
-#define SESSION_HELLO_LEN   3  /* both hellos' plaintext size */
-#define SESSION_HS_LEN	    (CRYPTO_X25519_LEN + SESSION_HELLO_LEN + CRYPTO_TAG_LEN)
+#define SESSION_HELLO_LEN 3 /* both hellos' plaintext size */
+#define SESSION_HS_LEN	  (CRYPTO_X25519_LEN + SESSION_HELLO_LEN + CRYPTO_TAG_LEN)
 
-/* A new token, "abcd-efgh-..." (lower-case base32 in groups of four). */
-int session_token_new(char out[SESSION_TOKEN_CHARS]);
-
-/* The pre-shared key of a token as typed: dashes, spaces and case are
- * ignored; fewer than 128 bits or a non-base32 digit is -EINVAL. */
-int session_token_psk(const char *token, uint8_t psk[CRYPTO_KEY_LEN]);
+/* The tokens (session_token_new, session_token_psk): token.h. */
+_Static_assert(SESSION_PSK_LEN == CRYPTO_KEY_LEN, "a token's key is a key");
 
 /* What each side says in its (encrypted) hello. */
 struct session_hello {
@@ -40,7 +35,7 @@ struct session_hello {
 	uint8_t cipher;	 /* client: wish (SESSION_CIPHER_*), server: chosen */
 	uint8_t flags;	 /* SESSION_F_* */
 };
-#define SESSION_CIPHER_AUTO    0xff /* client's wish: let the server pick */
+#define SESSION_CIPHER_AUTO    CRYPTO_CIPHER_AUTO /* let the server pick */
 #define SESSION_CIPHER_REFUSED 0xfe /* server: --cipher none not allowed */
 #define SESSION_F_HAS_AES      0x01 /* this CPU has AES instructions */
 

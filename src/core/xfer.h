@@ -6,11 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "conn.h"
-#include "crypto.h"
+#include "cipher.h"
 #include "err.h"
-#include "net.h"
-#include "proto.h"
 
 /*
  * File transfer (docs/PROTOCOL.md section 7): a sender walks its sources
@@ -20,12 +17,38 @@
  * acknowledged on the control connection once written and verified; a
  * file gets its final name after its digest matches. The engine is the
  * same for push and pull: only who connects differs.
+ *
+ * This header is the engine's face for the command line and the server
+ * (docs/ARCHITECTURE.md): the engine's own parts are in xfer/xfer_int.h.
+ *
+ * Threads: the caller of xfer_send, xfer_recv or xfer_client_run is the
+ * session's control thread; the session starts one stream thread per
+ * data connection and joins them before it returns.
  */
 
 #define XFER_DEFAULT_CHUNK   (1u << 20)
+#define XFER_MIN_CHUNK	     (64u << 10)
+#define XFER_MAX_CHUNK	     (8u << 20)
 #define XFER_DEFAULT_STREAMS 4u
-#define XFER_WINDOW	     256u /* files announced and not yet done */
-#define XFER_MAX_RETRIES     3u	  /* resends of one chunk */
+#define XFER_MAX_STREAMS     128u	  /* data streams of one session */
+#define XFER_MAX_SOCKBUF     (256u << 20) /* -w: a socket's buffers */
+#define XFER_MAX_PATHS	     64u	  /* source paths of one pull */
+#define XFER_MAX_PATH	     4096u	  /* bytes of a relative path */
+#define XFER_WINDOW	     256u	  /* files announced and not yet done */
+#define XFER_MAX_RETRIES     3u		  /* resends of one chunk */
+
+enum xfer_op { XFER_PUSH = 1, XFER_PULL = 2 };
+
+/* What the receiving side does, asked by the client (and the server's own
+ * options added to a push). */
+enum xfer_flag {
+	XFER_F_OVERWRITE = 1u << 0, /* replace existing files */
+	XFER_F_UPDATE = 1u << 1,    /* replace when size or mtime differ */
+	XFER_F_NO_FSYNC = 1u << 2, /* name files without waiting for the disk */
+	XFER_F_KEEP_SETID = 1u << 3, /* keep setuid/setgid bits */
+	XFER_F_STDOUT = 1u << 4,     /* a pull of one file into a pipe */
+	XFER_F_SCRATCH = 1u << 5,    /* doctor: verify, remove, never name */
+};
 
 /* What a sender sends: local paths (push) or paths below a root (pull). */
 struct xfer_source {
@@ -39,8 +62,8 @@ struct xfer_source {
 };
 
 struct xfer_opts {
-	uint32_t flags;		    /* enum proto_xfer_flag */
-	uint32_t chunk_size;	    /* of the session */
+	uint32_t flags;		    /* enum xfer_flag */
+	uint32_t chunk_size;	    /* of the session; 0: the default */
 	uint64_t rate;		    /* bytes/s, sender side; 0 = no cap */
 	int progress_ms;	    /* between progress events; 0 = none */
 	const _Atomic bool *cancel; /* set by a signal handler */
@@ -73,6 +96,15 @@ struct xfer_event {
 			       exists; -EFBIG: too many chunks) */
 };
 
+/*
+ * Called on the session's control thread, never with an engine lock held:
+ * START first, then PROGRESS every progress_ms, FILE events (which the
+ * stream threads queue and the control thread delivers between messages,
+ * in the order the files ended), END last. A slow callback delays the
+ * control connection's messages (acknowledgements, announcements), not
+ * the stream threads' work in hand. ev and what it points to are valid
+ * during the call only.
+ */
 struct xfer_callbacks {
 	void *ctx;
 	void (*event)(void *ctx, const struct xfer_event *ev);
@@ -109,6 +141,8 @@ struct xfer_result {
 	unsigned link_mtu;
 };
 
+struct conn; /* conn.h: the engine's own */
+
 /* A session's connections: control and data streams, ready (handshake
  * done, DATA_OPEN exchanged). */
 struct xfer_conns {
@@ -129,7 +163,7 @@ int xfer_send(struct xfer_conns *cs, const struct xfer_source *src,
 
 /*
  * Run the receiving side: entries land below destfd (a directory the
- * caller opened; not closed). With PROTO_XF_STDOUT in o->flags the one
+ * caller opened; not closed). With XFER_F_STDOUT in o->flags the one
  * file is written, in order, to outfd instead. Returns as xfer_send.
  */
 int xfer_recv(struct xfer_conns *cs, int destfd, int outfd,
@@ -147,8 +181,13 @@ struct xfer_client_opts {
 	uint8_t cipher_wish;
 	unsigned streams; /* 0 = chosen: xfer_auto_streams */
 	int connect_timeout_ms;
-	uint32_t window;	       /* socket buffers; 0 = default */
-	struct proto_xfer_request req; /* op, flags, chunk_size, rate, paths */
+	uint32_t window; /* socket buffers; 0 = default */
+	enum xfer_op op;
+	/* push: one path, the destination directory below the server's
+	 * root ("" = the root); pull: 1..XFER_MAX_PATHS source paths */
+	unsigned npaths;
+	const char *paths[XFER_MAX_PATHS];
+	/* flags, chunk_size (0: the server chooses), rate, progress */
 	struct xfer_opts x;
 	/* push: what to send; pull: where (destfd), or outfd for a pipe */
 	struct xfer_source src;
@@ -168,5 +207,9 @@ int xfer_client_run(const struct xfer_client_opts *o,
 /* The name of the stage that held the transfer back, from both sides'
  * waits: "source disk", "destination disk", "cipher (CPU)", "network". */
 const char *xfer_bottleneck(const struct xfer_result *res, double *share);
+
+/* The TCP goodput ceiling of the link in res at speed_bps (0: the speed
+ * the link reported), bits/s; 0 when the speed is unknown. */
+double xfer_ceiling_bps(const struct xfer_result *res, uint64_t speed_bps);
 
 #endif

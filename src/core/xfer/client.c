@@ -66,7 +66,7 @@ unsigned xfer_auto_streams(const struct xfer_client_opts *o,
 
 	if (o->streams)
 		return o->streams;
-	if (o->req.op != PROTO_XFER_PUSH ||
+	if (o->op != XFER_PUSH ||
 	    xfer__count_sources(&o->src, &t, &pipe, &e, NULL))
 		return XFER_DEFAULT_STREAMS;
 	if (src) {
@@ -338,11 +338,38 @@ static void client_close(struct xcl *k)
 	free(k->buf);
 }
 
+/* The request the options make. */
+static int request_of(const struct xfer_client_opts *o,
+		      struct proto_xfer_request *req, struct lr_err *err)
+{
+	unsigned i;
+
+	if (o->npaths < 1 || o->npaths > XFER_MAX_PATHS ||
+	    (o->op == XFER_PUSH && o->npaths != 1))
+		return lr_err_set(err, -EINVAL, "%u paths for a %s", o->npaths,
+				  o->op == XFER_PUSH ? "push" : "pull");
+	*req = (struct proto_xfer_request){ .op = (uint8_t)o->op,
+					    .chunk_size = o->x.chunk_size,
+					    .flags = o->x.flags,
+					    .rate = o->x.rate,
+					    .npaths = o->npaths };
+	for (i = 0; i < o->npaths; i++) {
+		size_t n = strlen(o->paths[i]);
+
+		if (n > XFER_MAX_PATH)
+			return lr_err_set(err, -ENAMETOOLONG,
+					  "a path of %zu bytes", n);
+		req->paths[i] = o->paths[i];
+		req->path_lens[i] = (uint16_t)n;
+	}
+	return 0;
+}
+
 int xfer_client_run(const struct xfer_client_opts *o,
 		    const struct xfer_callbacks *cb, struct xfer_result *res,
 		    struct lr_err *err)
 {
-	struct xcl k = { .o = o, .err = err, .req = o->req, .src = o->src };
+	struct xcl k = { .o = o, .err = err, .src = o->src };
 	int r;
 
 	memset(res, 0, sizeof(*res));
@@ -350,10 +377,13 @@ int xfer_client_run(const struct xfer_client_opts *o,
 	if (!o->psk)
 		return lr_err_set(err, LR_EAUTH,
 				  "file transfers need the server's token");
+	r = request_of(o, &k.req, err);
+	if (r)
+		return r;
 	k.buf = malloc(MSG_BUF);
 	if (!k.buf)
 		return lr_err_setc(err, -ENOMEM, "buffer");
-	if (o->req.op == PROTO_XFER_PUSH && !k.src.counted)
+	if (o->op == XFER_PUSH && !k.src.counted)
 		xfer__counter_start(&k.cnt, &o->src);
 	r = client_connect(&k);
 	if (!r)

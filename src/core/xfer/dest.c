@@ -84,7 +84,7 @@ static int plan_existing(struct xsess *x, struct xfile *f,
 	uint32_t flags = x->o->flags;
 	struct stat st;
 
-	if ((flags & PROTO_XF_SCRATCH) || (f->rx.dh && f->rx.dh->fresh) ||
+	if ((flags & XFER_F_SCRATCH) || (f->rx.dh && f->rx.dh->fresh) ||
 	    fstatat(f->rx.dirfd, f->rx.name, &st, AT_SYMLINK_NOFOLLOW))
 		return 0;
 	if (S_ISDIR(st.st_mode))
@@ -93,14 +93,14 @@ static int plan_existing(struct xsess *x, struct xfile *f,
 	/* the same size and mtime: up to date, whatever the flags (rsync's
 	 * quick check); it lets an interrupted transfer be run again
 	 * without --overwrite */
-	if (!(flags & PROTO_XF_OVERWRITE) && S_ISREG(st.st_mode) && !f->pipe &&
+	if (!(flags & XFER_F_OVERWRITE) && S_ISREG(st.st_mode) && !f->pipe &&
 	    (uint64_t)st.st_size == e->size &&
 	    st.st_mtim.tv_sec == e->mtime_sec &&
 	    (uint32_t)st.st_mtim.tv_nsec == e->mtime_nsec) {
 		plan->action = PROTO_XA_SKIP;
 		return 1;
 	}
-	if (!(flags & (PROTO_XF_OVERWRITE | PROTO_XF_UPDATE)))
+	if (!(flags & (XFER_F_OVERWRITE | XFER_F_UPDATE)))
 		return refuse(f, plan, -EEXIST, "exists");
 	return 0;
 }
@@ -116,7 +116,7 @@ static bool create_anon(struct xsess *x, struct xfile *f)
 	int r;
 
 	if (!((f->rx.dh && f->rx.dh->fresh) ||
-	      (x->o->flags & PROTO_XF_SCRATCH)) ||
+	      (x->o->flags & XFER_F_SCRATCH)) ||
 	    x->rx.no_anon || f->pipe || f->nchunks >= JOURNAL_MIN_CHUNKS)
 		return false;
 	r = fsio_open_anon(f->rx.dirfd, (mode_t)((f->mode & 0777) | 0600));
@@ -176,7 +176,7 @@ int xfer__plan_file(struct xsess *x, struct xfile *f,
 	plan->idx = e->idx;
 	plan->action = PROTO_XA_SEND;
 	r = plan_chunks(x, f, e, plan);
-	if (r || (flags & PROTO_XF_STDOUT))
+	if (r || (flags & XFER_F_STDOUT))
 		return r < 0 ? r : 0;
 	fsio_split(e->path, e->path_len, parent, f->rx.name);
 	if (plan_dir(x, f, parent, plan) || plan_existing(x, f, e, plan))
@@ -184,7 +184,7 @@ int xfer__plan_file(struct xsess *x, struct xfile *f,
 	fsio_temp_name(f->rx.name, f->rx.tmp);
 	fsio_journal_name(f->rx.name, jname);
 	if (!f->pipe && f->nchunks >= JOURNAL_MIN_CHUNKS &&
-	    !(flags & (PROTO_XF_SCRATCH | PROTO_XF_NO_FSYNC)) &&
+	    !(flags & (XFER_F_SCRATCH | XFER_F_NO_FSYNC)) &&
 	    xfer__try_resume(x, f, e, jname)) {
 		plan->action = PROTO_XA_RESUME;
 		return xfer__put_held(x, f, b);
@@ -232,7 +232,7 @@ static int apply_meta(struct xsess *x, struct xfile *f, bool synced)
 	uint32_t flags = x->o->flags;
 	struct timespec ts[2] = { { 0, UTIME_NOW },
 				  { f->mtime_sec, f->mtime_nsec } };
-	mode_t mode = f->mode & ((flags & PROTO_XF_KEEP_SETID) ? 07777 : 01777);
+	mode_t mode = f->mode & ((flags & XFER_F_KEEP_SETID) ? 07777 : 01777);
 
 	if ((f->from_pipe || (f->eflags & PROTO_XE_SPARSE)) &&
 	    ftruncate(f->fd, (off_t)f->size))
@@ -241,7 +241,7 @@ static int apply_meta(struct xsess *x, struct xfile *f, bool synced)
 		return failed(f, -errno, "chmod");
 	if (futimens(f->fd, ts))
 		return failed(f, -errno, "setting mtime");
-	if (!(flags & PROTO_XF_NO_FSYNC) && !synced && fsync(f->fd))
+	if (!(flags & XFER_F_NO_FSYNC) && !synced && fsync(f->fd))
 		return failed(f, -errno, "fsync");
 	return 0;
 }
@@ -249,7 +249,7 @@ static int apply_meta(struct xsess *x, struct xfile *f, bool synced)
 int xfer__finalize(struct xsess *x, struct xfile *f, bool synced)
 {
 	uint32_t flags = x->o->flags;
-	bool replace = flags & (PROTO_XF_OVERWRITE | PROTO_XF_UPDATE);
+	bool replace = flags & (XFER_F_OVERWRITE | XFER_F_UPDATE);
 	char jname[FSIO_MAX_NAME + 1];
 	uint8_t d[DIGEST_LEN];
 	int r;
@@ -261,12 +261,12 @@ int xfer__finalize(struct xsess *x, struct xfile *f, bool synced)
 			 "the transfer?)");
 		return LR_EDIGEST;
 	}
-	if (flags & PROTO_XF_STDOUT)
+	if (flags & XFER_F_STDOUT)
 		return 0;
 	r = apply_meta(x, f, synced);
 	if (r)
 		return r;
-	if (flags & PROTO_XF_SCRATCH) {
+	if (flags & XFER_F_SCRATCH) {
 		/* doctor: written, verified and synced; never named */
 		if (!f->rx.anon)
 			unlinkat(f->rx.dirfd, f->rx.tmp, 0);
@@ -295,7 +295,7 @@ bool xfer__dir_named(struct xsess *x, struct xfile *f)
 	 * handle must be marked dirty (under the lock, by the caller) to be
 	 * synced once per batch */
 	if (f->rx.dirfd < 0 ||
-	    (x->o->flags & (PROTO_XF_NO_FSYNC | PROTO_XF_STDOUT)))
+	    (x->o->flags & (XFER_F_NO_FSYNC | XFER_F_STDOUT)))
 		return false;
 	if (!f->rx.dh) {
 		fsync(f->rx.dirfd);
@@ -523,7 +523,7 @@ static void late_symlink(struct xsess *x, const struct late *l,
 			 struct proto_buf *fb, uint64_t *failed_n)
 {
 	char parent[FSIO_MAX_PATH + 1], name[FSIO_MAX_NAME + 1];
-	bool replace = x->o->flags & (PROTO_XF_OVERWRITE | PROTO_XF_UPDATE);
+	bool replace = x->o->flags & (XFER_F_OVERWRITE | XFER_F_UPDATE);
 	struct timespec ts[2] = { { .tv_nsec = UTIME_NOW },
 				  { l->mtime_sec, l->mtime_nsec } };
 	int dfd, e;
@@ -548,9 +548,9 @@ static void late_dir(struct xsess *x, const struct late *l)
 
 	if (dfd < 0)
 		return;
-	fchmod(dfd, l->mode & ((flags & PROTO_XF_KEEP_SETID) ? 07777 : 01777));
+	fchmod(dfd, l->mode & ((flags & XFER_F_KEEP_SETID) ? 07777 : 01777));
 	futimens(dfd, ts);
-	if (!(flags & PROTO_XF_NO_FSYNC))
+	if (!(flags & XFER_F_NO_FSYNC))
 		fsync(dfd);
 	close(dfd);
 }

@@ -105,7 +105,7 @@ static int entry_admit(struct rxc *c, const struct proto_xfer_entry *e)
 				  "the sender announced more bytes than the "
 				  "%llu it said: cut off",
 				  (unsigned long long)c->tot.bytes);
-	if ((x->o->flags & PROTO_XF_STDOUT) &&
+	if ((x->o->flags & XFER_F_STDOUT) &&
 	    (e->kind != PROTO_XK_FILE || e->idx > 0))
 		return lr_err_set(c->err, LR_EBADMSG,
 				  "one file was asked for standard output, and "

@@ -140,7 +140,7 @@ void xfer__rx_abandon(struct xsess *x, struct xfile *f, bool keep)
 {
 	char jname[FSIO_MAX_NAME + 1];
 
-	if (f->kind != PROTO_XK_FILE || (x->o->flags & PROTO_XF_STDOUT) ||
+	if (f->kind != PROTO_XK_FILE || (x->o->flags & XFER_F_STDOUT) ||
 	    f->rx.dirfd < 0 || !f->rx.tmp[0])
 		return;
 	if (keep && f->rx.jfd >= 0) {
@@ -175,7 +175,7 @@ static int service_finals(struct xsess *x)
 	x->rx.nfinals = 0;
 	xfer__unlock(&x->lock);
 	synced = n > 2 && x->rx.destfd >= 0 &&
-		 !(x->o->flags & (PROTO_XF_NO_FSYNC | PROTO_XF_STDOUT)) &&
+		 !(x->o->flags & (XFER_F_NO_FSYNC | XFER_F_STDOUT)) &&
 		 !syncfs(x->rx.destfd);
 	for (i = 0; i < n; i++) {
 		r = xfer__finish_file(x, &x->win[finals[i]], synced);

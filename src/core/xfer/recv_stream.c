@@ -63,7 +63,7 @@ static int unit_parse(struct rxs *s, const uint8_t *u, size_t avail,
  * arrays grow to it. Under lock. */
 static int pipe_reach(struct xsess *x, struct xfile *f, uint32_t chunk)
 {
-	bool out = x->o->flags & PROTO_XF_STDOUT;
+	bool out = x->o->flags & XFER_F_STDOUT;
 	int r;
 
 	if (chunk >= f->nchunks + PIPE_LEAD || chunk >= XFER_MAX_CHUNKS ||
@@ -212,7 +212,7 @@ static int unit_write(struct rxs *s, const struct unit *un)
 	uint64_t t = xfer__now_ns();
 	int r = 0;
 
-	if (x->o->flags & PROTO_XF_STDOUT) {
+	if (x->o->flags & XFER_F_STDOUT) {
 		r = unit_out(x, un);
 	} else if (un->h.kind == PROTO_XC_DATA) {
 		/* Stream threads writing one file at once meet on its inode
@@ -296,7 +296,7 @@ static int recv_unit(struct rxs *s, const uint8_t *u, size_t avail,
 	if (r)
 		return r < 0 ? -1 : 0;
 	w = unit_write(s, &un);
-	if (w && (s->x->o->flags & PROTO_XF_STDOUT)) {
+	if (w && (s->x->o->flags & XFER_F_STDOUT)) {
 		if (w == -ECANCELED)
 			return -1; /* aborted: said already */
 		xfer__fatal(s->x, w, "writing to standard output: %s",
@@ -313,7 +313,7 @@ static int record_done(struct rxs *s)
 	struct xsess *x = s->x;
 	struct sthread *st = s->st;
 	bool synced = st->nready > 2 &&
-		      !(x->o->flags & (PROTO_XF_NO_FSYNC | PROTO_XF_STDOUT)) &&
+		      !(x->o->flags & (XFER_F_NO_FSYNC | XFER_F_STDOUT)) &&
 		      !syncfs(x->rx.destfd);
 	uint64_t t = xfer__now_ns();
 	int r = xfer__finish_files(x, st->ready, st->nready, synced);

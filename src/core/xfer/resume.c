@@ -135,7 +135,7 @@ void xfer__journal_start(struct xsess *x, struct xfile *f,
 
 	/* without fsync a journal could claim data the disk lost: none */
 	if (f->pipe || f->nchunks < JOURNAL_MIN_CHUNKS ||
-	    (x->o->flags & (PROTO_XF_NO_FSYNC | PROTO_XF_SCRATCH)))
+	    (x->o->flags & (XFER_F_NO_FSYNC | XFER_F_SCRATCH)))
 		return;
 	journal_encode_hdr(&jh, hb);
 	f->rx.jfd = openat(f->rx.dirfd, jname,
@@ -194,7 +194,7 @@ void xfer__journal_flush(struct xsess *x, struct xfile *f)
 	if (!out)
 		return;
 	/* the records after the data they describe has reached the device */
-	if (!(x->o->flags & PROTO_XF_NO_FSYNC))
+	if (!(x->o->flags & XFER_F_NO_FSYNC))
 		fdatasync(dfd);
 	if (fsio_write_all(jfd, out, len)) {
 		/* a journal that cannot grow only costs a resume */

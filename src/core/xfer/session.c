@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "link.h"
 #include "net.h"
 #include "xfer_int.h"
 #include "banned.h"
@@ -378,4 +379,14 @@ const char *xfer_bottleneck(const struct xfer_result *res, double *share)
 	if (share)
 		*share = best / wall;
 	return name;
+}
+
+double xfer_ceiling_bps(const struct xfer_result *res, uint64_t speed_bps)
+{
+	uint64_t speed = speed_bps ? speed_bps : res->link_speed_bps;
+
+	if (!speed)
+		return 0;
+	return link_goodput_bps(speed, res->link_mtu ? res->link_mtu : 1500,
+				res->ipv6, true);
 }

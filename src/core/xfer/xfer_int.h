@@ -65,6 +65,26 @@
 #include "proto.h"
 #include "../xfer.h"
 
+/* The public names are the wire's values. */
+#define XFER__SAME(a, b) ((unsigned)(a) == (unsigned)(b))
+_Static_assert(XFER__SAME(XFER_F_OVERWRITE, PROTO_XF_OVERWRITE) &&
+		       XFER__SAME(XFER_F_UPDATE, PROTO_XF_UPDATE) &&
+		       XFER__SAME(XFER_F_NO_FSYNC, PROTO_XF_NO_FSYNC) &&
+		       XFER__SAME(XFER_F_KEEP_SETID, PROTO_XF_KEEP_SETID) &&
+		       XFER__SAME(XFER_F_STDOUT, PROTO_XF_STDOUT) &&
+		       XFER__SAME(XFER_F_SCRATCH, PROTO_XF_SCRATCH),
+	       "enum xfer_flag is the wire's");
+_Static_assert(XFER__SAME(XFER_PUSH, PROTO_XFER_PUSH) &&
+		       XFER__SAME(XFER_PULL, PROTO_XFER_PULL),
+	       "enum xfer_op is the wire's");
+_Static_assert(XFER_MIN_CHUNK == PROTO_XFER_MIN_CHUNK &&
+		       XFER_MAX_CHUNK == PROTO_XFER_MAX_CHUNK &&
+		       XFER_MAX_STREAMS == PROTO_MAX_STREAMS &&
+		       XFER_MAX_SOCKBUF == PROTO_MAX_WINDOW &&
+		       XFER_MAX_PATHS == PROTO_XFER_MAX_PATHS &&
+		       XFER_MAX_PATH == PROTO_XFER_MAX_PATH,
+	       "the limits of xfer.h are the wire's");
+
 #define CTRL_TIMEOUT_MS	   10000
 #define IDLE_MS		   30000 /* a peer silent this long has gone */
 #define ACK_FLUSH_MS	   50
