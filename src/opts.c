@@ -207,9 +207,9 @@ void opts_add_hint(char *msg, size_t cap, int code)
 	const char *hint = NULL;
 
 	/* the engine says what happened; which flag helps is ours to say */
-	if (code == -EEXIST)
+	if (code == -EEXIST && !strstr(msg, "--overwrite"))
 		hint = " (use --overwrite or --update)";
-	else if (code == -EFBIG)
+	else if (code == -EFBIG && !strstr(msg, "--chunk"))
 		hint = " (use a larger --chunk, up to 8M)";
 	if (hint && n < cap)
 		snprintf(msg + n, cap - n, "%s", hint);

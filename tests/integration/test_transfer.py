@@ -219,6 +219,7 @@ def test_existing_file(xsrv):
     assert res.returncode == 1, describe(res)
     assert "f.bin" in output(res)
     assert re.search(r"exist", output(res)), output(res)
+    assert "--overwrite" in output(res), output(res)  # the flag that helps
     assert dst.read_bytes() == b"old content"
     assert not temp_leftovers(x.root)
 

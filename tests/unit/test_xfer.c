@@ -9,6 +9,8 @@
  * - A file that fails on the receiver while one of its chunks is still
  *   being written, and whose window slot the sender announces again, does
  *   not make the receiver send the new entry's plan under another type.
+ * - The sender matches the receiver's FAIL items to files by idx: two
+ *   files failing in one message each get their own reason and code.
  *
  * pwrite is interposed here (the test's definition wins over libc's for
  * the engine linked into this executable) so that a test can hold one
@@ -644,11 +646,143 @@ static void test_plan_after_failed_slot(void **state)
 	rm_tree(dst);
 }
 
+/* ============ FAIL items matched to their files by idx ================ */
+
+struct fevents {
+	unsigned n;
+	char path[4][64], reason[4][64];
+	int code[4];
+	bool ok[4];
+};
+
+static void record_event(void *ctx, const struct xfer_event *ev)
+{
+	struct fevents *fe = ctx;
+
+	if (ev->kind != XFER_EV_FILE || fe->n >= 4)
+		return;
+	snprintf(fe->path[fe->n], sizeof(fe->path[0]), "%s", ev->path);
+	snprintf(fe->reason[fe->n], sizeof(fe->reason[0]), "%s",
+		 ev->reason ? ev->reason : "");
+	fe->code[fe->n] = ev->code;
+	fe->ok[fe->n] = ev->ok;
+	fe->n++;
+}
+
+/* The test plays the receiver: read messages until one of type. */
+static void fake_expect(struct fake *f, uint8_t type, struct proto_hdr *h)
+{
+	struct lr_err err = { 0 };
+
+	for (;;) {
+		assert_int_equal(conn_recv_msg(f->ctrl, f->rbuf, MSG_CAP, h,
+					       net_now_ms() + 10000, &err),
+				 0);
+		if (h->type == type)
+			return;
+		assert_true(h->type == PROTO_XFER_SUMS ||
+			    h->type == PROTO_XFER_FILES);
+	}
+}
+
+static void test_fail_reasons_by_idx(void **state)
+{
+	char src[] = "/tmp/lr-xfer-src-XXXXXX";
+	char p0[600], p1[600];
+	const char *paths[2] = { p0, p1 };
+	static struct fevents fe;
+	static struct link l;
+	_Atomic bool cancel = false;
+	struct side tx = { 0 };
+	struct proto_xfer_plan plan;
+	struct proto_xfer_fail fl;
+	struct proto_xfer_ack ack;
+	struct proto_xfer_done done = { .files_failed = 2 };
+	struct proto_buf b;
+	struct proto_hdr h;
+	struct fake f;
+	unsigned i;
+
+	(void)state;
+	memset(&fe, 0, sizeof(fe));
+	assert_non_null(mkdtemp(src));
+	write_file(src, "f0", 4096, 0);
+	write_file(src, "f1", 4096, 1);
+	snprintf(p0, sizeof(p0), "%s/f0", src);
+	snprintf(p1, sizeof(p1), "%s/f1", src);
+	link_open(&l, 1);
+	f = (struct fake){ .ctrl = &l.ctrl[1],
+			   .data = l.data[1],
+			   .buf = malloc(MSG_CAP),
+			   .rbuf = malloc(MSG_CAP) };
+	assert_non_null(f.buf);
+	assert_non_null(f.rbuf);
+	tx.cs = &l.cs[0];
+	tx.src = (struct xfer_source){ .rootfd = -1,
+				       .npaths = 2,
+				       .paths = paths };
+	tx.o = (struct xfer_opts){ .chunk_size = CHUNK, .cancel = &cancel };
+	tx.cb = (struct xfer_callbacks){ .ctx = &fe, .event = record_event };
+	assert_int_equal(pthread_create(&tx.th, NULL, send_main, &tx), 0);
+
+	fake_expect(&f, PROTO_XFER_TOTALS, &h);
+	fake_expect(&f, PROTO_XFER_FILES, &h);
+	proto_buf_init(&b, f.buf, MSG_CAP);
+	proto_msg_begin(&b, PROTO_XFER_PLAN);
+	for (i = 0; i < 2; i++) {
+		plan = (struct proto_xfer_plan){ i, PROTO_XA_SEND };
+		proto_put_xfer_plan(&b, &plan);
+	}
+	assert_int_equal(proto_msg_end(&b), 0);
+	fake_send(&f, &b);
+	/* both fail in one message, their reasons first, as a receiver
+	 * sends them: FAIL 0, FAIL 1, then the FILE_FAILED of each */
+	proto_buf_init(&b, f.buf, MSG_CAP);
+	proto_msg_begin(&b, PROTO_XFER_ACKS);
+	fl = (struct proto_xfer_fail){ .idx = 0, .code = EACCES };
+	snprintf(fl.text, sizeof(fl.text), "reason of f0");
+	proto_put_xfer_fail(&b, &fl);
+	fl = (struct proto_xfer_fail){ .idx = 1, .code = EEXIST };
+	snprintf(fl.text, sizeof(fl.text), "reason of f1");
+	proto_put_xfer_fail(&b, &fl);
+	for (i = 0; i < 2; i++) {
+		ack = (struct proto_xfer_ack){ i, 0, PROTO_XS_FILE_FAILED, 0 };
+		proto_put_xfer_ack(&b, &ack);
+	}
+	assert_int_equal(proto_msg_end(&b), 0);
+	fake_send(&f, &b);
+	fake_expect(&f, PROTO_XFER_END, &h);
+	proto_buf_init(&b, f.buf, MSG_CAP);
+	assert_int_equal(proto_encode_xfer_done(&b, &done), 0);
+	fake_send(&f, &b);
+	pthread_join(tx.th, NULL);
+
+	assert_int_equal(tx.r, -EIO);
+	assert_int_equal(tx.res.files_failed, 2);
+	assert_int_equal(fe.n, 2);
+	for (i = 0; i < 2; i++) {
+		char want[32];
+
+		snprintf(want, sizeof(want), "reason of f%u", i);
+		assert_false(fe.ok[i]);
+		assert_non_null(strstr(fe.path[i], i ? "f1" : "f0"));
+		assert_string_equal(fe.reason[i], want);
+		assert_int_equal(fe.code[i], i ? -EEXIST : -EACCES);
+	}
+	assert_non_null(strstr(tx.res.first_failure, "f0: reason of f0"));
+	assert_int_equal(tx.res.first_failure_code, -EACCES);
+	free(f.buf);
+	free(f.rbuf);
+	link_close(&l);
+	rm_tree(src);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_slow_callback_does_not_hold_streams),
 		cmocka_unit_test(test_plan_after_failed_slot),
+		cmocka_unit_test(test_fail_reasons_by_idx),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

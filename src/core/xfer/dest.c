@@ -478,6 +478,7 @@ int xfer__late_add(struct late **head, const struct proto_xfer_entry *e)
 
 	if (!l)
 		return -ENOMEM;
+	l->idx = e->idx;
 	l->kind = e->kind;
 	l->mode = e->mode;
 	l->mtime_sec = e->mtime_sec;
@@ -501,7 +502,7 @@ int xfer__late_add(struct late **head, const struct proto_xfer_entry *e)
 static void late_failed(struct xsess *x, const struct late *l, int e,
 			struct proto_buf *fb, uint64_t *failed_n)
 {
-	struct proto_xfer_fail fl = { .code = (uint32_t)-e };
+	struct proto_xfer_fail fl = { .idx = l->idx, .code = (uint32_t)-e };
 	char esc[ESC_MAX];
 
 	snprintf(fl.text, sizeof(fl.text), "%s: %s",

@@ -50,7 +50,10 @@ void xfer__file_event(struct xsess *x, struct xfile *f, bool ok, bool skipped,
 				 .ok = ok,
 				 .skipped = skipped,
 				 .code = code };
-	f->path = NULL; /* the event owns it now */
+	if (f->inflight)
+		e->path = f->path ? strdup(f->path) : NULL; /* still read */
+	else
+		f->path = NULL; /* the event owns it now */
 	if (!ok)
 		e->reason = strdup(reason ? reason : "failed");
 }

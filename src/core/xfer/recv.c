@@ -80,17 +80,25 @@ static int entry_admit(struct rxc *c, const struct proto_xfer_entry *e)
 {
 	struct xsess *x = c->x;
 	struct xfile *f = &x->win[SLOT(e->idx)];
+	enum xrx_state st;
 	int r;
 
 	if (e->idx != c->next_idx)
 		return lr_err_set(c->err, LR_EBADMSG,
 				  "entry %u announced out of order", e->idx);
-	if (f->rx.state == XRX_FAILED) {
+	/* stream threads free slots: look under the lock */
+	xfer__lock(&x->lock);
+	st = f->rx.state;
+	xfer__unlock(&x->lock);
+	if (st == XRX_FAILED) {
 		r = slot_drain(c, f);
 		if (r)
 			return r;
 	}
-	if (xfer__used(f))
+	xfer__lock(&x->lock);
+	st = f->rx.state;
+	xfer__unlock(&x->lock);
+	if (st != XRX_FREE)
 		return lr_err_set(c->err, LR_EBADMSG,
 				  "the sender overran the window of %u files",
 				  XFER_WINDOW);

@@ -188,11 +188,12 @@ static int service_finals(struct xsess *x)
 /* Files that failed since the last time: a FAIL item and a FILE_FAILED
  * acknowledgement each, into b; their temporary files go (chunks still
  * in flight drain). *limit: the acknowledgements to send now. Under
- * lock. */
-static void service_failures(struct xsess *x, struct proto_buf *b,
-			     unsigned *limit)
+ * lock. 0 or -ENOMEM. */
+static int service_failures(struct xsess *x, struct proto_buf *b,
+			    unsigned *limit)
 {
 	unsigned i;
+	int r;
 
 	for (i = 0; i < XFER_WINDOW && x->rx.any_failed; i++) {
 		struct xfile *f = &x->win[i];
@@ -205,9 +206,11 @@ static void service_failures(struct xsess *x, struct proto_buf *b,
 		if (!proto_xfer_batch_room(b, 4 + 8 + strlen(fl.text) +
 						      PROTO_XFER_ACK_LEN + 4))
 			break; /* the rest goes next time */
+		r = xfer__push_ack(x, f->idx, 0, PROTO_XS_FILE_FAILED, 0);
+		if (r)
+			return r;
 		x->rx.fail_pending[i] = false;
 		proto_put_xfer_fail(b, &fl);
-		xfer__push_ack(x, f->idx, 0, PROTO_XS_FILE_FAILED, 0);
 		*limit = x->rx.nacks;
 		x->res->files_failed++;
 		x->files_done++;
@@ -215,6 +218,7 @@ static void service_failures(struct xsess *x, struct proto_buf *b,
 		xfer__file_event(x, f, false, false, f->rx.reason, f->rx.code);
 		xfer__rx_abandon(x, f, false);
 	}
+	return 0;
 }
 
 /* Send the first limit queued acknowledgements after what b holds, and
@@ -277,7 +281,7 @@ static void service_release(struct xsess *x)
 int xfer__recv_service(struct xsess *x)
 {
 	struct proto_buf b;
-	unsigned limit;
+	unsigned limit, synced;
 	int r;
 
 	r = service_finals(x);
@@ -291,9 +295,16 @@ int xfer__recv_service(struct xsess *x)
 	xfer__dirs_sync(x);
 	proto_buf_init(&b, x->rx.svc_buf, MSG_BUF);
 	proto_msg_begin(&b, PROTO_XFER_ACKS);
+	synced = limit;
 	xfer__lock(&x->lock);
-	service_failures(x, &b, &limit);
+	r = service_failures(x, &b, &limit);
 	xfer__unlock(&x->lock);
+	if (r)
+		return r;
+	/* a FILE_FAILED goes after what was queued before it, which may
+	 * hold files named since the sync: sync their directories too */
+	if (limit > synced)
+		xfer__dirs_sync(x);
 	r = service_acks(x, &b, limit);
 	if (r)
 		return r;

@@ -159,7 +159,9 @@ static int unit_verify(struct rxs *s, struct unit *un)
 		return 0;
 	xfer__lock(&x->lock);
 	f->cstate[un->h.chunk] = CS_RESEND;
-	if (++f->tries[un->h.chunk] > XFER_MAX_RETRIES)
+	if (f->rx.state != XRX_RECEIVING)
+		; /* failed meanwhile: its FILE_FAILED may be out already */
+	else if (++f->tries[un->h.chunk] > XFER_MAX_RETRIES)
 		xfer__rx_fail(x, f, LR_EDIGEST,
 			      "chunk %u failed verification %u times",
 			      un->h.chunk, XFER_MAX_RETRIES + 1);

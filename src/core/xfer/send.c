@@ -44,31 +44,42 @@ enum tx_step {
 	TX_FAIL
 };
 
-/* A FAIL item's reason, for the PLAN or ACK that follows it. */
-struct reason {
-	char text[PROTO_MAX_TEXT + 1];
-	int code;
-};
-
-static void reason_take(struct reason *rs, const struct proto_xfer_fail *fl)
+/* A FAIL item: kept with its entry for the REFUSE or FILE_FAILED that
+ * follows; one for no entry in the window (a symlink made at the end)
+ * is the session's late failure. Under lock. 0 or LR_EBADMSG. */
+static int fail_item(struct xsess *x, const struct proto_xfer_iter *it)
 {
-	snprintf(rs->text, sizeof(rs->text), "%s", fl->text);
+	struct proto_xfer_fail fl;
+	struct xfile *f;
 	/* an errno value; anything else says only that it failed */
-	rs->code = fl->code && fl->code < 4096 ? -(int)fl->code : -EIO;
+	int code;
+
+	if (proto_xfer_get_fail(it, &fl))
+		return LR_EBADMSG;
+	code = fl.code && fl.code < 4096 ? -(int)fl.code : -EIO;
+	f = xfer__entry(x, fl.idx);
+	if (!f || f->tx.state == XTX_ENDED) {
+		snprintf(x->tx.late_reason, sizeof(x->tx.late_reason), "%s",
+			 fl.text);
+		x->tx.late_code = code;
+		return 0;
+	}
+	free(f->tx.fail_text);
+	f->tx.fail_text = strdup(fl.text);
+	f->tx.fail_code = code;
+	return 0;
 }
 
 /* A file's end as the receiver said it, under lock: counted, its event
  * queued, its slot let go. */
-static void file_failed(struct xsess *x, struct xfile *f, struct reason *rs,
-			const char *dflt)
+static void file_failed(struct xsess *x, struct xfile *f, const char *dflt)
 {
-	const char *why = rs->text[0] ? rs->text : dflt;
-	int code = rs->text[0] ? rs->code : -EIO;
+	const char *why = f->tx.fail_text ? f->tx.fail_text : dflt;
+	int code = f->tx.fail_text ? f->tx.fail_code : -EIO;
 
 	x->res->files_failed++;
 	xfer__note_failure(x, f, why, code);
 	xfer__file_event(x, f, false, false, why, code);
-	rs->text[0] = 0;
 	xfer__tx_file_end(x, f);
 }
 
@@ -91,7 +102,7 @@ static int plan_held(struct xsess *x, const struct proto_xfer_iter *it)
 }
 
 static int plan_one(struct xsess *x, const struct proto_xfer_iter *it,
-		    struct reason *rs, bool *queued)
+		    bool *queued)
 {
 	struct proto_xfer_plan p;
 	struct xfile *f;
@@ -112,11 +123,10 @@ static int plan_one(struct xsess *x, const struct proto_xfer_iter *it,
 		x->res->files_skipped++;
 		x->bytes_held += f->size;
 		xfer__file_event(x, f, true, true, NULL, 0);
-		rs->text[0] = 0;
 		xfer__tx_file_end(x, f);
 		return 0;
 	}
-	file_failed(x, f, rs, "refused");
+	file_failed(x, f, "refused");
 	return 0;
 }
 
@@ -126,26 +136,20 @@ static int plan_one(struct xsess *x, const struct proto_xfer_iter *it,
 static int on_plan(struct xsess *x, const uint8_t *body, size_t len)
 {
 	struct proto_xfer_iter it;
-	struct reason rs = { "", 0 };
 	bool queued = false;
 	int r;
 
 	proto_xfer_iter_init(&it, body, len);
 	xfer__lock(&x->lock);
 	while ((r = proto_xfer_iter_next(&it)) == 1) {
-		if (it.tag == PROTO_T_HELD) {
+		if (it.tag == PROTO_T_HELD)
 			r = plan_held(x, &it);
-		} else if (it.tag == PROTO_T_FAIL) {
-			struct proto_xfer_fail fl;
-
-			r = proto_xfer_get_fail(&it, &fl) ? LR_EBADMSG : 0;
-			if (!r)
-				reason_take(&rs, &fl);
-		} else if (it.tag == PROTO_T_PLAN) {
-			r = plan_one(x, &it, &rs, &queued);
-		} else {
+		else if (it.tag == PROTO_T_FAIL)
+			r = fail_item(x, &it);
+		else if (it.tag == PROTO_T_PLAN)
+			r = plan_one(x, &it, &queued);
+		else
 			r = LR_EBADMSG;
-		}
 		if (r)
 			break;
 	}
@@ -157,8 +161,8 @@ static int on_plan(struct xsess *x, const uint8_t *body, size_t len)
 
 /* ---- the receiver's ACKS ---- */
 
-/* Queue chunk a.chunk of f to be sent again. Under lock. */
-static int ack_resend(struct xsess *x, uint32_t slot, uint32_t chunk)
+/* Queue chunk chunk of entry idx to be sent again. Under lock. */
+static int ack_resend(struct xsess *x, uint32_t idx, uint32_t chunk)
 {
 	struct xsend *q = &x->tx;
 
@@ -171,14 +175,13 @@ static int ack_resend(struct xsess *x, uint32_t slot, uint32_t chunk)
 		q->retries = nr;
 		q->cap_retries = nc;
 	}
-	q->retries[q->nretries++] = (struct retry){ slot, chunk };
+	q->retries[q->nretries++] = (struct retry){ idx, chunk };
 	pthread_cond_broadcast(&x->cv);
 	return 0;
 }
 
 /* One ACK item. */
-static int ack_one(struct xsess *x, const struct proto_xfer_ack *a,
-		   struct reason *rs)
+static int ack_one(struct xsess *x, const struct proto_xfer_ack *a)
 {
 	bool chunk = a->status == PROTO_XS_CHUNK_OK ||
 		     a->status == PROTO_XS_CHUNK_BAD;
@@ -204,7 +207,7 @@ static int ack_one(struct xsess *x, const struct proto_xfer_ack *a,
 			r = LR_EDIGEST;
 			break;
 		}
-		r = ack_resend(x, SLOT(a->idx), a->chunk);
+		r = ack_resend(x, a->idx, a->chunk);
 		break;
 	case PROTO_XS_FILE_DONE:
 		if (f->kind == PROTO_XK_FILE)
@@ -212,7 +215,7 @@ static int ack_one(struct xsess *x, const struct proto_xfer_ack *a,
 		xfer__file_event(x, f, true, false, NULL, 0);
 		xfer__tx_file_end(x, f);
 		break;
-	default: file_failed(x, f, rs, "failed");
+	default: file_failed(x, f, "failed");
 	}
 	xfer__unlock(&x->lock);
 	if (r == LR_EDIGEST)
@@ -224,7 +227,6 @@ static int ack_one(struct xsess *x, const struct proto_xfer_ack *a,
 static int on_acks(struct xsess *x, const uint8_t *body, size_t len)
 {
 	struct proto_xfer_iter it;
-	struct reason rs = { "", 0 };
 	int r;
 
 	proto_xfer_iter_init(&it, body, len);
@@ -232,26 +234,18 @@ static int on_acks(struct xsess *x, const uint8_t *body, size_t len)
 		struct proto_xfer_ack a;
 
 		if (it.tag == PROTO_T_FAIL) {
-			struct proto_xfer_fail fl;
-
-			if (proto_xfer_get_fail(&it, &fl))
-				return LR_EBADMSG;
-			reason_take(&rs, &fl);
+			xfer__lock(&x->lock);
+			r = fail_item(x, &it);
+			xfer__unlock(&x->lock);
+			if (r)
+				return r;
 			continue;
 		}
 		if (proto_xfer_get_ack(&it, &a))
 			return LR_EBADMSG;
-		r = ack_one(x, &a, &rs);
+		r = ack_one(x, &a);
 		if (r)
 			return r;
-	}
-	if (!r && rs.text[0]) {
-		/* a FAIL with no ACK after it: a failure found at the end */
-		xfer__lock(&x->lock);
-		snprintf(x->tx.late_reason, sizeof(x->tx.late_reason), "%s",
-			 rs.text);
-		x->tx.late_code = rs.code;
-		xfer__unlock(&x->lock);
 	}
 	return r;
 }
@@ -310,6 +304,17 @@ static int window_add(struct xsess *x, struct xfile *f,
 	}
 	xfer__unlock(&x->lock);
 	return r;
+}
+
+/* Entry idx's slot is free (stream threads free slots). */
+static bool slot_free(struct xsess *x, uint32_t idx)
+{
+	bool free_;
+
+	xfer__lock(&x->lock);
+	free_ = !xfer__used(&x->win[SLOT(idx)]);
+	xfer__unlock(&x->lock);
+	return free_;
 }
 
 /* More than the totals said: the walk found a grown source. */
@@ -374,7 +379,7 @@ static enum tx_step tx_announce(struct txc *c)
 		return TX_SUMS;
 	proto_buf_init(&b, c->buf, MSG_BUF);
 	proto_msg_begin(&b, PROTO_XFER_FILES);
-	while (!r && !c->walk_done && !xfer__used(&x->win[SLOT(c->next_idx)])) {
+	while (!r && !c->walk_done && slot_free(x, c->next_idx)) {
 		r = announce_one(c, &b);
 		if (r == 1) {
 			c->walk_done = true;

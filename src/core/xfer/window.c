@@ -75,6 +75,7 @@ void xfer__file_release(struct xfile *f)
 	free(f->cstate);
 	free(f->tries);
 	free(f->rx.jpend);
+	free(f->tx.fail_text);
 	free(f->path);
 	memset(f, 0, sizeof(*f));
 	f->fd = f->rx.dirfd = f->rx.jfd = -1;
@@ -271,11 +272,11 @@ static int take_retry(struct xsess *x, uint32_t *slot, uint32_t *chunk)
 {
 	while (x->tx.nretries) {
 		struct retry *rt = &x->tx.retries[--x->tx.nretries];
-		struct xfile *f = &x->win[rt->slot];
+		struct xfile *f = xfer__entry(x, rt->idx);
 
-		if (!xfer__used(f) || f->tx.state == XTX_ENDED)
+		if (!f || f->tx.state == XTX_ENDED || rt->chunk >= f->nchunks)
 			continue;
-		*slot = rt->slot;
+		*slot = SLOT(rt->idx);
 		*chunk = rt->chunk;
 		f->inflight++;
 		return 1;

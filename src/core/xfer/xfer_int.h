@@ -30,8 +30,11 @@
  *   The control thread's own (no lock): woken, rx.no_anon, rx.umask,
  *   rx.svc_buf, the entries' late list and everything in its loop state.
  *   Set before a file is visible to stream threads, then read-only until
- *   it is released: a file's kind, eflags, mode, mtime, path, name, tmp,
- *   dirfd, dh, jfd, cmode, anon, implicit_sum and (but for a pipe) size.
+ *   it is released: a file's kind, eflags, mode, mtime, name, dirfd, dh,
+ *   jfd, cmode, implicit_sum and (but for a pipe) size. Its path, until
+ *   its file event takes it (under the lock, only when no stream thread
+ *   holds a chunk of it; a copy otherwise). A COMPLETE file is the
+ *   thread's that names it: tmp and anon change there.
  *
  *   x->tx.pipe_lock orders a pipe's reads (its chunks are numbered in
  *   reading order); it is taken before x->lock, never after.
@@ -149,6 +152,11 @@ struct xfile_tx {
 	enum xtx_state state;
 	bool in_fifo;	 /* in the work queue */
 	uint32_t cursor; /* next chunk to take */
+	/* the receiver's FAIL item for this entry, for the REFUSE or
+	 * FILE_FAILED that follows it (the reasons of one message are
+	 * matched by idx, not by position) */
+	char *fail_text;
+	int fail_code;
 };
 
 /* The receiver's part of a window entry. */
@@ -194,8 +202,10 @@ struct xfile {
 	struct xfile_rx rx;
 };
 
+/* A chunk the receiver asked for again: entry idx may have ended and its
+ * slot been taken by another when a thread comes to it. */
 struct retry {
-	uint32_t slot, chunk;
+	uint32_t idx, chunk;
 };
 
 /* A file event waiting for the control thread. */
@@ -499,8 +509,9 @@ void xfer__wake_if(struct xsess *x);
 int xfer__finish_files(struct xsess *x, struct xfile *const *fs, unsigned n,
 		       bool synced);
 int xfer__finish_file(struct xsess *x, struct xfile *f, bool synced);
-/* Abandon a file: a resumable one keeps its temporary file and
- * journal. */
+/* Abandon a file: a resumable one keeps its temporary file and journal
+ * (keep: no lock held, the journal is flushed; else under lock or at the
+ * end). */
 void xfer__rx_abandon(struct xsess *x, struct xfile *f, bool keep);
 /* Flush queued ACKs and file outcomes, finalize ready files, on the
  * control thread. */
@@ -525,6 +536,7 @@ mode_t xfer__read_umask(void);
  * made then. */
 struct late {
 	struct late *next;
+	uint32_t idx;
 	uint8_t kind;
 	uint16_t mode;
 	int64_t mtime_sec;
