@@ -8,7 +8,9 @@
 # usage: bench/bench_transfer.sh [-t SEC] [--repeat N]
 #                                [--rows unshaped,shaped,quota,tree]
 #                                [--size SIZE] [--files N] [--dest-disk DIR]
-#                                [--peers-only] [--out FILE]
+#                                [--peers-only] [--against BIN]
+#                                [--against-label TEXT] [--tools LIST]
+#                                [--out FILE]
 #
 #   -t SEC          seconds of the `linerate bench` reference run (default 5)
 #   --repeat N      runs per cell; with N > 1 every cell is the median (default 1)
@@ -25,6 +27,14 @@
 #                   fsynced, but `sync`ed before each run) instead of a tmpfs
 #   --peers-only    leave out the linerate rows (send, send --cipher none and
 #                   the bench reference): only nc, tar | nc, scp, rsync
+#   --against BIN   another linerate build (an earlier commit's): its send
+#                   row "linerate send (BIN)" runs with BIN at both ends, in
+#                   the same rotation, so each ratio column of that row is
+#                   this build ÷ BIN
+#   --against-label TEXT  how the table names BIN (default "--against")
+#   --tools LIST    only these rows, comma separated: lr, lrold (needs
+#                   --against), lrchacha, lrnone, nc, tarnc, scp, rsync, ref,
+#                   dd (default: all that apply)
 #   --out FILE      also write the header and table to FILE
 #   -h, --help      this text
 #
@@ -64,6 +74,10 @@
 #   MB/s         payload bytes / wall / 1e6 (the tree: 4096 * N bytes)
 #   files/s      the tree: N / wall
 #   CPU s/GB     user+sys of both ends summed, per 1e9 payload bytes
+#   machine CPU s/GB  the whole machine's busy time (/proc/stat: every CPU's
+#                time less idle and iowait, softirq included) from before
+#                the receiving end starts to after both ends ended, per
+#                1e9 payload bytes: what two real machines would spend
 #   RSS MiB      peak RSS of the largest process of the receiving (B) and of
 #                the sending (A) end
 #   ratios       linerate MB/s / this MB/s and linerate CPU/GB / this CPU/GB,
@@ -117,6 +131,9 @@ opt_size=1G
 opt_files=10000
 opt_dest_disk=
 opt_peers_only=0
+opt_against=
+opt_against_desc=--against
+opt_tools=
 
 BENCH_NAME=bench_transfer
 BENCH_SCRIPT=${BASH_SOURCE[0]}
@@ -146,6 +163,18 @@ while [ $# -gt 0 ]; do
         ;;
     --dest-disk=*) opt_dest_disk=${1#*=}; shift ;;
     --peers-only) opt_peers_only=1; shift ;;
+    --against)
+        [ $# -ge 2 ] || die_usage "$1 needs a value"
+        opt_against=$2
+        shift 2
+        ;;
+    --against=*) opt_against=${1#*=}; shift ;;
+    --against-label)
+        [ $# -ge 2 ] || die_usage "$1 needs a value"
+        opt_against_desc=$2
+        shift 2
+        ;;
+    --against-label=*) opt_against_desc=${1#*=}; shift ;;
     *) _rest+=("$1"); shift ;;
     esac
 done
@@ -171,6 +200,25 @@ if [ -n "$opt_dest_disk" ] && [ ! -d "$opt_dest_disk" ]; then
     die_usage "--dest-disk: '$opt_dest_disk' is not a directory"
 fi
 TREE_BYTES=$((opt_files * TREE_FILE))
+if [ -n "$opt_against" ]; then
+    [ -x "$opt_against" ] || die_usage "--against: '$opt_against' is not an executable"
+    opt_against=$(cd "$(dirname "$opt_against")" && pwd)/$(basename "$opt_against")
+    opt_against_ver=$("$opt_against" version 2>&1 | head -n 1) || opt_against_ver=
+fi
+declare -A TOOL_OK=()
+if [ -n "$opt_tools" ]; then
+    IFS=, read -r -a _tl <<<"$opt_tools"
+    for _t in "${_tl[@]}"; do
+        case $_t in
+        lr | lrchacha | lrnone | nc | tarnc | scp | rsync | ref | dd) TOOL_OK[$_t]=1 ;;
+        lrold)
+            [ -n "$opt_against" ] || die_usage "--tools lrold needs --against BIN"
+            TOOL_OK[$_t]=1
+            ;;
+        *) die_usage "--tools: unknown row '$_t'" ;;
+        esac
+    done
+fi
 
 GROUPS_ALL=(unshaped shaped quota tree)
 declare -A WANT=()
@@ -397,6 +445,13 @@ now() {
     date +%s.%N
 }
 
+# Every CPU's busy time so far, in clock ticks: /proc/stat's cpu line less
+# idle and iowait (user nice system irq softirq steal).
+CLK_TCK=$(getconf CLK_TCK)
+busy_jiffies() {
+    awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat
+}
+
 # From linerate bench's -J document: "bits_per_second bytes".
 json_result() {
     if command -v jq >/dev/null 2>&1; then
@@ -477,11 +532,13 @@ run_one() {
     [ -n "$opt_dest_disk" ] && sync
 
     case $tool in
-    lr | lrnone | lrchacha)
+    lr | lrnone | lrchacha | lrold)
         port=$LR_PORT
-        srv=("$LINERATE_BIN" serve --root "$DEST" --token-file "$TOKEN_FILE" -p "$port"
+        local lrbin=$LINERATE_BIN
+        [ "$tool" = lrold ] && lrbin=$opt_against
+        srv=("$lrbin" serve --root "$DEST" --token-file "$TOKEN_FILE" -p "$port"
             --max-tests 4 --allow-plaintext -B "$TH_ADDR_B")
-        cli=("$LINERATE_BIN" send --token-file "$TOKEN_FILE" -q)
+        cli=("$lrbin" send --token-file "$TOKEN_FILE" -q)
         [ "$tool" = lrnone ] && cli+=(--cipher none)
         [ "$tool" = lrchacha ] && cli+=(--cipher chacha20-poly1305)
         cli+=("$src" "$TH_ADDR_B:$tag")
@@ -527,6 +584,8 @@ run_one() {
     esac
 
     local -a ns_cli=("${NS_CLIENT[@]}")
+    local busy0 busy1
+    busy0=$(busy_jiffies)
     if [ "$local_only" = 1 ]; then
         # the one process runs where the data lands; no receiving end
         ns_cli=("${NS_SERVER[@]}")
@@ -556,6 +615,7 @@ run_one() {
     fi
     t1=$(now)
     [ "$persist" = 1 ] && stop_server "$spid"
+    busy1=$(busy_jiffies)
 
     if [ "$crc" != 0 ] || [ "$src_rc" != 0 ]; then
         log "$tag: FAILED (sending end exit $crc, receiving end exit $src_rc)"
@@ -596,19 +656,21 @@ run_one() {
     fi
     rm -rf "$rundir"
 
-    read -r R_WALL R_MBPS R_FPS R_CPUGB R_RSS_RECV R_RSS_SEND R_CPU < <(
+    read -r R_WALL R_MBPS R_FPS R_CPUGB R_RSS_RECV R_RSS_SEND R_CPU R_MCPUGB < <(
         awk -v t0="$t0" -v t1="$t1" -v bytes="$bytes" -v files="$opt_files" -v kind="$kind" \
-            -v ct="$ct" -v st="$st" -v tool="$tool" -v bps="${R_BPS:-0}" 'BEGIN {
+            -v ct="$ct" -v st="$st" -v tool="$tool" -v bps="${R_BPS:-0}" \
+            -v busy=$((busy1 - busy0)) -v hz="$CLK_TCK" 'BEGIN {
             split(ct, c, " "); split(st, s, " ")
             wall = t1 - t0
             cpu = c[2] + c[3] + s[2] + s[3]
             mbps = (tool == "ref") ? bps / 8e6 : (wall > 0 ? bytes / wall / 1e6 : 0)
             fps = (kind == "tree" && wall > 0) ? files / wall : 0
-            printf "%.3f %.3f %.1f %.3f %.1f %.1f %.2f\n", wall, mbps, fps,
-                cpu / (bytes / 1e9), s[4] / 1024, c[4] / 1024, cpu
+            printf "%.3f %.3f %.1f %.3f %.1f %.1f %.2f %.3f\n", wall, mbps, fps,
+                cpu / (bytes / 1e9), s[4] / 1024, c[4] / 1024, cpu,
+                busy / hz / (bytes / 1e9)
         }')
     log "$tag: $R_WALL s, $R_MBPS MB/s$([ "$kind" = tree ] && echo ", $R_FPS files/s"), CPU ${R_CPU}s" \
-        "($R_CPUGB s/GB; send $ct | recv $st)"
+        "($R_CPUGB s/GB, machine $R_MCPUGB s/GB; send $ct | recv $st)"
     return 0
 }
 
@@ -645,14 +707,19 @@ ratio() {
 }
 
 tools_for() {
-    local kind=$1
-    local -a t=()
-    [ "$opt_peers_only" = 0 ] && t+=(lr lrchacha lrnone)
+    local kind=$1 x
+    local -a t=() u=()
+    [ "$opt_peers_only" = 0 ] && t+=(lr)
+    [ "$opt_peers_only" = 0 ] && [ -n "$opt_against" ] && t+=(lrold)
+    [ "$opt_peers_only" = 0 ] && t+=(lrchacha lrnone)
     [ "$kind" = file ] && t+=(nc)
     t+=(tarnc scp rsync)
     [ "$opt_peers_only" = 0 ] && [ "$kind" = file ] && t+=(ref)
     [ -n "$opt_dest_disk" ] && [ "$kind" = file ] && t+=(dd)
-    echo "${t[@]}"
+    for x in "${t[@]}"; do
+        [ -z "$opt_tools" ] || [ -n "${TOOL_OK[$x]:-}" ] && u+=("$x")
+    done
+    echo "${u[@]}"
 }
 
 ROW_INDEX=0
@@ -672,6 +739,7 @@ run_group() {
                 add_res "$group|$tool|mbps" "$R_MBPS"
                 add_res "$group|$tool|fps" "$R_FPS"
                 add_res "$group|$tool|cpugb" "$R_CPUGB"
+                add_res "$group|$tool|mcpugb" "$R_MCPUGB"
                 add_res "$group|$tool|rssr" "$R_RSS_RECV"
                 add_res "$group|$tool|rsss" "$R_RSS_SEND"
             else
@@ -794,6 +862,7 @@ group_label() {
 tool_label() {
     case $1 in
     lr) echo "linerate send" ;;
+    lrold) echo "linerate send ($opt_against_desc)" ;;
     lrnone) echo "linerate send --cipher none" ;;
     lrchacha) echo "linerate send --cipher chacha20-poly1305" ;;
     nc) echo "nc" ;;
@@ -806,13 +875,14 @@ tool_label() {
 }
 
 report() {
-    local cpu lr_ver k g tool kind wall mbps fps cpugb rssr rsss lr_mbps lr_cpugb
+    local cpu lr_ver k g tool kind wall mbps fps cpugb mcpugb rssr rsss lr_mbps lr_cpugb lr_mcpugb rl rc rm
     cpu=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null)
     lr_ver=$("$LINERATE_BIN" version 2>&1 | head -n 1) || true
     if command -v git >/dev/null 2>&1 &&
         k=$(git -C "$TOP" describe --always --dirty 2>/dev/null); then
         lr_ver="$lr_ver (git $k)"
     fi
+    [ -n "$opt_against" ] && echo "- against: $opt_against_desc, $opt_against_ver"
 
     echo "# linerate send against nc, tar | nc, scp and rsync: host A to host B"
     echo
@@ -829,6 +899,7 @@ report() {
     echo "- runs per cell: $opt_repeat$([ "$opt_repeat" -gt 1 ] && echo ' (median)'); order rotates per group and repeat"
     echo "- wall s: client start to both ends finished; MB/s: payload bytes / wall / 1e6;" \
         "CPU s/GB: user+sys of both ends (/usr/bin/time) per 1e9 payload bytes;" \
+        "machine CPU s/GB: the machine's busy time (/proc/stat, softirq included) across the run;" \
         "RSS: peak of the largest process of each end; ratios: linerate send ÷ this row, same group"
     echo "- ssh: OpenSSH defaults (scp uses SFTP), sshd started in host B for each run, key auth"
     [ "$opt_peers_only" = 0 ] && echo "- reference: \`linerate bench -t $opt_time\` memory to memory (MB/s from end.sum_received.bits_per_second)"
@@ -837,15 +908,16 @@ report() {
         echo "- skipped $k"
     done
     echo
-    echo "| group | tool | wall s | MB/s | files/s | CPU s/GB | recv RSS MiB | send RSS MiB | MB/s: linerate ÷ this | CPU/GB: linerate ÷ this |"
-    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    echo "| group | tool | wall s | MB/s | files/s | CPU s/GB | machine CPU s/GB | recv RSS MiB | send RSS MiB | MB/s: linerate ÷ this | CPU/GB: linerate ÷ this | machine CPU/GB: linerate ÷ this |"
+    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     for g in ${DONE_GROUPS[@]+"${DONE_GROUPS[@]}"}; do
         kind='file'
         [ "$g" = tree ] && kind='tree'
-        lr_mbps=- lr_cpugb=-
+        lr_mbps=- lr_cpugb=- lr_mcpugb=-
         if [ -n "${RAN[$g|lr]:-}" ]; then
             lr_mbps=$(median '%.3f' "$g|lr|mbps")
             lr_cpugb=$(median '%.3f' "$g|lr|cpugb")
+            lr_mcpugb=$(median '%.3f' "$g|lr|mcpugb")
         fi
         for tool in $(tools_for "$kind"); do
             [ -n "${RAN[$g|$tool]:-}" ] || continue
@@ -854,18 +926,20 @@ report() {
             fps=-
             [ "$kind" = tree ] && fps=$(median '%.0f' "$g|$tool|fps")
             cpugb=$(median '%.3f' "$g|$tool|cpugb")
+            mcpugb=$(median '%.3f' "$g|$tool|mcpugb")
             rssr=$(median '%.1f' "$g|$tool|rssr")
             rsss=$(median '%.1f' "$g|$tool|rsss")
             [ "$tool" = ref ] && wall="($wall)"
             if [ "$tool" = lr ] || [ "$tool" = ref ]; then
-                rl=- rc=-
+                rl=- rc=- rm=-
             else
                 rl=$(ratio "$lr_mbps" "$(median '%.3f' "$g|$tool|mbps")")
                 rc=$(ratio "$lr_cpugb" "$(median '%.3f' "$g|$tool|cpugb")")
+                rm=$(ratio "$lr_mcpugb" "$(median '%.3f' "$g|$tool|mcpugb")")
             fi
-            printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
+            printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
                 "$(group_label "$g")" "$(tool_label "$tool" "$kind")" "$wall" "$mbps" "$fps" \
-                "$cpugb" "$rssr" "$rsss" "$rl" "$rc"
+                "$cpugb" "$mcpugb" "$rssr" "$rsss" "$rl" "$rc" "$rm"
         done
     done
 }
