@@ -37,12 +37,9 @@ enum rx_step { RX_TURN, RX_SERVICE, RX_TICK, RX_FINISH, RX_FAIL };
 
 static int plan_flush(struct rxc *c)
 {
-	int r = proto_msg_end(&c->plan) ?: xfer__ctrl_send(c->x, &c->plan);
+	int r = xfer__msg_next(c->x, &c->plan, PROTO_XFER_PLAN);
 
-	if (r)
-		return lr_err_setc(c->err, r, "sending a plan");
-	proto_msg_begin(&c->plan, PROTO_XFER_PLAN);
-	return 0;
+	return r ? lr_err_setc(c->err, r, "sending a plan") : 0;
 }
 
 /* The slot of entry idx still holds a failed file whose last chunks are

@@ -248,10 +248,9 @@ static int service_acks(struct xsess *x, struct proto_buf *b, unsigned limit)
 		x->rx.nacks -= i;
 		limit -= i;
 		xfer__unlock(&x->lock);
-		r = proto_msg_end(b) ?: xfer__ctrl_send(x, b);
+		r = xfer__msg_next(x, b, PROTO_XFER_ACKS);
 		if (r)
 			return r;
-		proto_msg_begin(b, PROTO_XFER_ACKS);
 		if (!limit) {
 			xfer__lock(&x->lock);
 			limit = x->rx.nacks;

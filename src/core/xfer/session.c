@@ -159,17 +159,19 @@ int xfer__ctrl_send_raw(struct conn *c, struct proto_buf *b)
 	return conn_send_msg(c, b->p, b->len, net_now_ms() + CTRL_TIMEOUT_MS);
 }
 
-int xfer__batch_room(struct xsess *x, struct proto_buf *b, size_t n,
-		     uint8_t type)
+int xfer__msg_next(struct xsess *x, struct proto_buf *b, uint8_t type)
 {
-	int r;
+	int r = proto_msg_end(b) ?: xfer__ctrl_send(x, b);
 
-	if (proto_xfer_batch_room(b, n))
-		return 0;
-	r = proto_msg_end(b) ?: xfer__ctrl_send(x, b);
 	if (!r)
 		proto_msg_begin(b, type);
 	return r;
+}
+
+int xfer__batch_room(struct xsess *x, struct proto_buf *b, size_t n,
+		     uint8_t type)
+{
+	return proto_xfer_batch_room(b, n) ? 0 : xfer__msg_next(x, b, type);
 }
 
 int xfer__send_error(struct xsess *x, uint32_t code, const char *text)

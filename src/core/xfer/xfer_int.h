@@ -346,6 +346,8 @@ void xfer__fatal(struct xsess *x, int code, const char *fmt, ...)
  * afterwards. */
 int xfer__ctrl_send(struct xsess *x, struct proto_buf *b);
 int xfer__ctrl_send_raw(struct conn *c, struct proto_buf *b);
+/* End the message in b, send it, and begin another of type type. */
+int xfer__msg_next(struct xsess *x, struct proto_buf *b, uint8_t type);
 /* Make room for n more bytes of items in the open message of type
  * type in b: when full, end it, send it and begin another. */
 int xfer__batch_room(struct xsess *x, struct proto_buf *b, size_t n,
