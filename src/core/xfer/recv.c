@@ -71,34 +71,11 @@ static int slot_drain(struct rxc *c, struct xfile *f)
 	return 0;
 }
 
-/* An entry may take its slot: in order, within the window and within
- * what the totals said. */
+/* An entry in its free slot may take it: within what the totals said. */
 static int entry_admit(struct rxc *c, const struct proto_xfer_entry *e)
 {
 	struct xsess *x = c->x;
-	struct xfile *f = &x->win[SLOT(e->idx)];
-	enum xrx_state st;
-	int r;
 
-	if (e->idx != c->next_idx)
-		return lr_err_set(c->err, LR_EBADMSG,
-				  "entry %u announced out of order", e->idx);
-	/* stream threads free slots: look under the lock */
-	xfer__lock(&x->lock);
-	st = f->rx.state;
-	xfer__unlock(&x->lock);
-	if (st == XRX_FAILED) {
-		r = slot_drain(c, f);
-		if (r)
-			return r;
-	}
-	xfer__lock(&x->lock);
-	st = f->rx.state;
-	xfer__unlock(&x->lock);
-	if (st != XRX_FREE)
-		return lr_err_set(c->err, LR_EBADMSG,
-				  "the sender overran the window of %u files",
-				  XFER_WINDOW);
 	if (++c->nfiles > c->tot.files)
 		return lr_err_set(c->err, LR_ETOOBIG,
 				  "the sender announced more than the %llu "
@@ -118,15 +95,38 @@ static int entry_admit(struct rxc *c, const struct proto_xfer_entry *e)
 	return 0;
 }
 
-/* The entry takes its slot. */
+/* The entry takes its slot: in order, when the slot is free (a failed
+ * file's last chunks may still drain from it; stream threads free slots,
+ * so it is looked at under the lock), and within the totals. */
 static int entry_take(struct rxc *c, struct xfile *f,
 		      const struct proto_xfer_entry *e)
 {
 	struct xsess *x = c->x;
 	int r;
 
-	c->next_idx++;
+	if (e->idx != c->next_idx)
+		return lr_err_set(c->err, LR_EBADMSG,
+				  "entry %u announced out of order", e->idx);
 	xfer__lock(&x->lock);
+	if (f->rx.state == XRX_FAILED) {
+		xfer__unlock(&x->lock);
+		r = slot_drain(c, f);
+		if (r)
+			return r;
+		xfer__lock(&x->lock);
+	}
+	if (xfer__used(f)) {
+		xfer__unlock(&x->lock);
+		return lr_err_set(c->err, LR_EBADMSG,
+				  "the sender overran the window of %u files",
+				  XFER_WINDOW);
+	}
+	r = entry_admit(c, e);
+	if (r) {
+		xfer__unlock(&x->lock);
+		return r;
+	}
+	c->next_idx++;
 	x->rx.announced = c->next_idx;
 	r = xfer__file_init(f, e);
 	f->rx.state = XRX_ANNOUNCED;
@@ -289,9 +289,7 @@ static int on_entry(struct rxc *c, const struct proto_xfer_entry *e)
 	const char *why;
 	int r;
 
-	r = entry_admit(c, e);
-	if (!r)
-		r = entry_take(c, f, e);
+	r = entry_take(c, f, e);
 	if (r)
 		return r;
 	memcpy(path, e->path, e->path_len);

@@ -306,17 +306,6 @@ static int window_add(struct xsess *x, struct xfile *f,
 	return r;
 }
 
-/* Entry idx's slot is free (stream threads free slots). */
-static bool slot_free(struct xsess *x, uint32_t idx)
-{
-	bool free_;
-
-	xfer__lock(&x->lock);
-	free_ = !xfer__used(&x->win[SLOT(idx)]);
-	xfer__unlock(&x->lock);
-	return free_;
-}
-
 /* More than the totals said: the walk found a grown source. */
 static bool grew(struct txc *c, const struct wentry *e)
 {
@@ -369,17 +358,19 @@ static enum tx_step tx_announce(struct txc *c)
 {
 	struct xsess *x = c->x;
 	struct proto_buf b;
+	unsigned room;
 	int r = 0;
 
-	if (c->walk_done ||
-	    !xfer__window_room(x, c->next_idx,
-			       c->tot.files > c->announced
-				       ? c->tot.files - c->announced
-				       : 0))
+	if (c->walk_done)
+		return TX_SUMS;
+	room = xfer__window_room(
+		x, c->next_idx,
+		c->tot.files > c->announced ? c->tot.files - c->announced : 0);
+	if (!room)
 		return TX_SUMS;
 	proto_buf_init(&b, c->buf, MSG_BUF);
 	proto_msg_begin(&b, PROTO_XFER_FILES);
-	while (!r && !c->walk_done && slot_free(x, c->next_idx)) {
+	while (!r && !c->walk_done && room--) {
 		r = announce_one(c, &b);
 		if (r == 1) {
 			c->walk_done = true;

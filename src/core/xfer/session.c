@@ -28,14 +28,6 @@
 _Thread_local unsigned xfer__locks_held;
 #endif
 
-uint64_t xfer__now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void init_locks(struct xsess *x)
 {
 	pthread_condattr_t ca;

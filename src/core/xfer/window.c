@@ -13,27 +13,6 @@
 #include "xfer_int.h"
 #include "banned.h"
 
-uint64_t xfer__chunks_of64(uint64_t size, uint32_t chunk)
-{
-	/* in 64 bits: no overflow near 2^64 */
-	return size / chunk + (size % chunk != 0);
-}
-
-uint32_t xfer__chunks_of(uint64_t size, uint32_t chunk)
-{
-	/* for a size already checked against XFER_MAX_CHUNKS */
-	return (uint32_t)xfer__chunks_of64(size, chunk);
-}
-
-uint32_t xfer__chunk_len(const struct xfile *f, uint32_t chunk, uint32_t cs)
-{
-	uint64_t off = (uint64_t)chunk * cs;
-
-	if (f->pipe)
-		return cs;
-	return f->size - off < cs ? (uint32_t)(f->size - off) : cs;
-}
-
 int xfer__file_grow(struct xfile *f, uint32_t n)
 {
 	uint32_t cap = f->cap ? f->cap : 16;
@@ -83,8 +62,8 @@ void xfer__file_release(struct xfile *f)
 
 int xfer__file_init(struct xfile *f, const struct proto_xfer_entry *e)
 {
-	memset(f, 0, sizeof(*f));
-	f->fd = f->rx.dirfd = f->rx.jfd = -1;
+	/* a free slot is as xfer__file_release (or the session's start)
+	 * left it: zero, no descriptors */
 	f->idx = e->idx;
 	f->kind = e->kind;
 	f->eflags = e->eflags;
@@ -94,18 +73,6 @@ int xfer__file_init(struct xfile *f, const struct proto_xfer_entry *e)
 	f->size = e->size;
 	f->path = strndup(e->path, e->path_len);
 	return f->path ? 0 : -ENOMEM;
-}
-
-bool xfer__used(const struct xfile *f)
-{
-	return f->tx.state != XTX_FREE || f->rx.state != XRX_FREE;
-}
-
-struct xfile *xfer__entry(struct xsess *x, uint32_t idx)
-{
-	struct xfile *f = &x->win[SLOT(idx)];
-
-	return xfer__used(f) && f->idx == idx ? f : NULL;
 }
 
 bool xfer__window_empty(struct xsess *x)
@@ -138,30 +105,24 @@ void xfer__window_fini(struct xsess *x)
 #define ANNOUNCE_BATCH 64u
 _Static_assert(ANNOUNCE_BATCH <= XFER_WINDOW, "a batch fits the window");
 
-bool xfer__window_room(struct xsess *x, uint32_t next_idx, uint64_t left)
+unsigned xfer__window_room(struct xsess *x, uint32_t next_idx, uint64_t left)
 {
-	unsigned k, used = 0, need;
-	bool room = true;
+	unsigned k, used = 0, need, free_ = 0;
 
 	need = left < ANNOUNCE_BATCH ? (unsigned)(left ? left : 1)
 				     : ANNOUNCE_BATCH;
 	xfer__lock(&x->lock);
-	if (xfer__used(&x->win[SLOT(next_idx)])) {
-		room = false;
-		goto out;
-	}
+	/* slots free from next_idx on: only this thread takes slots, so
+	 * they stay free until it does */
+	while (free_ < XFER_WINDOW &&
+	       !xfer__used(&x->win[SLOT(next_idx + free_)]))
+		free_++;
 	for (k = 0; k < XFER_WINDOW && used < ANNOUNCE_BATCH; k++)
 		used += xfer__used(&x->win[k]);
-	if (used < ANNOUNCE_BATCH)
-		goto out;
-	for (k = 1; k < need; k++)
-		if (xfer__used(&x->win[SLOT(next_idx + k)])) {
-			room = false;
-			break;
-		}
-out:
 	xfer__unlock(&x->lock);
-	return room;
+	if (used >= ANNOUNCE_BATCH && free_ < need)
+		return 0;
+	return free_;
 }
 
 void xfer__fifo_pop(struct xsess *x)

@@ -61,6 +61,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "conn.h"
 #include "digest.h"
@@ -332,7 +333,13 @@ static inline void xfer__unlock(pthread_mutex_t *m)
 
 /* ---- session.c: one session's set-up, control connection, threads ---- */
 
-uint64_t xfer__now_ns(void);
+static inline uint64_t xfer__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 int xfer__sess_init(struct xsess *x, struct xfer_conns *cs,
 		    const struct xfer_opts *o, const struct xfer_callbacks *cb,
 		    struct xfer_result *res, bool sender);
@@ -392,21 +399,51 @@ void xfer__evq_free(struct xsess *x);
 
 /* ---- window.c: the entries, their chunks, the sender's work queue ---- */
 
-uint64_t xfer__chunks_of64(uint64_t size, uint32_t chunk);
-uint32_t xfer__chunks_of(uint64_t size, uint32_t chunk);
-uint32_t xfer__chunk_len(const struct xfile *f, uint32_t chunk, uint32_t cs);
+/* Chunks of a file of size bytes, in 64 bits (no overflow near 2^64). */
+static inline uint64_t xfer__chunks_of64(uint64_t size, uint32_t chunk)
+{
+	return size / chunk + (size % chunk != 0);
+}
+
+/* The same for a size already checked against XFER_MAX_CHUNKS. */
+static inline uint32_t xfer__chunks_of(uint64_t size, uint32_t chunk)
+{
+	return (uint32_t)xfer__chunks_of64(size, chunk);
+}
+
+/* The length of chunk chunk of f at chunk size cs. */
+static inline uint32_t xfer__chunk_len(const struct xfile *f, uint32_t chunk,
+				       uint32_t cs)
+{
+	uint64_t off = (uint64_t)chunk * cs;
+
+	if (f->pipe)
+		return cs;
+	return f->size - off < cs ? (uint32_t)(f->size - off) : cs;
+}
 int xfer__file_grow(struct xfile *f, uint32_t n);
-/* A free slot takes the announced entry e (its path copied); the caller
- * sets its state. 0 or -ENOMEM. */
+/* A free slot (zero, as released) takes the announced entry e (its path
+ * copied); the caller sets its state. 0 or -ENOMEM. */
 int xfer__file_init(struct xfile *f, const struct proto_xfer_entry *e);
 void xfer__file_release(struct xfile *f);
-bool xfer__used(const struct xfile *f);
+
+static inline bool xfer__used(const struct xfile *f)
+{
+	return f->tx.state != XTX_FREE || f->rx.state != XRX_FREE;
+}
+
 /* The entry of slot idx when it holds entry idx, else NULL. Under lock. */
-struct xfile *xfer__entry(struct xsess *x, uint32_t idx);
+static inline struct xfile *xfer__entry(struct xsess *x, uint32_t idx)
+{
+	struct xfile *f = &x->win[SLOT(idx)];
+
+	return xfer__used(f) && f->idx == idx ? f : NULL;
+}
 bool xfer__window_empty(struct xsess *x);
 void xfer__window_fini(struct xsess *x);
-/* Sender: whether to announce more files now. */
-bool xfer__window_room(struct xsess *x, uint32_t next_idx, uint64_t left);
+/* Sender: how many entries to announce now (left: entries not announced
+ * yet): the free slots from next_idx on, or 0 to wait for more. */
+unsigned xfer__window_room(struct xsess *x, uint32_t next_idx, uint64_t left);
 /* Sender, under lock: queue a planned file's chunks; end a file (its
  * queued chunks dropped, freed once no thread holds one). */
 void xfer__queue_file(struct xsess *x, struct xfile *f);
