@@ -10,7 +10,7 @@
 #                                [--size SIZE] [--files N] [--dest-disk DIR]
 #                                [--peers-only] [--against BIN]
 #                                [--against-label TEXT] [--tools LIST]
-#                                [--out FILE]
+#                                [--warmup N] [--out FILE]
 #
 #   -t SEC          seconds of the `linerate bench` reference run (default 5)
 #   --repeat N      runs per cell; with N > 1 every cell is the median (default 1)
@@ -32,6 +32,9 @@
 #                   the same rotation, so each ratio column of that row is
 #                   this build ÷ BIN
 #   --against-label TEXT  how the table names BIN (default "--against")
+#   --warmup N      N runs of each row before the counted ones, per group,
+#                   not in the table (the first runs on a fresh tmpfs pay
+#                   for its pages; default 0)
 #   --tools LIST    only these rows, comma separated: lr, lrold (needs
 #                   --against), lrchacha, lrnone, nc, tarnc, scp, rsync, ref,
 #                   dd (default: all that apply)
@@ -134,6 +137,7 @@ opt_peers_only=0
 opt_against=
 opt_against_desc=--against
 opt_tools=
+opt_warmup=0
 
 BENCH_NAME=bench_transfer
 BENCH_SCRIPT=${BASH_SOURCE[0]}
@@ -175,6 +179,12 @@ while [ $# -gt 0 ]; do
         shift 2
         ;;
     --against-label=*) opt_against_desc=${1#*=}; shift ;;
+    --warmup)
+        [ $# -ge 2 ] || die_usage "$1 needs a value"
+        opt_warmup=$2
+        shift 2
+        ;;
+    --warmup=*) opt_warmup=${1#*=}; shift ;;
     *) _rest+=("$1"); shift ;;
     esac
 done
@@ -200,6 +210,7 @@ if [ -n "$opt_dest_disk" ] && [ ! -d "$opt_dest_disk" ]; then
     die_usage "--dest-disk: '$opt_dest_disk' is not a directory"
 fi
 TREE_BYTES=$((opt_files * TREE_FILE))
+[[ $opt_warmup =~ ^[0-9]{1,2}$ ]] || die_usage "--warmup wants 0-99, not '$opt_warmup'"
 if [ -n "$opt_against" ]; then
     [ -x "$opt_against" ] || die_usage "--against: '$opt_against' is not an executable"
     opt_against=$(cd "$(dirname "$opt_against")" && pwd)/$(basename "$opt_against")
@@ -728,6 +739,12 @@ run_group() {
     local -a tools
     read -r -a tools <<<"$(tools_for "$kind")"
     local n=${#tools[@]}
+    for ((r = 0; r < opt_warmup; r++)); do
+        for tool in "${tools[@]}"; do
+            R_BPS=
+            run_one "$tool" "$kind" "$group-$tool-warmup$((r + 1))" || true
+        done
+    done
     for ((r = 0; r < opt_repeat; r++)); do
         off=$(((ROW_INDEX + r) % n))
         for ((i = 0; i < n; i++)); do
@@ -896,7 +913,7 @@ report() {
     [ "$want_file" = 1 ] && k="a $opt_size random file ($SIZE_BYTES bytes, \`linerate gen\`)"
     [ "$want_tree" = 1 ] && k="${k:+$k; }a tree of $opt_files files of $TREE_FILE bytes in directories of $TREE_PER_DIR"
     echo "- data: $k; source page-cached; destination: $DEST_DESC; every run verified (cmp / diff -r)"
-    echo "- runs per cell: $opt_repeat$([ "$opt_repeat" -gt 1 ] && echo ' (median)'); order rotates per group and repeat"
+    echo "- runs per cell: $opt_repeat$([ "$opt_repeat" -gt 1 ] && echo ' (median)'); order rotates per group and repeat$([ "$opt_warmup" -gt 0 ] && echo "; $opt_warmup uncounted warm-up run(s) of each row first")"
     echo "- wall s: client start to both ends finished; MB/s: payload bytes / wall / 1e6;" \
         "CPU s/GB: user+sys of both ends (/usr/bin/time) per 1e9 payload bytes;" \
         "machine CPU s/GB: the machine's busy time (/proc/stat, softirq included) across the run;" \
