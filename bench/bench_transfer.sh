@@ -899,7 +899,6 @@ report() {
         k=$(git -C "$TOP" describe --always --dirty 2>/dev/null); then
         lr_ver="$lr_ver (git $k)"
     fi
-    [ -n "$opt_against" ] && echo "- against: $opt_against_desc, $opt_against_ver"
 
     echo "# linerate send against nc, tar | nc, scp and rsync: host A to host B"
     echo
@@ -907,6 +906,7 @@ report() {
     echo "- kernel: $(uname -srm)"
     echo "- CPU: ${cpu:-unknown}; nproc: $(nproc)"
     echo "- linerate: $lr_ver"
+    [ -n "$opt_against" ] && echo "- against: $opt_against_desc: $opt_against_ver"
     echo "- peers: $(ssh -V 2>&1 | head -n 1); $(rsync --version 2>&1 | head -n 1 | sed 's/  */ /g'); netcat-openbsd; $(tar --version 2>&1 | head -n 1)"
     echo "- command: \`$CMDLINE\`"
     k=
