@@ -348,6 +348,20 @@ void fsio_journal_name(const char *name, char *out)
 	side_name(name, ".lrjournal", out);
 }
 
+static bool ends_with(const char *s, size_t n, const char *suffix)
+{
+	size_t k = strlen(suffix);
+
+	return n >= k && !memcmp(s + n - k, suffix, k);
+}
+
+bool fsio_is_side_name(const char *name, size_t len)
+{
+	return len > 1 && name[0] == '.' &&
+	       (ends_with(name, len, ".lrpart") ||
+		ends_with(name, len, ".lrjournal"));
+}
+
 int fsio_reserve(int fd, uint64_t size, bool sparse)
 {
 	struct statfs sfs;
@@ -417,11 +431,20 @@ int fsio_symlink_replace(int dirfd, const char *name, const char *target,
 	struct stat st;
 	int e;
 
+	char have[FSIO_MAX_PATH + 1];
+	ssize_t k;
+
 	if (!symlinkat(target, dirfd, name))
 		return 0;
 	e = -errno;
-	if (e != -EEXIST || !replace ||
-	    fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) ||
+	if (e != -EEXIST)
+		return e;
+	/* the same link is there already: as an identical file is */
+	k = readlinkat(dirfd, name, have, sizeof(have));
+	if (k >= 0 && (size_t)k == strlen(target) &&
+	    !memcmp(have, target, (size_t)k))
+		return 0;
+	if (!replace || fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) ||
 	    S_ISDIR(st.st_mode) || unlinkat(dirfd, name, 0))
 		return e;
 	return symlinkat(target, dirfd, name) ? -errno : 0;

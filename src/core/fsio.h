@@ -72,6 +72,11 @@ void fsio_split(const char *path, size_t len, char *parent, char *name);
 void fsio_temp_name(const char *name, char *out);
 void fsio_journal_name(const char *name, char *out);
 
+/* Whether the name (one component, len bytes) is one of those: a
+ * temporary file or journal of a transfer, never listed, sent or written
+ * as an entry's name. */
+bool fsio_is_side_name(const char *name, size_t len);
+
 /*
  * Give the open, empty file fd its final size and, where that is cheap,
  * reserve its blocks, so a destination too small is found before any
@@ -113,8 +118,9 @@ int fsio_create_temp(int dirfd, const char *name, mode_t mode);
 int fsio_commit(int dirfd, const char *tmp, const char *name, bool replace);
 
 /*
- * Make the symlink name -> target in dirfd; with replace, a name that
- * exists and is not a directory is replaced. 0 or -errno (-EEXIST).
+ * Make the symlink name -> target in dirfd: 0 too when that very symlink
+ * is there already; with replace, another name that exists and is not a
+ * directory is replaced. 0 or -errno (-EEXIST).
  */
 int fsio_symlink_replace(int dirfd, const char *name, const char *target,
 			 bool replace);

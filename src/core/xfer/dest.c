@@ -510,11 +510,10 @@ static void late_failed(struct xsess *x, const struct late *l, int e,
 		 e == -EEXIST ? "exists" : lr_strerror(e));
 	(*failed_n)++;
 	xfer__lock(&x->lock);
-	if (!x->res->first_failure[0]) {
-		snprintf(x->res->first_failure, sizeof(x->res->first_failure),
-			 "%s", fl.text);
-		x->res->first_failure_code = e;
-	}
+	xfer__note_failure_at(x, l->path,
+			      e == -EEXIST ? "exists" : lr_strerror(e), e);
+	xfer__path_event(x, l->path, false,
+			 e == -EEXIST ? "exists" : lr_strerror(e), e);
 	xfer__unlock(&x->lock);
 	if (proto_xfer_batch_room(fb, 4 + 8 + strlen(fl.text)))
 		proto_put_xfer_fail(fb, &fl);

@@ -58,6 +58,17 @@ void xfer__file_event(struct xsess *x, struct xfile *f, bool ok, bool skipped,
 		e->reason = strdup(reason ? reason : "failed");
 }
 
+void xfer__path_event(struct xsess *x, const char *path, bool ok,
+		      const char *reason, int code)
+{
+	struct xfile f = { .path = strdup(path) };
+
+	if (!f.path)
+		return;
+	xfer__file_event(x, &f, ok, false, reason, code);
+	free(f.path); /* NULL when the event took it */
+}
+
 void xfer__deliver(struct xsess *x)
 {
 	struct xfer__evq q;
@@ -156,18 +167,22 @@ void xfer__emit_edge(struct xsess *x, enum xfer_event_kind kind, bool ok,
 	xfer__emit(x, &ev);
 }
 
-void xfer__note_failure(struct xsess *x, const struct xfile *f,
-			const char *reason, int code)
+void xfer__note_failure_at(struct xsess *x, const char *path,
+			   const char *reason, int code)
 {
 	char esc[ESC_MAX];
 
 	if (x->res->first_failure[0])
 		return;
 	snprintf(x->res->first_failure, sizeof(x->res->first_failure), "%s: %s",
-		 fsio_escape(xfer__path(f), strlen(xfer__path(f)), esc,
-			     sizeof(esc)),
-		 reason);
+		 fsio_escape(path, strlen(path), esc, sizeof(esc)), reason);
 	x->res->first_failure_code = code;
+}
+
+void xfer__note_failure(struct xsess *x, const struct xfile *f,
+			const char *reason, int code)
+{
+	xfer__note_failure_at(x, xfer__path(f), reason, code);
 }
 
 int xfer__result(struct xsess *x, int r, uint64_t files, struct lr_err *err)

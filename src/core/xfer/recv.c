@@ -30,6 +30,7 @@ struct rxc {
 	bool got_end;
 	int64_t next_tick, next_journal;
 	struct proto_buf plan; /* the XFER_PLAN being built, in buf */
+	bool twice; /* the entry being planned has a name in flight */
 	int r;
 };
 
@@ -69,6 +70,65 @@ static int slot_drain(struct rxc *c, struct xfile *f)
 		xfer__file_release(f);
 	xfer__unlock(&x->lock);
 	return 0;
+}
+
+/* FNV-1a of a path, never 0. */
+static uint64_t name_hash(const char *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	while (n--) {
+		h ^= (uint8_t)*p++;
+		h *= 0x100000001b3ull;
+	}
+	return h ? h : 1;
+}
+
+/* The cells left by files that have gone are dropped: the table is
+ * made again from the window's files (at most XFER_WINDOW of RX_NAMES
+ * cells). Under lock. */
+static void names_rebuild(struct xsess *x)
+{
+	unsigned i, k;
+
+	memset(x->rx.names, 0, sizeof(x->rx.names));
+	x->rx.nnames = 0;
+	for (i = 0; i < XFER_WINDOW; i++) {
+		const struct xfile *f = &x->win[i];
+
+		if (!xfer__used(f) || f->kind != PROTO_XK_FILE || !f->path)
+			continue;
+		k = name_hash(f->path, strlen(f->path)) % RX_NAMES;
+		while (x->rx.names[k].h)
+			k = (k + 1) % RX_NAMES;
+		x->rx.names[k] =
+			(struct rx_name){ name_hash(f->path, strlen(f->path)),
+					  f->idx };
+		x->rx.nnames++;
+	}
+}
+
+/* Entry e (a file) and the window's files: true when one of them, still
+ * in flight, has its path; else e's is noted. Under lock. */
+static bool name_taken(struct xsess *x, const struct proto_xfer_entry *e)
+{
+	uint64_t h = name_hash(e->path, e->path_len);
+	unsigned k = h % RX_NAMES;
+
+	if (x->rx.nnames >= RX_NAMES * 3 / 4)
+		names_rebuild(x);
+	for (; x->rx.names[k].h; k = (k + 1) % RX_NAMES) {
+		const struct xfile *f = xfer__entry(x, x->rx.names[k].idx);
+
+		if (x->rx.names[k].h == h && x->rx.names[k].idx != e->idx &&
+		    f && f->path && f->rx.state != XRX_FAILED &&
+		    strlen(f->path) == e->path_len &&
+		    !memcmp(f->path, e->path, e->path_len))
+			return true;
+	}
+	x->rx.names[k] = (struct rx_name){ h, e->idx };
+	x->rx.nnames++;
+	return false;
 }
 
 /* An entry in its free slot may take it: within what the totals said. */
@@ -130,6 +190,7 @@ static int entry_take(struct rxc *c, struct xfile *f,
 	x->rx.announced = c->next_idx;
 	r = xfer__file_init(f, e);
 	f->rx.state = XRX_ANNOUNCED;
+	c->twice = e->kind == PROTO_XK_FILE && name_taken(x, e);
 	f->pipe = e->size == PROTO_XFER_SIZE_UNKNOWN;
 	xfer__unlock(&x->lock);
 	return r ? lr_err_setc(c->err, r, "an entry's path") : 0;
@@ -296,6 +357,16 @@ static int on_entry(struct rxc *c, const struct proto_xfer_entry *e)
 	path[e->path_len] = 0;
 	if (fsio_path_check(e->path, e->path_len, &why))
 		return entry_refused(c, f, why);
+	if (fsio_is_side_name(
+		    strrchr(path, '/') ? strrchr(path, '/') + 1 : path,
+		    strlen(strrchr(path, '/') ? strrchr(path, '/') + 1 : path)))
+		return entry_refused(c, f,
+				     "a name kept for the temporary files of "
+				     "transfers");
+	if (c->twice)
+		return entry_refused(c, f,
+				     "exists already in this transfer "
+				     "(announced twice)");
 	if (e->kind == PROTO_XK_DIR)
 		return entry_dir(c, f, e, path);
 	if (e->kind == PROTO_XK_SYMLINK)

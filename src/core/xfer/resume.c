@@ -29,11 +29,14 @@ static void held_rec(void *ctx, uint32_t chunk, const uint8_t *digest)
 
 	/* a journal left by another version of the file may count more
 	 * chunks than this one: its header is compared only afterwards */
-	if (chunk >= f->nchunks || f->cstate[chunk] == CS_HELD)
+	if (chunk >= f->nchunks)
 		return;
+	/* a chunk sent again (its source changed) has a later record: the
+	 * data last written, which the latest record names, wins */
+	if (f->cstate[chunk] != CS_HELD)
+		hc->count++;
 	f->cstate[chunk] = CS_HELD;
 	memcpy(f->digests + (size_t)chunk * DIGEST_LEN, digest, DIGEST_LEN);
-	hc->count++;
 }
 
 /* The journal jname of an earlier attempt, read into f's chunk states:
@@ -49,7 +52,9 @@ static bool journal_read(struct xsess *x, struct xfile *f,
 	ssize_t k;
 	int jfd;
 
-	jfd = openat(f->rx.dirfd, jname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO planted there must not hold us in open() */
+	jfd = openat(f->rx.dirfd, jname,
+		     O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (jfd < 0)
 		return false;
 	cap = JOURNAL_HDR_LEN + (size_t)f->nchunks * 2 * JOURNAL_REC_LEN;
@@ -82,7 +87,8 @@ int xfer__try_resume(struct xsess *x, struct xfile *f,
 
 	if (!journal_read(x, f, e, jname, &hc))
 		return 0;
-	fd = openat(f->rx.dirfd, f->rx.tmp, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	fd = openat(f->rx.dirfd, f->rx.tmp,
+		    O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) ||
 	    st.st_nlink != 1 || (uint64_t)st.st_size != e->size) {
 		if (fd >= 0)
@@ -92,7 +98,12 @@ int xfer__try_resume(struct xsess *x, struct xfile *f,
 	}
 	f->fd = fd;
 	f->rx.jfd = openat(f->rx.dirfd, jname,
-			   O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+			   O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK |
+				   O_CLOEXEC);
+	if (f->rx.jfd >= 0 && (fstat(f->rx.jfd, &st) || !S_ISREG(st.st_mode))) {
+		close(f->rx.jfd); /* replaced since it was read */
+		f->rx.jfd = -1;
+	}
 	f->finished = hc.count;
 	return 1;
 }

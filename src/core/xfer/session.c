@@ -87,6 +87,7 @@ void xfer__sess_fini(struct xsess *x)
 
 	xfer__window_fini(x);
 	xfer__evq_free(x);
+	xfer__links_free(x);
 	free(x->tx.retries);
 	free(x->rx.acks);
 	free(x->rx.svc_buf);

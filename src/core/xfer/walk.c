@@ -177,6 +177,8 @@ static int top_pull(struct walker *w, const char *arg, struct wentry *e)
 	if (fsio_path_check(arg, strlen(arg), &why))
 		return lr_err_set(w->err, LR_EBADPATH, "%s", why);
 	fsio_split(arg, strlen(arg), parent, name);
+	if (fsio_is_side_name(name, strlen(name)))
+		return lr_err_setc(w->err, -ENOENT, "%s", arg);
 	pfd = fsio_open_dir(w->src->rootfd, parent, false, 0);
 	if (pfd < 0)
 		return lr_err_setc(w->err, pfd, "opening %s", parent);
@@ -316,6 +318,10 @@ int xfer__walk_next(struct walker *w, struct wentry *e)
 			continue;
 		}
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		/* another transfer's temporary file or journal: never sent,
+		 * nor counted */
+		if (fsio_is_side_name(de->d_name, strlen(de->d_name)))
 			continue;
 		w->plen = f->plen;
 		r = walk_set_path(w, f->plen, de->d_name);

@@ -17,7 +17,7 @@
  *   x->lock (a mutex) guards
  *     - the window: every field of x->win[] not listed as owned below;
  *     - x->tx: the work queue (fifo, fifo_head, fifo_len, waiters), the
- *       retries, the SUM queue, pace_next_us, late_reason;
+ *       retries, the SUM queue, pace_next_us, late_reason, links;
  *     - x->rx: acks, ack_wake, any_failed, finals, fail_pending, next_out,
  *       announced, dropped, the directory handles' refs, dirty, tick and
  *       gone (their fd and rel change only on the control thread, under
@@ -108,6 +108,7 @@ _Static_assert(XFER_MIN_CHUNK == PROTO_XFER_MIN_CHUNK &&
 #define BATCH_MAX   64		/* chunks in one record */
 #define BATCH_SMALL (64u << 10) /* chunks up to this size share records */
 #define ESC_MAX	    (FSIO_MAX_PATH * 4 + 1) /* an escaped path */
+#define RX_NAMES    1024u /* cells of the receiver's table of names */
 
 /* A chunk's state in a file's cstate array. */
 enum cstate {
@@ -209,6 +210,14 @@ struct retry {
 	uint32_t idx, chunk;
 };
 
+/* A symlink the receiver makes at the end, and what became of it. */
+struct tx_link {
+	uint32_t idx;
+	char *path;
+	char *fail; /* its FAIL's text, NULL while none came */
+	int code;
+};
+
 /* A file event waiting for the control thread. */
 struct xfer__fev {
 	char *path; /* taken from the file */
@@ -236,6 +245,10 @@ struct xsend {
 	int64_t pace_next_us;
 	char late_reason[PROTO_MAX_TEXT + 1]; /* a FAIL without ACK */
 	int late_code;
+	/* symlinks done for now, made by the receiver at the end: their
+	 * outcome is told after XFER_DONE (in idx order) */
+	struct tx_link *links;
+	unsigned nlinks, cap_links;
 };
 
 /* The receiver's shared state. */
@@ -259,6 +272,13 @@ struct xrecv {
 	uint64_t dropped, drop_limit; /* chunks of failed files drained */
 	_Atomic unsigned ended;	      /* stream threads finished */
 	uint8_t *svc_buf;	      /* recv_service's own message */
+	/* the paths of the window's files, to refuse a second entry of one
+	 * name while the first is in flight (control thread) */
+	struct rx_name {
+		uint64_t h; /* 0: empty */
+		uint32_t idx;
+	} names[RX_NAMES];
+	unsigned nnames; /* cells taken, stale ones too */
 };
 
 struct xsess {
@@ -377,6 +397,10 @@ void xfer__join_threads(struct xsess *x, struct sthread *ts);
 /* Queue a file event for f, taking f's path. Under x->lock. */
 void xfer__file_event(struct xsess *x, struct xfile *f, bool ok, bool skipped,
 		      const char *reason, int code);
+/* Queue a file event for a path that has no window entry (a symlink made
+ * at the end). Under x->lock. */
+void xfer__path_event(struct xsess *x, const char *path, bool ok,
+		      const char *reason, int code);
 /* Deliver the queued file events. Control thread, no lock held. */
 void xfer__deliver(struct xsess *x);
 /* Deliver one event made by the control thread. No lock held. */
@@ -391,6 +415,8 @@ void xfer__emit_edge(struct xsess *x, enum xfer_event_kind kind, bool ok,
 /* Keep the first failure for the session's error. Under x->lock. */
 void xfer__note_failure(struct xsess *x, const struct xfile *f,
 			const char *reason, int code);
+void xfer__note_failure_at(struct xsess *x, const char *path,
+			   const char *reason, int code);
 const char *xfer__path(const struct xfile *f);
 /* The session's end: its figures into x->res, and -EIO with err naming
  * the first failed file when the session ran but files failed. */
@@ -522,6 +548,10 @@ bool xfer__counter_start(struct counter *c, const struct xfer_source *src);
 unsigned xfer__counter_streams(struct counter *c);
 void xfer__counter_join(struct counter *c, struct xfer_source *src,
 			bool cancel);
+
+/* ---- send.c ---- */
+
+void xfer__links_free(struct xsess *x);
 
 /* ---- send_stream.c ---- */
 

@@ -1,0 +1,200 @@
+# SPDX-License-Identifier: MIT
+"""A file appears under its final name only complete and verified, and
+running the same command again finishes the job (issue 15): the cases an
+independent peer and fault trials found, through the real binaries, the
+server in host B (198.18.0.2), the client in host A (198.18.0.1).
+"""
+
+import os
+import re
+import stat
+import struct
+import subprocess
+import time
+
+import pytest
+
+from lrproc import describe
+from util import wait_until
+from xferutil import (MiB, XferEnv, compare_tree, end_event, json_events,
+                      kill_and_reap, make_tree, same_file, temp_leftovers,
+                      tree_files, write_random)
+
+T_NS = 1_650_000_000_000_000_001  # a fixed mtime the source keeps
+
+
+@pytest.fixture
+def xenv(hosts, linerate_bin, serve, tmp_path):
+    return XferEnv(hosts, linerate_bin, serve, tmp_path)
+
+
+@pytest.fixture
+def xsrv(xenv):
+    xenv.start_server()
+    return xenv
+
+
+def output(res):
+    out = res.stdout + res.stderr
+    return out if isinstance(out, str) else out.decode(errors="replace")
+
+
+def journal_chunks(path):
+    """The chunk index of each record of a journal (docs/PROTOCOL.md 7.8:
+    a 40-byte header, then 24-byte records starting with chunk:u32)."""
+    try:
+        data = open(path, "rb").read()
+    except FileNotFoundError:
+        return []
+    recs = data[40:]
+    return [struct.unpack(">I", recs[i:i + 4])[0]
+            for i in range(0, len(recs) - len(recs) % 24, 24)]
+
+
+def put_chunk(path, data, at=0):
+    """Overwrite bytes at AT with DATA, keeping size and mtime."""
+    with open(path, "r+b") as f:
+        f.seek(at)
+        f.write(data)
+    os.utime(path, ns=(T_NS, T_NS))
+
+
+# 2 --------------------------------------------------------------------
+
+def test_journal_latest_record_wins(xsrv):
+    """A chunk re-sent in a resumed run gets a second journal record; the
+    next resume must hold the chunk's latest data, not its first."""
+    x = xsrv
+    size, chunk = 8 * MiB, 1 * MiB
+    src = write_random(x.src / "j.bin", size)
+    a = open(src, "rb").read(chunk)
+    b = os.urandom(chunk)
+    os.utime(src, ns=(T_NS, T_NS))
+    journal = x.root / ".j.bin.lrjournal"
+
+    def slow_push_until(pred, what):
+        proc, out, err = x.popen_send("--limit", "1M", "-q", src, x.dest())
+        try:
+            wait_until(pred, 30, what=what)
+        finally:
+            kill_and_reap(proc)
+
+    # chunk 0 journaled with A
+    slow_push_until(lambda: 0 in journal_chunks(journal),
+                    "chunk 0 in the journal")
+    # the source's chunk 0 becomes B, size and mtime kept: the resume
+    # sends it again and journals it a second time
+    put_chunk(src, b)
+    slow_push_until(lambda: journal_chunks(journal).count(0) >= 2,
+                    "a second record of chunk 0")
+    # A back, size and mtime kept: the file holds B at chunk 0, which the
+    # sender must be told, so that it sends A
+    put_chunk(src, a)
+    x.send_ok("-q", src, x.dest())
+    same_file(src, x.root / "j.bin")
+    assert not temp_leftovers(x.root)
+
+
+# 10 -------------------------------------------------------------------
+
+def test_fifo_at_the_journal_name(xsrv):
+    """A FIFO planted where the journal goes must not block the receiver."""
+    x = xsrv
+    src = write_random(x.src / "f.bin", 4 * MiB)
+    os.mkfifo(x.root / ".f.bin.lrjournal")
+    os.mkfifo(x.root / ".f.bin.lrpart")
+    res = x.send("-q", src, x.dest(), timeout=40)
+    assert res.returncode == 0, describe(res)
+    same_file(src, x.root / "f.bin")
+
+
+# 7 --------------------------------------------------------------------
+
+def test_get_never_serves_temporary_files(xsrv):
+    """An interrupted push leaves .NAME.lrpart and .NAME.lrjournal in the
+    server's tree; a pull of that directory must not hand them out."""
+    x = xsrv
+    part = x.root / "part"
+    part.mkdir()
+    write_random(part / "done.bin", 10_000)
+    write_random(part / ".big.iso.lrpart", 100_000)
+    write_random(part / ".big.iso.lrjournal", 64)
+    write_random(part / ".other.lrjournal", 40)
+    dest = x.tmp / "gp"
+    res = x.get_ok("--json", x.dest("part"), dest)
+    assert sorted(tree_files(dest)) == ["part", "part/done.bin"], (
+        tree_files(dest))
+    start = [e for e in json_events(res.stdout) if e["event"] == "start"]
+    assert start and start[0]["files_total"] == 2, start  # part, done.bin
+
+
+# 5 --------------------------------------------------------------------
+
+def test_symlinks_the_same_command_finishes(xsrv):
+    """A re-run of a finished tree with symlinks exits 0; a symlink that
+    cannot be made is a failed file, told as one."""
+    x = xsrv
+    top = x.src / "t"
+    top.mkdir()
+    write_random(top / "f", 1000)
+    os.symlink("f", top / "l")
+    x.send_ok("-q", top, x.dest())
+    res = x.send("--json", top, x.dest())  # the same command again
+    assert res.returncode == 0, describe(res)
+    # the destination's link now points elsewhere: the symlink fails, and
+    # its event says so (not "done"), with the flag that helps
+    os.unlink(x.root / "t" / "l")
+    os.symlink("elsewhere", x.root / "t" / "l")
+    res = x.send("--json", top, x.dest())
+    assert res.returncode == 1, describe(res)
+    evs = [e for e in json_events(res.stdout)
+           if e["event"] == "file" and e["path"] == "t/l"]
+    assert [e["status"] for e in evs] == ["failed"], evs
+    assert "exists" in evs[0]["error"], evs
+    assert "--overwrite" in output(res), output(res)
+    x.send_ok("-q", "--overwrite", top, x.dest())
+    assert os.readlink(x.root / "t" / "l") == "f"
+    # the same on the receiving side of a pull
+    dest = x.tmp / "pulled"
+    x.get_ok("-q", x.dest("t"), dest)
+    x.get_ok("-q", x.dest("t"), dest)  # again: exit 0
+    os.unlink(dest / "t" / "l")
+    os.symlink("other", dest / "t" / "l")
+    res = x.get("--json", x.dest("t"), dest)
+    assert res.returncode == 1, describe(res)
+    evs = [e for e in json_events(res.stdout)
+           if e["event"] == "file" and e["path"] == "t/l"]
+    assert [e["status"] for e in evs] == ["failed"], evs
+
+
+# 1 --------------------------------------------------------------------
+
+def test_same_name_twice_in_one_push(xsrv):
+    """`send a/f b/f host:` puts two files under one name: the first wins
+    whole, the second is refused in one line while the first is in
+    flight (before, the second took the first's temporary file), as cp
+    refuses to write over a file it just made."""
+    x = xsrv
+    (x.src / "a").mkdir()
+    (x.src / "b").mkdir()
+    fa = write_random(x.src / "a" / "f", 3 * MiB)
+    write_random(x.src / "b" / "f", 5 * MiB)
+    res = x.send("--limit", "2M", fa, x.src / "b" / "f", x.dest(),
+                 timeout=30)
+    assert res.returncode == 1, describe(res)
+    assert re.search(r"f: refused: exists already in this transfer",
+                     output(res)), (
+        output(res))
+    same_file(fa, x.root / "f")
+    assert tree_files(x.root) == ["f"], tree_files(x.root)
+    # the same size and mtime do not make the second resume the first's
+    # temporary file
+    fb = x.src / "b" / "f"
+    write_random(fb, 3 * MiB)
+    st = os.stat(fa)
+    os.utime(fb, ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.unlink(x.root / "f")
+    res = x.send("--limit", "2M", fa, fb, x.dest(), timeout=30)
+    assert res.returncode == 1, describe(res)
+    same_file(fa, x.root / "f")
+    assert not temp_leftovers(x.root)
