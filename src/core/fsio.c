@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
 #include <stdio.h>
@@ -499,4 +500,22 @@ int fsio_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 int fsio_write_all(int fd, const void *buf, size_t len)
 {
 	return put_all(fd, buf, len, -1);
+}
+
+int fsio_zero_range(int fd, uint64_t off, uint64_t len)
+{
+	static const uint8_t zeros[65536];
+	int r = 0;
+
+	if (!fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		       (off_t)off, (off_t)len))
+		return 0;
+	while (len && !r) {
+		size_t k = len < sizeof(zeros) ? (size_t)len : sizeof(zeros);
+
+		r = fsio_pwrite_all(fd, zeros, k, off);
+		off += k;
+		len -= k;
+	}
+	return r;
 }

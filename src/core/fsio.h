@@ -131,4 +131,8 @@ int fsio_pread_all(int fd, void *buf, size_t len, uint64_t off);
 int fsio_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
 int fsio_write_all(int fd, const void *buf, size_t len);
 
+/* Make len bytes at off read as zeros: a hole punched, or zeros written
+ * where the file system punches none. 0 or -errno. */
+int fsio_zero_range(int fd, uint64_t off, uint64_t len);
+
 #endif

@@ -40,6 +40,7 @@ HOSTILE_TIMEOUT = 200  # s; each act of a case is bounded at 30 s
 #   present:  {path below the root: size}  files that must land (regular)
 #   absent:   paths below the root that must not exist at all
 #   maybe10:  files that may land only complete and verified (10 bytes)
+#   content:  {path below the root: bytes}  what a present file must hold
 #   reason:   regexes, each to be found in hostile_send's output or the
 #             server log
 REFUSED_PATH = r"refused: "
@@ -118,6 +119,22 @@ CASES = {
         present={},
         absent=["bad_sum"],
         reason=[r"bad_sum: file digest mismatch"]),
+    # a hole reads as zeros: over a chunk an earlier attempt wrote, and as
+    # the one chunk of a file that is not sparse (its size set)
+    "zero_one_chunk": dict(
+        present={"zero_one": 10},
+        absent=[],
+        content={"zero_one": b"\0" * 10},
+        reason=[]),
+    "zero_over_held": dict(
+        present={"zero_held": 5 * CHUNK},
+        absent=[],
+        content={"zero_held": b"\0" * CHUNK + b"A" * (4 * CHUNK)},
+        reason=[r"gone, the file unfinished", r"entry 0: RESUME"]),
+    "pipe_short_sum": dict(
+        present={},
+        absent=["pipe_short"],
+        reason=[r"a pipe's SUM does not match the lengths of its chunks"]),
 }
 
 
@@ -239,6 +256,10 @@ def test_hostile_sender(case, linerate_bin, hostile_bin, serve, token,
             st.st_size == size, f"{rel}: expected a {size}-byte file\n{what}"
     for rel in exp["absent"]:
         assert not os.path.lexists(root / rel), f"{rel} exists\n{what}"
+    for rel, data in exp.get("content", {}).items():
+        got = (root / rel).read_bytes()
+        assert got == data, (f"{rel} holds {got[:32]!r}... ({len(got)} "
+                             f"bytes), not what was sent\n{what}")
     for rel in exp.get("maybe10", []):
         if os.path.lexists(root / rel):
             data = (root / rel).read_bytes()

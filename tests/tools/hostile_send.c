@@ -63,6 +63,10 @@ enum misdeed {
 	M_WRONG_DIGEST,	   /* every copy of chunk 0 with a wrong digest */
 	M_BAD_SUM,	   /* right chunks, wrong file digest */
 	M_FLOOD_FAILED,	   /* wrong digests, then chunks of the failed file */
+	M_ZERO_ONE,	   /* a 10-byte file, not sparse, as one ZERO chunk */
+	M_ABANDON,	   /* chunk 0, a pause for the journal, then gone */
+	M_ZERO_HELD,	   /* a resume with a ZERO chunk over the held one */
+	M_PIPE_SHORT_SUM,  /* a pipe of two whole chunks, a SUM of less */
 };
 
 struct ent {
@@ -537,8 +541,66 @@ static int chunk_misdeed(struct sess *s, const struct act *a)
 	case M_UNASKED_DIR:
 		send_chunk(s, 0, PROTO_XC_DATA, 0, 0, 10, 10, 'x', false);
 		return 1;
+	case M_ZERO_ONE:
+		send_chunk(s, 0, PROTO_XC_ZERO, 0, 0, 10, 0, 0, false);
+		return 1;
+	case M_ABANDON:
+		send_chunk(s, 0, PROTO_XC_DATA, 0, 0, s->chunk, s->chunk,
+			   fill_of(0), false);
+		/* past the receiver's journal flush (once a second), then
+		 * gone without END: the next act resumes the file */
+		pump_until(s, never, NULL, 2500);
+		s->terminal = true;
+		say("gone, the file unfinished");
+		return 1;
+	case M_ZERO_HELD:
+		send_chunk(s, 0, PROTO_XC_ZERO, 0, 0, s->chunk, 0, 0, false);
+		for (unsigned c = 1; c < 5; c++)
+			send_chunk(s, c, PROTO_XC_DATA, 0, c, s->chunk,
+				   s->chunk, fill_of(0), false);
+		return 1;
+	case M_PIPE_SHORT_SUM:
+		send_chunk(s, 0, PROTO_XC_DATA, 0, 0, s->chunk, s->chunk,
+			   fill_of(0), false);
+		send_chunk(s, 1, PROTO_XC_DATA, 0, 1, s->chunk, s->chunk,
+			   fill_of(0), false);
+		return 1;
 	default: return 0;
 	}
+}
+
+/* The SUM of an act whose chunks lie, consistent with what was sent, so
+ * that only the receiver's own checks can find it: 1 when put. */
+static int sum_misdeed(const struct act *a, struct sess *s, struct proto_buf *b)
+{
+	uint8_t ds[5 * DIGEST_LEN];
+	uint8_t *p = malloc(s->chunk);
+	struct proto_xfer_sum sum = { .idx = 0 };
+	unsigned c;
+
+	if (!p)
+		return 0;
+	memset(p, fill_of(0), s->chunk);
+	switch (a->mis) {
+	case M_ZERO_HELD:
+		digest_zeros(s->chunk, ds);
+		for (c = 1; c < 5; c++)
+			digest_chunk(p, s->chunk, ds + c * DIGEST_LEN);
+		sum.size = 5ull * s->chunk;
+		sum.nchunks = sum.sent = 5;
+		break;
+	case M_PIPE_SHORT_SUM:
+		digest_chunk(p, s->chunk, ds);
+		digest_chunk(p, s->chunk, ds + DIGEST_LEN);
+		sum.size = s->chunk + 100;
+		sum.nchunks = sum.sent = 2;
+		break;
+	default: free(p); return 0;
+	}
+	digest_file(sum.size, s->chunk, sum.nchunks, ds, sum.digest);
+	proto_put_xfer_sum(b, &sum);
+	free(p);
+	return 1;
 }
 
 static void send_sums(struct sess *s, const struct act *a)
@@ -549,7 +611,7 @@ static void send_sums(struct sess *s, const struct act *a)
 
 	proto_buf_init(&b, s->mbuf, MSG_CAP);
 	proto_msg_begin(&b, PROTO_XFER_SUMS);
-	for (i = 0; i < a->nents; i++) {
+	for (i = 0; i < a->nents && !sum_misdeed(a, s, &b); i++) {
 		const struct ent *e = &a->ents[i];
 		struct proto_xfer_sum sum = { .idx = i, .size = e->size };
 
@@ -1068,6 +1130,43 @@ static int run_case(const char *name)
 				    .path = "flood_failed",
 				    .size = CHUNK } },
 			.nents = 1,
+		};
+	} else if (!strcmp(name, "zero_one_chunk")) {
+		acts[n++] = (struct act){
+			.what = "a 10-byte file, not sparse, as one ZERO chunk",
+			.mis = M_ZERO_ONE,
+			.ents = { FILE10("zero_one") },
+			.nents = 1,
+		};
+	} else if (!strcmp(name, "zero_over_held")) {
+		acts[n++] = (struct act){
+			.what = "chunk 0 of a 5-chunk file, then gone",
+			.mis = M_ABANDON,
+			.ents = { { .kind = PROTO_XK_FILE,
+				    .path = "zero_held",
+				    .size = 5 * CHUNK } },
+			.nents = 1,
+		};
+		acts[n++] = (struct act){
+			.what = "the same file resumed, chunk 0 as ZERO",
+			.mis = M_ZERO_HELD,
+			.ents = { { .kind = PROTO_XK_FILE,
+				    .path = "zero_held",
+				    .size = 5 * CHUNK } },
+			.nents = 1,
+		};
+	} else if (!strcmp(name, "pipe_short_sum")) {
+		acts[n++] = (struct act){
+			.what = "a pipe of two whole chunks, a SUM of one and "
+				"100 bytes",
+			.mis = M_PIPE_SHORT_SUM,
+			.ents = { { .kind = PROTO_XK_FILE,
+				    .path = "pipe_short",
+				    .size = PROTO_XFER_SIZE_UNKNOWN } },
+			.nents = 1,
+			.totals_set = true,
+			.tot_files = 1,
+			.tot_bytes = UINT64_MAX,
 		};
 	} else if (!strcmp(name, "bad_sum")) {
 		acts[n++] = (struct act){

@@ -234,7 +234,7 @@ static int apply_meta(struct xsess *x, struct xfile *f, bool synced)
 				  { f->mtime_sec, f->mtime_nsec } };
 	mode_t mode = f->mode & ((flags & XFER_F_KEEP_SETID) ? 07777 : 01777);
 
-	if ((f->from_pipe || (f->eflags & PROTO_XE_SPARSE)) &&
+	if ((f->from_pipe || f->rx.zeroed || (f->eflags & PROTO_XE_SPARSE)) &&
 	    ftruncate(f->fd, (off_t)f->size))
 		return failed(f, -errno, "truncate");
 	if ((mode != f->rx.cmode || !f->rx.cmode) && fchmod(f->fd, mode))

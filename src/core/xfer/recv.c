@@ -401,6 +401,27 @@ static int on_files(struct rxc *c, const uint8_t *body, size_t len)
 	return plan_flush(c);
 }
 
+/* The chunks a pipe sent before its SUM fit the size the SUM says: its
+ * end, if it came, is the SUM's last chunk at its length; a last chunk
+ * that came whole is whole by the SUM too. Under lock. */
+static bool sum_fits_pipe(struct xsess *x, const struct xfile *f,
+			  const struct proto_xfer_sum *s)
+{
+	uint32_t last;
+	uint64_t last_len;
+
+	if (!s->nchunks)
+		return !f->nchunks;
+	last = s->nchunks - 1;
+	last_len = s->size - (uint64_t)last * x->chunk;
+	if (f->rx.pipe_end)
+		return f->rx.pipe_end == s->nchunks &&
+		       f->rx.pipe_end_len == last_len;
+	if (last < f->nchunks && f->cstate[last] != CS_NEEDED)
+		return last_len == x->chunk;
+	return true;
+}
+
 /* A pipe's SUM: its size and chunks are known now. Under lock. */
 static int sum_of_pipe(struct xsess *x, struct xfile *f,
 		       const struct proto_xfer_sum *s, struct lr_err *err)
@@ -410,11 +431,16 @@ static int sum_of_pipe(struct xsess *x, struct xfile *f,
 	    s->nchunks > XFER_MAX_CHUNKS)
 		return lr_err_set(err, LR_EBADMSG,
 				  "a pipe's SUM does not match its chunks");
+	if (!sum_fits_pipe(x, f, s))
+		return lr_err_set(err, LR_EBADMSG,
+				  "a pipe's SUM does not match the lengths of "
+				  "its chunks");
 	if (xfer__file_grow(f, s->nchunks ? s->nchunks : 1))
 		return lr_err_setc(err, -ENOMEM, "memory");
 	f->nchunks = s->nchunks;
 	f->size = s->size;
-	f->pipe = false; /* chunk lengths are known now */
+	f->pipe = false;     /* chunk lengths are known now */
+	f->from_pipe = true; /* cut to its size at the end */
 	return 0;
 }
 

@@ -30,7 +30,8 @@ struct unit {
 	uint8_t d[DIGEST_LEN];
 	uint8_t prev; /* its cstate before it came */
 	int fd;
-	bool shared; /* the file has more than one writer */
+	bool shared;  /* the file has more than one writer */
+	bool resumed; /* the file's temporary file held data already */
 };
 
 /* The chunk header at u (avail bytes left in the record): 0 with *used
@@ -59,9 +60,26 @@ static int unit_parse(struct rxs *s, const uint8_t *u, size_t avail,
 	return 0;
 }
 
+/* A pipe's chunk before its SUM: whole, but for one short chunk, its end,
+ * with none after it. Under lock. */
+static int pipe_len_ok(struct xsess *x, struct xfile *f, uint32_t chunk,
+		       uint32_t len)
+{
+	uint32_t end = f->rx.pipe_end;
+
+	if (len == x->chunk)
+		return !end || chunk + 1 < end ? 0 : LR_EBADMSG;
+	if (!len || (end && end != chunk + 1) || chunk + 1 < f->nchunks)
+		return LR_EBADMSG;
+	f->rx.pipe_end = chunk + 1;
+	f->rx.pipe_end_len = len;
+	return 0;
+}
+
 /* A pipe's chunk may lie ahead of those seen so far, within bounds: the
  * arrays grow to it. Under lock. */
-static int pipe_reach(struct xsess *x, struct xfile *f, uint32_t chunk)
+static int pipe_reach(struct xsess *x, struct xfile *f, uint32_t chunk,
+		      uint32_t len)
 {
 	bool out = x->o->flags & XFER_F_STDOUT;
 	int r;
@@ -69,6 +87,9 @@ static int pipe_reach(struct xsess *x, struct xfile *f, uint32_t chunk)
 	if (chunk >= f->nchunks + PIPE_LEAD || chunk >= XFER_MAX_CHUNKS ||
 	    (out && chunk > x->rx.next_out + PIPE_LEAD))
 		return LR_ETOOBIG;
+	r = pipe_len_ok(x, f, chunk, len);
+	if (r)
+		return r;
 	if (chunk < f->nchunks)
 		return 0;
 	r = xfer__file_grow(f, chunk + 1);
@@ -87,7 +108,7 @@ static int unit_asked(struct xsess *x, struct xfile *f,
 	if (!f || f->rx.state != XRX_RECEIVING || f->kind != PROTO_XK_FILE)
 		return LR_EBADMSG;
 	if (f->pipe && !f->rx.have_sum)
-		r = pipe_reach(x, f, h->chunk);
+		r = pipe_reach(x, f, h->chunk, h->len);
 	else if (h->chunk >= f->nchunks ||
 		 h->len != xfer__chunk_len(f, h->chunk, x->chunk))
 		r = LR_EBADMSG;
@@ -137,6 +158,7 @@ static int unit_claim(struct rxs *s, struct unit *un)
 	f->inflight++;
 	un->fd = f->fd;
 	un->shared = f->nchunks > 1 || f->pipe;
+	un->resumed = f->rx.resumed;
 	xfer__unlock(&x->lock);
 	return 0;
 }
@@ -216,6 +238,11 @@ static int unit_write(struct rxs *s, const struct unit *un)
 
 	if (x->o->flags & XFER_F_STDOUT) {
 		r = unit_out(x, un);
+	} else if (un->h.kind == PROTO_XC_ZERO && un->resumed) {
+		/* a hole over a chunk an earlier attempt wrote: zeros there
+		 * (a new temporary file reads as zeros already) */
+		r = fsio_zero_range(un->fd, (uint64_t)un->h.chunk * x->chunk,
+				    un->h.len);
 	} else if (un->h.kind == PROTO_XC_DATA) {
 		/* Stream threads writing one file at once meet on its inode
 		 * lock, where the kernel spins while the holder copies a
@@ -248,6 +275,8 @@ static int unit_account(struct rxs *s, const struct unit *un, int w)
 	if (w) {
 		xfer__rx_fail(x, f, w, "writing: %s", lr_strerror(w));
 	} else if (f->rx.state == XRX_RECEIVING) {
+		if (un->h.kind == PROTO_XC_ZERO)
+			f->rx.zeroed = true;
 		f->cstate[un->h.chunk] = CS_GOT;
 		memcpy(f->digests + (size_t)un->h.chunk * DIGEST_LEN, un->d,
 		       DIGEST_LEN);

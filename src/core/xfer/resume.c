@@ -97,6 +97,7 @@ int xfer__try_resume(struct xsess *x, struct xfile *f,
 		return 0;
 	}
 	f->fd = fd;
+	f->rx.resumed = true;
 	f->rx.jfd = openat(f->rx.dirfd, jname,
 			   O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK |
 				   O_CLOEXEC);

@@ -167,11 +167,16 @@ struct xfile_rx {
 	bool have_sum;	   /* the sender's SUM came */
 	bool implicit_sum; /* one chunk or none: no SUM travels for it */
 	bool anon;	   /* fd is unnamed (O_TMPFILE), tmp empty */
-	int dirfd;	   /* parent directory */
-	struct dirh *dh;   /* dirfd belongs to this handle */
-	uint16_t cmode;	   /* mode the temporary file got */
-	int jfd;	   /* journal, -1 without */
-	uint32_t *jpend;   /* chunks to journal */
+	bool resumed;	   /* the temporary file holds an earlier attempt */
+	bool zeroed;	   /* a ZERO chunk came: its size is set at the end */
+	/* a pipe's short chunk (its end) before its SUM: index + 1, 0 for
+	 * none, and its length; every other chunk before the SUM is whole */
+	uint32_t pipe_end, pipe_end_len;
+	int dirfd;	 /* parent directory */
+	struct dirh *dh; /* dirfd belongs to this handle */
+	uint16_t cmode;	 /* mode the temporary file got */
+	int jfd;	 /* journal, -1 without */
+	uint32_t *jpend; /* chunks to journal */
 	uint32_t njpend;
 	struct proto_xfer_sum sum; /* what the sender said */
 	int code;		   /* why it failed: -errno */
