@@ -68,14 +68,17 @@ void report_free(struct report *rp)
 
 void report_escaped(FILE *out, const char *s)
 {
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
+	size_t n = strlen(s), cap = 4 * n + 1;
+	char sbuf[1024], *buf = cap <= sizeof(sbuf) ? sbuf : malloc(cap);
 
-		if (c < 0x20 || c >= 0x7f || c == '\\')
-			fprintf(out, "\\x%02x", c);
-		else
-			fputc(c, out);
-	}
+	/* names in the engine's messages are escaped already (fsio_escape):
+	 * controls are escaped here, backslashes and UTF-8 kept, so that a
+	 * name is not escaped twice */
+	if (!buf)
+		return;
+	fputs(lr_escape(s, n, buf, cap, false), out);
+	if (buf != sbuf)
+		free(buf);
 }
 
 void report_set_title(struct report *rp, const char *title)

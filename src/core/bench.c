@@ -389,7 +389,7 @@ static int recv_sealed(struct bench_stream *s, uint8_t *buf, size_t cap)
 		return 0;
 	if (r == -ECANCELED)
 		return 0;
-	return r ? r : LR_ERECORD;
+	return r ? r : LR_EFRAME;
 }
 
 static int recv_loop(struct bench_stream *s, uint8_t *buf, size_t cap)

@@ -306,9 +306,11 @@ int conn_recv_data(struct conn *c, uint8_t *buf, size_t cap, uint8_t *type,
 	if (r)
 		return r;
 	n = ((size_t)hdr[1] << 16) | ((size_t)hdr[2] << 8) | hdr[3];
+	/* framing before authentication: a record too long for the stream
+	 * or not a data record is not the cipher's finding */
 	if ((hdr[0] != CONN_REC_DATA && hdr[0] != CONN_REC_END) ||
 	    n + tl > cap || (hdr[0] == CONN_REC_END && n))
-		return LR_ERECORD;
+		return LR_EFRAME;
 	r = recv_all(c, buf, n + tl);
 	if (r == 1)
 		return LR_ETRUNC;

@@ -93,8 +93,10 @@ int conn_open_msg(struct conn *c, const uint8_t hdr[CONN_REC_HDR], uint8_t *rec,
  * (cipher none, or no token) the records carry no tag and are not
  * encrypted: their integrity is the caller's (chunk digests). conn_send_data seals buf in place
  * (buf is ciphertext afterwards). conn_recv_data opens the next record into
- * buf and returns its type and length; LR_ERECORD when it fails to open,
- * LR_ETRUNC when the stream ends without an END record, -ECANCELED on abort.
+ * buf and returns its type and length; LR_EFRAME when its type is not a
+ * data record's or its length does not fit cap (found before the cipher),
+ * LR_ERECORD when it fails to open, LR_ETRUNC when the stream ends without
+ * an END record, -ECANCELED on abort.
  */
 int conn_send_data(struct conn *c, uint8_t type, uint8_t *buf, size_t len);
 int conn_recv_data(struct conn *c, uint8_t *buf, size_t cap, uint8_t *type,

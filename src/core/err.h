@@ -3,6 +3,7 @@
 #define LINERATE_ERR_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /*
@@ -25,6 +26,7 @@ enum {
 	LR_ETRUNC = -10012,	  /* a stream ended without its END record */
 	LR_EBADPATH = -10013,	  /* a path from the peer is not acceptable */
 	LR_EDIGEST = -10014,	  /* data does not match its digest */
+	LR_EFRAME = -10015,	  /* a record of the wrong type or length */
 };
 
 #define LR_ERR_MSG 256
@@ -49,5 +51,19 @@ int lr_err_setc(struct lr_err *err, int code, const char *fmt, ...)
 
 /* A constant description of an errno or LR_E* code (negative or positive). */
 const char *lr_strerror(int code);
+
+/*
+ * Text for a terminal or a log: copy s (len bytes) into out (cap bytes,
+ * NUL-terminated, truncated), writing control characters (C0, DEL, the
+ * UTF-8 encoded C1 U+0080-U+009F), the bidirectional controls and line
+ * separators (U+061C, U+200E-F, U+2028-E, U+2066-9) and bytes that are not
+ * valid UTF-8 as \xNN, and, with backslash, a backslash as \\ (so that
+ * an escaped name reads back unambiguously). Truncation never splits an
+ * escape or a UTF-8 sequence. Returns out. fsio_escape is this with
+ * backslash, for names from a peer; text already made of escaped names
+ * goes through it without.
+ */
+char *lr_escape(const char *s, size_t len, char *out, size_t cap,
+		bool backslash);
 
 #endif

@@ -33,10 +33,11 @@ int fsio_path_check(const char *path, size_t len, const char **why);
 
 /*
  * Copy name into out (cap bytes, NUL-terminated, truncated), escaping
- * control characters (C0, DEL and the UTF-8 encoded C1 U+0080-U+009F)
- * and bytes >= 0x80 that are not part of valid UTF-8 as \xNN, and
- * backslash as \\, so a peer's name cannot drive the terminal. Truncation
- * never splits an escape or a UTF-8 sequence. Returns out.
+ * control characters (C0, DEL and the UTF-8 encoded C1 U+0080-U+009F),
+ * the bidirectional controls (lr_escape) and bytes >= 0x80 that are not
+ * part of valid UTF-8 as \xNN, and backslash as \\, so a peer's name
+ * cannot drive the terminal nor reorder what it shows. Truncation never
+ * splits an escape or a UTF-8 sequence. Returns out.
  */
 char *fsio_escape(const char *name, size_t len, char *out, size_t cap);
 

@@ -331,7 +331,8 @@ static void fuzz_recv_data(unsigned ci, const uint8_t *in, size_t size)
 	c->fd = sv[1];
 	for (i = 0; i < MAX_RECS; i++) {
 		r = conn_recv_data(c, buf, sizeof(buf), &type, &n);
-		CHECK(r == 0 || r == LR_ERECORD || r == LR_ETRUNC);
+		CHECK(r == 0 || r == LR_ERECORD || r == LR_EFRAME ||
+		      r == LR_ETRUNC);
 		if (r)
 			break;
 		CHECK(type == CONN_REC_DATA || type == CONN_REC_END);

@@ -198,3 +198,46 @@ def test_same_name_twice_in_one_push(xsrv):
     assert res.returncode == 1, describe(res)
     same_file(fa, x.root / "f")
     assert not temp_leftovers(x.root)
+
+
+# 11 -------------------------------------------------------------------
+
+def test_names_escaped_once_bidi_escaped(xenv):
+    """A name with terminal controls reaches the first-failure line escaped
+    once (\\x1b, not \\x5cx1b), and recv escapes the bidirectional controls
+    (U+202E would show "a<RLO>txt.exe" as "aexe.txt")."""
+    x = xenv
+    x.start_server()
+    evil = x.src / "\x1b]0;TITLE\x07"
+    write_random(evil, 100)
+    res = x.send("-q", evil, x.dest())
+    assert res.returncode == 1, describe(res)
+    out = output(res)
+    assert "first: \\x1b]0;TITLE\\x07: refused" in out, out
+    assert "\\x5c" not in out and "\x1b" not in out, out
+
+    from lrproc import LineCollector
+    from xferutil import env_without_token
+    dest = x.tmp / "inbox"
+    dest.mkdir()
+    name = "a\u202etxt.exe"
+    (dest / name).write_bytes(b"already here")
+    recv = x.h.popen_b([x.bin, "recv", dest, "-p", "0"],
+                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, env=env_without_token())
+    rout = LineCollector(recv.stdout, "recv stdout")
+    rerr = LineCollector(recv.stderr, "recv stderr")
+    try:
+        token = rout.wait_for(r"^\s+token: (\S+)$", 10).group(1)
+        port = int(rout.wait_for(r"^\s+port: (\d+)$", 10).group(1))
+        src = x.src / name
+        write_random(src, 100)
+        res = x.send("-q", src, f"{x.h.addr_b}:", port=port, token=False,
+                     env=env_without_token({"LINERATE_TOKEN": token}))
+        assert res.returncode == 1, describe(res)
+        recv.wait(timeout=30)
+    finally:
+        kill_and_reap(recv)
+    text = rout.text() + rerr.text()
+    assert "\u202e" not in text and "\u202e" not in output(res), text
+    assert "a\\xe2\\x80\\xaetxt.exe" in text, text

@@ -67,6 +67,7 @@ enum misdeed {
 	M_ABANDON,	   /* chunk 0, a pause for the journal, then gone */
 	M_ZERO_HELD,	   /* a resume with a ZERO chunk over the held one */
 	M_PIPE_SHORT_SUM,  /* a pipe of two whole chunks, a SUM of less */
+	M_NO_TOTALS,	   /* FILES as the first message */
 };
 
 struct ent {
@@ -668,7 +669,9 @@ static int run_act(const struct act *a, unsigned no)
 		tot.bytes = a->tot_bytes;
 	}
 	proto_buf_init(&b, s.mbuf, MSG_CAP);
-	r = proto_encode_xfer_totals(&b, &tot) ?: send_msg(&s.ctrl, &b);
+	r = a->mis == M_NO_TOTALS
+		    ? 0
+		    : proto_encode_xfer_totals(&b, &tot) ?: send_msg(&s.ctrl, &b);
 	if (r) {
 		say("SETUP: sending TOTALS: %s", lr_strerror(r));
 		goto out;
@@ -1167,6 +1170,21 @@ static int run_case(const char *name)
 			.totals_set = true,
 			.tot_files = 1,
 			.tot_bytes = UINT64_MAX,
+		};
+	} else if (!strcmp(name, "first_message")) {
+		acts[n++] = (struct act){
+			.what = "XFER_FILES as the first message",
+			.mis = M_NO_TOTALS,
+			.ents = { FILE10("first_files") },
+			.nents = 1,
+		};
+		acts[n++] = (struct act){
+			.what = "XFER_TOTALS of 2^32 + 1 files",
+			.ents = { FILE10("first_big") },
+			.nents = 1,
+			.totals_set = true,
+			.tot_files = (1ull << 32) + 1,
+			.tot_bytes = 10,
 		};
 	} else if (!strcmp(name, "bad_sum")) {
 		acts[n++] = (struct act){

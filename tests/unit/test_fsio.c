@@ -224,6 +224,17 @@ static void test_escape(void **state)
 	fsio_escape("a\0b", 3, out, sizeof(out));
 	assert_string_equal(out, "a\\x00b");
 
+	/* the bidirectional controls and line separators are escaped:
+	 * U+202E (right-to-left override) would show "gpj.exe" as
+	 * "exe.jpg", U+2066 and U+061C likewise */
+	fsio_escape("a\xe2\x80\xaetxt.exe", 11, out, sizeof(out));
+	assert_string_equal(out, "a\\xe2\\x80\\xaetxt.exe");
+	fsio_escape("\xe2\x81\xa6x\xd8\x9c\xe2\x80\xa8", 9, out, sizeof(out));
+	assert_string_equal(out, "\\xe2\\x81\\xa6x\\xd8\\x9c\\xe2\\x80\\xa8");
+	/* neighbours that are not: U+2010 (a hyphen), U+202F (a space) */
+	fsio_escape("\xe2\x80\x90\xe2\x80\xaf", 6, out, sizeof(out));
+	assert_string_equal(out, "\xe2\x80\x90\xe2\x80\xaf");
+
 	/* valid UTF-8 is kept, 2, 3 and 4 byte forms */
 	fsio_escape("ünïcode €𝄞", strlen("ünïcode €𝄞"), out, sizeof(out));
 	assert_string_equal(out, "ünïcode €𝄞");

@@ -600,11 +600,15 @@ static int recv_totals(struct rxc *c)
 			  net_now_ms() + CTRL_TIMEOUT_MS, c->err);
 	if (!r && h.type == PROTO_ERROR)
 		return xfer__peer_error(c->rbuf, h.len, c->err);
-	if (!r && (h.type != PROTO_XFER_TOTALS ||
-		   proto_decode_xfer_totals(c->rbuf, h.len, &c->tot)))
-		return lr_err_set(c->err, LR_EBADMSG,
-				  "expected the sender's totals, got %s",
-				  proto_type_name(h.type));
+	if (!r && h.type != PROTO_XFER_TOTALS)
+		r = lr_err_set(c->err, LR_EBADMSG,
+			       "expected XFER_TOTALS first, got %s",
+			       proto_type_name(h.type));
+	else if (!r && proto_decode_xfer_totals(c->rbuf, h.len, &c->tot))
+		r = lr_err_set(c->err, LR_EBADMSG,
+			       "malformed XFER_TOTALS (files at most 2^32, "
+			       "both fields required)");
+	/* tell the sender why, but for a connection it closed */
 	if (r && r != LR_ECLOSED)
 		xfer__send_error(x, PROTO_ERR_BAD_REQUEST, c->err->msg);
 	return r;
