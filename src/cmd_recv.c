@@ -81,6 +81,11 @@ struct recv_cli {
 	bool json, quiet;
 	char token[SESSION_TOKEN_CHARS];
 	uint8_t psk[SESSION_PSK_LEN];
+	int dirfd;	     /* DIR, when it is there */
+	char dirname[256];   /* DIR's name, when it is not there yet */
+	bool token_saved;    /* kept in DIR */
+	bool token_kept;     /* the kept token of an unfinished transfer */
+	struct xfer_callbacks report_cb;
 	FILE *msg; /* where words go: stderr when data goes to stdout */
 	struct report_xfer *rx;
 	struct xfer_result res;
@@ -187,6 +192,11 @@ static void on_event(void *ctx, const struct server_event *ev)
 		print_addresses(o->msg, o->s.bind_addr, o->s.family);
 		fprintf(o->msg, "  port: %u\n  token: %s\n", ev->port,
 			o->token);
+		if (o->token_kept)
+			fprintf(o->msg,
+				"  (the token of the unfinished transfer into "
+				"this directory: the sender's same command "
+				"resumes it)\n");
 		if (o->s.bind_addr)
 			snprintf(addr, sizeof(addr),
 				 strchr(o->s.bind_addr, ':') ? "[%s]" : "%s",
@@ -285,78 +295,172 @@ static int recv_parse(int argc, char **argv, struct recv_cli *o,
 	return 0;
 }
 
-int cmd_recv(int argc, char **argv)
+/* The token of an unfinished transfer into DIR, kept in DIR (mode 0600)
+ * until the transfer completes, so that running recv again takes the
+ * sender's same command (its LINERATE_TOKEN). The name is one a
+ * transfer never sends nor writes. */
+#define RECV_TOKEN_NAME ".linerate-recv.lrtoken"
+
+/* DIR's kept token into o->token and o->psk: true when there is one,
+ * ours alone (a regular file of this user, mode 0600, one link). */
+static bool token_load(struct recv_cli *o, int dirfd)
 {
-	struct server_callbacks cb = { .event = on_event };
-	struct xfer_callbacks xcb = { 0 };
-	struct lr_err err = { 0 };
-	struct sigaction sa;
-	struct recv_cli o;
-	struct server *srv;
-	FILE *out;
+	struct stat st;
+	ssize_t k;
+	int fd;
+
+	fd = openat(dirfd, RECV_TOKEN_NAME,
+		    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 077) || st.st_nlink != 1) {
+		close(fd);
+		return false;
+	}
+	k = read(fd, o->token, sizeof(o->token) - 1);
+	close(fd);
+	if (k <= 0)
+		return false;
+	o->token[k] = '\0';
+	o->token[strcspn(o->token, "\r\n")] = '\0';
+	return !session_token_psk(o->token, o->psk);
+}
+
+/* Keep the token in DIR (made first when missing: a transfer started). */
+static void token_save(struct recv_cli *o)
+{
+	int fd, i;
+
+	if (o->token_saved || o->token_file || o->s.outfd >= 0)
+		return;
+	if (o->dirfd < 0 && !mkdir(o->dir, 0755))
+		o->dirfd = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (o->dirfd < 0)
+		return;
+	for (i = 0; i < 2; i++) {
+		fd = openat(o->dirfd, RECV_TOKEN_NAME,
+			    O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC,
+			    0600);
+		if (fd >= 0 || errno != EEXIST)
+			break;
+		unlinkat(o->dirfd, RECV_TOKEN_NAME, 0); /* not ours, or old */
+	}
+	if (fd < 0)
+		return;
+	if (dprintf(fd, "%s\n", o->token) > 0 && !fsync(fd))
+		o->token_saved = true;
+	close(fd);
+}
+
+/* The transfer into DIR completed: its token is not needed again. */
+static void token_drop(struct recv_cli *o)
+{
+	if (o->token_saved && o->dirfd >= 0)
+		unlinkat(o->dirfd, RECV_TOKEN_NAME, 0);
+}
+
+/* recv's own xfer callback: keeps the token once a transfer starts, then
+ * reports. */
+static void on_xfer_event(void *ctx, const struct xfer_event *ev)
+{
+	struct recv_cli *o = ctx;
+
+	if (ev->kind == XFER_EV_START)
+		token_save(o);
+	if (o->report_cb.event)
+		o->report_cb.event(o->report_cb.ctx, ev);
+}
+
+/* The token: from --token-file, kept in DIR by an unfinished transfer,
+ * or new. 0 or an error. */
+static int recv_token(struct recv_cli *o, struct lr_err *err)
+{
+	bool have;
 	int r;
 
-	memset(&o, 0, sizeof(o));
-	r = recv_parse(argc, argv, &o, &err);
-	if (r == 1) {
-		fputs(cmd_recv_usage, stdout);
-		return EXIT_OK;
-	}
-	if (!r && o.token_file) {
-		bool have;
-		FILE *f = fopen(o.token_file, "r");
+	if (o->token_file) {
+		FILE *f = fopen(o->token_file, "r");
 
-		r = opts_token_psk(o.token_file, false, o.psk, &have, &err);
-		if (!r && f && fgets(o.token, sizeof(o.token), f))
-			o.token[strcspn(o.token, "\r\n")] = 0;
+		r = opts_token_psk(o->token_file, false, o->psk, &have, err);
+		if (!r && f && fgets(o->token, sizeof(o->token), f))
+			o->token[strcspn(o->token, "\r\n")] = 0;
 		if (f)
 			fclose(f);
-	} else if (!r) {
-		r = session_token_new(o.token)
-			    ?: session_token_psk(o.token, o.psk);
-		if (r)
-			lr_err_setc(&err, r, "making a token");
+		return r;
 	}
-	if (r) {
-		fprintf(stderr,
-			"linerate recv: %s\nTry 'linerate recv --help'.\n",
-			err.msg);
-		return EXIT_USAGE;
+	if (o->dirfd >= 0 && token_load(o, o->dirfd)) {
+		o->token_saved = true;
+		o->token_kept = true;
+		return 0;
 	}
-	o.s.psk = o.psk;
-	o.msg = o.s.outfd >= 0 ? stderr : stdout;
-	if (o.s.outfd < 0) {
-		if (mkdir(o.dir, 0755) && errno != EEXIST) {
-			fprintf(stderr, "linerate recv: %s: %s\n", o.dir,
-				lr_strerror(-errno));
-			return EXIT_RUNTIME;
-		}
-		o.s.rootfd = open(o.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (o.s.rootfd < 0) {
-			fprintf(stderr, "linerate recv: %s: %s\n", o.dir,
-				lr_strerror(-errno));
-			return EXIT_RUNTIME;
-		}
-	} else {
-		o.s.rootfd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	r = session_token_new(o->token) ?: session_token_psk(o->token, o->psk);
+	return r ? lr_err_setc(err, r, "making a token") : 0;
+}
+
+/* The root: DIR when it is there; else its parent, DIR made when the
+ * first transfer starts (a recv that gets nothing leaves nothing). */
+static int recv_root(struct recv_cli *o, struct lr_err *err)
+{
+	char parent[4096];
+	size_t n = strlen(o->dir);
+	char *slash;
+
+	o->dirfd = -1;
+	if (o->s.outfd >= 0) {
+		o->s.rootfd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		return 0;
 	}
-	out = o.json ? o.msg : stderr;
-	o.rx = report_xfer_new(out, o.json ? REPORT_JSON_STREAM : REPORT_HUMAN,
-			       o.quiet, !o.json && isatty(fileno(out)),
-			       "received");
-	if (!o.rx) {
-		fprintf(stderr, "linerate: out of memory\n");
-		return EXIT_RUNTIME;
+	o->dirfd = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (o->dirfd >= 0) {
+		o->s.rootfd = dup(o->dirfd);
+		return o->s.rootfd < 0 ? lr_err_setc(err, -errno, "%s", o->dir)
+				       : 0;
 	}
-	report_xfer_callbacks(o.rx, &xcb);
-	o.s.xfer_cb = &xcb;
-	cb.ctx = &o;
+	if (errno != ENOENT || n >= sizeof(parent))
+		return lr_err_setc(err, -errno, "%s", o->dir);
+	memcpy(parent, o->dir, n + 1);
+	while (n > 1 && parent[n - 1] == '/')
+		parent[--n] = '\0';
+	slash = strrchr(parent, '/');
+	snprintf(o->dirname, sizeof(o->dirname), "%s",
+		 slash ? slash + 1 : parent);
+	if (slash == parent)
+		parent[1] = '\0';
+	else if (slash)
+		*slash = '\0';
+	else
+		snprintf(parent, sizeof(parent), ".");
+	o->s.rootfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (o->s.rootfd < 0)
+		return lr_err_setc(err, -errno, "%s", parent);
+	o->s.root_sub = o->dirname;
+	return 0;
+}
+
+static void recv_close(struct recv_cli *o)
+{
+	if (o->s.rootfd >= 0)
+		close(o->s.rootfd);
+	if (o->dirfd >= 0)
+		close(o->dirfd);
+}
+
+/* Serve one transfer; the exit status. */
+static int recv_run(struct recv_cli *o)
+{
+	struct server_callbacks cb = { .event = on_event, .ctx = o };
+	struct xfer_callbacks xcb = { .ctx = o, .event = on_xfer_event };
+	struct lr_err err = { 0 };
+	struct sigaction sa;
+	struct server *srv;
+	int r;
+
+	o->s.xfer_cb = &xcb;
 	signal(SIGPIPE, SIG_IGN);
-	r = server_new(&o.s, &cb, &srv, &err);
+	r = server_new(&o->s, &cb, &srv, &err);
 	if (r) {
 		fprintf(stderr, "linerate recv: %s\n", err.msg);
-		report_xfer_free(o.rx);
-		close(o.s.rootfd);
 		return EXIT_RUNTIME;
 	}
 	memset(&sa, 0, sizeof(sa));
@@ -368,18 +472,70 @@ int cmd_recv(int argc, char **argv)
 	r = server_run(srv, &err);
 	the_server = NULL;
 	server_free(srv);
-	session_token_wipe(o.psk, sizeof(o.psk));
-	session_token_wipe(o.token, sizeof(o.token));
-	if (o.got_result && !o.ok)
-		opts_add_hint(o.reason, sizeof(o.reason),
-			      o.res.first_failure_code);
-	if (o.got_result)
-		report_xfer_end(o.rx, &o.res, 0, o.ok ? NULL : o.reason);
+	if (!r && o->got_result && o->ok)
+		token_drop(o);
+	session_token_wipe(o->psk, sizeof(o->psk));
+	session_token_wipe(o->token, sizeof(o->token));
+	if (o->got_result && !o->ok)
+		opts_add_hint(o->reason, sizeof(o->reason),
+			      o->res.first_failure_code);
+	if (o->got_result)
+		report_xfer_end(o->rx, &o->res, 0, o->ok ? NULL : o->reason);
 	else if (r && err.msg[0])
 		fprintf(stderr, "linerate recv: %s\n", err.msg);
-	report_xfer_free(o.rx);
-	close(o.s.rootfd);
 	if (atomic_load(&cancelled))
 		return 130;
-	return !r && o.got_result && o.ok ? EXIT_OK : EXIT_RUNTIME;
+	return !r && o->got_result && o->ok ? EXIT_OK : EXIT_RUNTIME;
+}
+
+int cmd_recv(int argc, char **argv)
+{
+	struct lr_err err = { 0 };
+	struct recv_cli o;
+	FILE *out;
+	int r;
+
+	memset(&o, 0, sizeof(o));
+	o.dirfd = o.s.rootfd = -1;
+	r = recv_parse(argc, argv, &o, &err);
+	if (r == 1) {
+		fputs(cmd_recv_usage, stdout);
+		return EXIT_OK;
+	}
+	if (r) {
+		fprintf(stderr,
+			"linerate recv: %s\nTry 'linerate recv --help'.\n",
+			err.msg);
+		return EXIT_USAGE;
+	}
+	r = recv_root(&o, &err);
+	if (r) {
+		fprintf(stderr, "linerate recv: %s\n", err.msg);
+		recv_close(&o);
+		return EXIT_RUNTIME;
+	}
+	r = recv_token(&o, &err);
+	if (r) {
+		fprintf(stderr,
+			"linerate recv: %s\nTry 'linerate recv --help'.\n",
+			err.msg);
+		recv_close(&o);
+		return EXIT_USAGE;
+	}
+	o.s.psk = o.psk;
+	o.msg = o.s.outfd >= 0 ? stderr : stdout;
+	out = o.json ? o.msg : stderr;
+	o.rx = report_xfer_new(out, o.json ? REPORT_JSON_STREAM : REPORT_HUMAN,
+			       o.quiet, !o.json && isatty(fileno(out)),
+			       "received");
+	if (!o.rx) {
+		fprintf(stderr, "linerate: out of memory\n");
+		recv_close(&o);
+		return EXIT_RUNTIME;
+	}
+	report_xfer_callbacks(o.rx, &o.report_cb);
+	r = recv_run(&o);
+	report_xfer_free(o.rx);
+	recv_close(&o);
+	return r;
 }

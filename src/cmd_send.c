@@ -78,6 +78,7 @@ struct send_cli {
 	const char *paths[XFER_MAX_PATHS];
 	const char *dest;
 	char destbuf[XFER_MAX_PATH + 1]; /* DIR of `send - HOST:DIR/NAME` */
+	char destname[XFER_MAX_PATH + 1]; /* get: DEST when it is missing */
 	uint8_t psk[SESSION_PSK_LEN];
 };
 
@@ -178,7 +179,7 @@ static int send_parse(int argc, char **argv, struct send_cli *o,
 	o->c.family = AF_UNSPEC;
 	o->c.streams = 0; /* chosen from the sources */
 	o->c.connect_timeout_ms = 10000;
-	o->c.destfd = o->c.outfd = -1;
+	o->c.dest.dirfd = o->c.outfd = -1;
 	o->c.src.rootfd = -1;
 	o->c.x.progress_ms = 250;
 	o->c.x.cancel = &cancelled;
@@ -382,6 +383,42 @@ static int send_security(struct send_cli *o, struct lr_err *err)
 	return 0;
 }
 
+/* get's DEST: opened when it is a directory; when it is missing, its
+ * parent, with DEST's name to be made when the first file comes (a get
+ * that fails first leaves nothing behind). */
+static int get_dest(const char *dest, struct xfer_dest *d, char *name,
+		    struct lr_err *err)
+{
+	char parent[XFER_MAX_PATH + 1];
+	size_t n = strlen(dest);
+	const char *base;
+	int fd;
+
+	fd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		*d = (struct xfer_dest){ .dirfd = fd, .path = "" };
+		return 0;
+	}
+	if (errno != ENOENT || n > XFER_MAX_PATH)
+		return lr_err_setc(err, -errno, "%s", dest);
+	memcpy(parent, dest, n + 1);
+	while (n > 1 && parent[n - 1] == '/')
+		parent[--n] = '\0';
+	base = strrchr(parent, '/');
+	snprintf(name, XFER_MAX_PATH + 1, "%s", base ? base + 1 : parent);
+	if (base == parent)
+		parent[1] = '\0'; /* below / */
+	else if (base)
+		parent[base - parent] = '\0';
+	else
+		snprintf(parent, sizeof(parent), ".");
+	fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return lr_err_setc(err, -errno, "%s", parent);
+	*d = (struct xfer_dest){ .dirfd = fd, .path = name };
+	return 0;
+}
+
 static int run(int argc, char **argv, bool pull)
 {
 	const char *name = pull ? "get" : "send";
@@ -413,16 +450,10 @@ static int run(int argc, char **argv, bool pull)
 			"linerate: warning: --cipher none: file data travels "
 			"in clear (checked by digests, not protected against "
 			"an attacker on the wire)\n");
-	if (pull && !(o.c.x.flags & XFER_F_STDOUT)) {
-		o.c.destfd = open(o.dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (o.c.destfd < 0 && errno == ENOENT && !mkdir(o.dest, 0755))
-			o.c.destfd = open(o.dest,
-					  O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (o.c.destfd < 0) {
-			fprintf(stderr, "linerate get: %s: %s\n", o.dest,
-				lr_strerror(-errno));
-			return EXIT_RUNTIME;
-		}
+	if (pull && !(o.c.x.flags & XFER_F_STDOUT) &&
+	    get_dest(o.dest, &o.c.dest, o.destname, &err)) {
+		fprintf(stderr, "linerate get: %s\n", err.msg);
+		return EXIT_RUNTIME;
 	}
 	if (pull && (o.c.x.flags & XFER_F_STDOUT))
 		o.c.outfd = STDOUT_FILENO;
@@ -448,8 +479,8 @@ static int run(int argc, char **argv, bool pull)
 	session_token_wipe(o.psk, sizeof(o.psk));
 	report_xfer_end(rx, &res, o.link_speed, r ? err.msg : NULL);
 	report_xfer_free(rx);
-	if (o.c.destfd >= 0)
-		close(o.c.destfd);
+	if (o.c.dest.dirfd >= 0)
+		close(o.c.dest.dirfd);
 	if (atomic_load(&cancelled))
 		return 130;
 	return r ? EXIT_RUNTIME : EXIT_OK;

@@ -257,7 +257,8 @@ bool fsio_is_side_name(const char *name, size_t len)
 {
 	return len > 1 && name[0] == '.' &&
 	       (ends_with(name, len, ".lrpart") ||
-		ends_with(name, len, ".lrjournal"));
+		ends_with(name, len, ".lrjournal") ||
+		ends_with(name, len, ".lrtoken"));
 }
 
 int fsio_reserve(int fd, uint64_t size, bool sparse)

@@ -74,8 +74,9 @@ void fsio_temp_name(const char *name, char *out);
 void fsio_journal_name(const char *name, char *out);
 
 /* Whether the name (one component, len bytes) is one of those: a
- * temporary file or journal of a transfer, never listed, sent or written
- * as an entry's name. */
+ * temporary file or journal of a transfer, or a kept token of `linerate
+ * recv` (".*.lrtoken"), never listed, sent or written as an entry's
+ * name. */
 bool fsio_is_side_name(const char *name, size_t len);
 
 /*

@@ -454,6 +454,34 @@ static int probe_session(struct server_test *t, uint8_t *buf, uint32_t len,
 }
 
 /* A file transfer on this control connection: body holds its request. */
+/*
+ * A push's destination below the root: opened when it is there; when it
+ * is missing, made by the receiver when the first entry comes (a push
+ * that fails first leaves no directory behind), after a check that what
+ * is there of it is no symlink or file. path is the request's; the root
+ * may itself be made so (root_sub: `linerate recv DIR` of a DIR that is
+ * not there yet). 0 or -errno.
+ */
+static int push_dest(struct server *srv, const char *path,
+		     struct xfer_dest *dest, int *destfd, char *buf)
+{
+	const char *sub = srv->o.root_sub;
+	int fd;
+
+	snprintf(buf, 2 * FSIO_MAX_PATH + 2, "%s%s%s", sub ? sub : "",
+		 sub && path[0] ? "/" : "", path);
+	fd = fsio_open_dir(srv->o.rootfd, buf, false, 0);
+	if (fd >= 0) {
+		*destfd = fd;
+		*dest = (struct xfer_dest){ .dirfd = fd, .path = "" };
+		return 0;
+	}
+	if (fd != -ENOENT)
+		return fd;
+	*dest = (struct xfer_dest){ .dirfd = srv->o.rootfd, .path = buf };
+	return 0;
+}
+
 static int xfer_session(struct server_test *t, uint8_t *buf, uint32_t len,
 			char *why, size_t cap, struct server_event *ev)
 {
@@ -466,6 +494,8 @@ static int xfer_session(struct server_test *t, uint8_t *buf, uint32_t len,
 	struct lr_err e = { 0 };
 	struct proto_buf b;
 	char *paths[PROTO_XFER_MAX_PATHS] = { 0 };
+	char destpath[2 * FSIO_MAX_PATH + 2];
+	struct xfer_dest dest = { .dirfd = -1, .path = "" };
 	int destfd = -1, r;
 	unsigned i, n;
 
@@ -533,11 +563,10 @@ static int xfer_session(struct server_test *t, uint8_t *buf, uint32_t len,
 		}
 	}
 	if (req.op == PROTO_XFER_PUSH) {
-		destfd = fsio_open_dir(srv->o.rootfd, paths[0], true, 0755);
-		if (destfd < 0) {
+		r = push_dest(srv, paths[0], &dest, &destfd, destpath);
+		if (r) {
 			char esc[PROTO_MAX_TEXT];
 
-			r = destfd;
 			snprintf(why, cap, "destination '%s': %s",
 				 fsio_escape(paths[0], strlen(paths[0]), esc,
 					     sizeof(esc)),
@@ -611,7 +640,7 @@ static int xfer_session(struct server_test *t, uint8_t *buf, uint32_t len,
 	xo.progress_ms = srv->o.progress_ms;
 	xo.cancel = srv->o.cancel ? srv->o.cancel : &srv->stopping;
 	if (req.op == PROTO_XFER_PUSH) {
-		r = xfer_recv(&cs, destfd, srv->o.outfd, &xo, srv->o.xfer_cb,
+		r = xfer_recv(&cs, &dest, srv->o.outfd, &xo, srv->o.xfer_cb,
 			      &ev->xres, &e);
 	} else {
 		src.rootfd = srv->o.rootfd;

@@ -30,6 +30,9 @@ struct server_opts {
 	bool allow_plaintext; /* accept --cipher none */
 	/* file transfers (a token is required for them) */
 	int rootfd;	     /* --root; -1 = no transfers */
+	/* the root is this directory below rootfd, made when a push first
+	 * writes (recv DIR of a DIR not there yet); NULL: rootfd itself */
+	const char *root_sub;
 	bool read_only;	     /* serve pulls, refuse pushes */
 	bool allow_setid;    /* pushes may keep setuid/setgid bits */
 	bool push_only;	     /* accept pushes, refuse pulls (recv) */

@@ -162,11 +162,23 @@ int xfer_send(struct xfer_conns *cs, const struct xfer_source *src,
 	      struct xfer_result *res, struct lr_err *err);
 
 /*
- * Run the receiving side: entries land below destfd (a directory the
- * caller opened; not closed). With XFER_F_STDOUT in o->flags the one
- * file is written, in order, to outfd instead. Returns as xfer_send.
+ * Where a receiver's entries land: the directory path below dirfd ("" =
+ * dirfd itself; a path checked as a peer's would be), made (mode 0755,
+ * never through a symlink) only when the first entry comes, so that a
+ * transfer that never starts leaves nothing behind. dirfd is the caller's
+ * (not closed).
  */
-int xfer_recv(struct xfer_conns *cs, int destfd, int outfd,
+struct xfer_dest {
+	int dirfd;
+	const char *path;
+};
+
+/*
+ * Run the receiving side: entries land in dest. With XFER_F_STDOUT in
+ * o->flags the one file is written, in order, to outfd instead (dest is
+ * not used). Returns as xfer_send.
+ */
+int xfer_recv(struct xfer_conns *cs, const struct xfer_dest *dest, int outfd,
 	      const struct xfer_opts *o, const struct xfer_callbacks *cb,
 	      struct xfer_result *res, struct lr_err *err);
 
@@ -189,9 +201,10 @@ struct xfer_client_opts {
 	const char *paths[XFER_MAX_PATHS];
 	/* flags, chunk_size (0: the server chooses), rate, progress */
 	struct xfer_opts x;
-	/* push: what to send; pull: where (destfd), or outfd for a pipe */
+	/* push: what to send; pull: where (dest), or outfd for a pipe */
 	struct xfer_source src;
-	int destfd, outfd;
+	struct xfer_dest dest;
+	int outfd;
 };
 
 /* The streams for a session: o->streams, or when 0, two for a push of

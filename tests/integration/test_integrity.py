@@ -18,7 +18,7 @@ from lrproc import describe
 from util import wait_until
 from xferutil import (MiB, XferEnv, compare_tree, end_event, json_events,
                       kill_and_reap, make_tree, same_file, temp_leftovers,
-                      tree_files, write_random)
+                      tree_files, wait_partial, write_random)
 
 T_NS = 1_650_000_000_000_000_001  # a fixed mtime the source keeps
 
@@ -241,3 +241,112 @@ def test_names_escaped_once_bidi_escaped(xenv):
     text = rout.text() + rerr.text()
     assert "\u202e" not in text and "\u202e" not in output(res), text
     assert "a\\xe2\\x80\\xaetxt.exe" in text, text
+
+
+# 6 --------------------------------------------------------------------
+
+def start_recv(x, dest, port):
+    """`linerate recv DEST -p PORT` in host B; (proc, token, stdout,
+    stderr collectors)."""
+    from lrproc import LineCollector
+    from xferutil import env_without_token
+    proc = x.h.popen_b([x.bin, "recv", str(dest), "-p", str(port)],
+                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, env=env_without_token())
+    out = LineCollector(proc.stdout, "recv stdout")
+    err = LineCollector(proc.stderr, "recv stderr")
+    try:
+        token = out.wait_for(r"^\s+token: (\S+)$", 10).group(1)
+        got = int(out.wait_for(r"^\s+port: (\d+)$", 10).group(1))
+    except BaseException:
+        kill_and_reap(proc)
+        raise
+    return proc, token, got, out, err
+
+
+def test_recv_the_same_command_resumes(xenv):
+    """recv killed mid-transfer, then the same recv command and the
+    sender's same command (its token) finish the job; the kept token is
+    gone once the transfer completes."""
+    from xferutil import env_without_token
+    x = xenv
+    dest = x.tmp / "inbox"  # not there yet: made when the transfer starts
+    src = write_random(x.src / "big.bin", 16 * MiB)
+    recv, token, port, rout, rerr = start_recv(x, dest, 0)
+    env = env_without_token({"LINERATE_TOKEN": token})
+    argv = [x.bin, "send", "-p", str(port), "--limit", "2M", "-q",
+            str(src), f"{x.h.addr_b}:"]
+    send = x.h.popen_a(argv, stdin=subprocess.DEVNULL,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       env=env)
+    try:
+        wait_partial(dest, "big.bin", 1 * MiB, timeout=30)
+        kept = dest / ".linerate-recv.lrtoken"
+        assert kept.exists(), sorted(os.listdir(dest))
+        assert stat.S_IMODE(os.lstat(kept).st_mode) == 0o600
+        recv.kill()
+        recv.wait(timeout=10)
+        send.wait(timeout=30)
+    finally:
+        kill_and_reap(send)
+        kill_and_reap(recv)
+    assert not (dest / "big.bin").exists()
+    # the same command again: the same token
+    recv, token2, port2, rout, rerr = start_recv(x, dest, port)
+    try:
+        assert token2 == token, (token, token2)
+        assert "unfinished transfer" in rout.text(), rout.text()
+        res = x.h.run_a(argv[:4] + argv[6:], stdin=subprocess.DEVNULL,
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        text=True, timeout=60, env=env)
+        assert res.returncode == 0, describe(res)
+        assert recv.wait(timeout=30) == 0, rerr.text()
+    finally:
+        kill_and_reap(recv)
+    same_file(src, dest / "big.bin")
+    assert sorted(os.listdir(dest)) == ["big.bin"], os.listdir(dest)
+    # completed: the next recv into DIR makes a new token
+    recv, token3, _, _, _ = start_recv(x, dest, 0)
+    kill_and_reap(recv)
+    assert token3 != token
+    assert sorted(os.listdir(dest)) == ["big.bin"], os.listdir(dest)
+
+
+# 8 --------------------------------------------------------------------
+
+def test_nothing_left_behind_by_failures(xsrv):
+    """A destination is made only when the first file is about to be
+    written: a get with a wrong token or of a missing path, a recv that
+    gets nothing, a push that fails first leave no directory behind."""
+    x = xsrv
+    write_random(x.root / "there.bin", 1000)
+    other = x.tmp / "other-token"
+    other.write_text(x.new_token() + "\n")
+    gdest = x.tmp / "gdest"
+    res = x.h.run_a(
+        [x.bin, "get", "-p", str(x.srv.port), "--token-file", str(other),
+         x.dest("there.bin"), str(gdest)], stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        timeout=30)
+    assert res.returncode != 0, describe(res)
+    assert not gdest.exists(), "get with a wrong token made its DEST"
+    res = x.get(x.dest("not-there"), gdest)
+    assert res.returncode != 0, describe(res)
+    assert not gdest.exists(), "get of a missing path made its DEST"
+    x.get_ok("-q", x.dest("there.bin"), gdest)
+    same_file(x.root / "there.bin", gdest / "there.bin")
+
+    # recv that gets nothing
+    rdest = x.tmp / "never"
+    recv, _, _, _, _ = start_recv(x, rdest, 0)
+    recv.terminate()
+    recv.wait(timeout=10)
+    assert not rdest.exists(), "recv that got nothing made its DIR"
+
+    # a push refused before any file: no directory on the server
+    res = x.send("-q", x.src / "missing.bin", x.dest("newdir/sub"))
+    assert res.returncode != 0, describe(res)
+    assert not (x.root / "newdir").exists(), sorted(os.listdir(x.root))
+    # and a push that does send makes it
+    x.send_ok("-q", x.root / "there.bin", x.dest("newdir/sub"))
+    same_file(x.root / "there.bin", x.root / "newdir" / "sub" / "there.bin")

@@ -239,8 +239,9 @@ static void *send_main(void *arg)
 static void *recv_main(void *arg)
 {
 	struct side *s = arg;
+	struct xfer_dest d = { .dirfd = s->destfd, .path = "" };
 
-	s->r = xfer_recv(s->cs, s->destfd, -1, &s->o, &s->cb, &s->res, &s->err);
+	s->r = xfer_recv(s->cs, &d, -1, &s->o, &s->cb, &s->res, &s->err);
 	return NULL;
 }
 

@@ -311,7 +311,7 @@ static int client_session(struct xcl *k, const struct xfer_callbacks *cb,
 	if (k->req.op == PROTO_XFER_PUSH)
 		r = xfer_send(&cs, &k->src, &xo, cb, res, k->err);
 	else
-		r = xfer_recv(&cs, k->o->destfd, k->o->outfd, &xo, cb, res,
+		r = xfer_recv(&cs, &k->o->dest, k->o->outfd, &xo, cb, res,
 			      k->err);
 	res->link_known = lk.link_known;
 	res->ipv6 = lk.ipv6;

@@ -7,6 +7,7 @@
  * directories, the ends of the streams and XFER_DONE.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -374,13 +375,37 @@ static int on_entry(struct rxc *c, const struct proto_xfer_entry *e)
 	return entry_file(c, f, e);
 }
 
+/* The destination, made when the first entry comes. */
+static int dest_ready(struct rxc *c)
+{
+	struct xsess *x = c->x;
+	const struct xfer_dest *d = &x->rx.dest;
+	bool made;
+	int fd;
+
+	if (x->rx.destfd >= 0 || (x->o->flags & XFER_F_STDOUT))
+		return 0;
+	fd = d->path && d->path[0]
+		     ? fsio_make_dir(d->dirfd, d->path, 0755, &made)
+		     : fcntl(d->dirfd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0) {
+		fd = fd == -1 ? -errno : fd;
+		return lr_err_setc(c->err, fd, "the destination %s",
+				   d->path && d->path[0] ? d->path : ".");
+	}
+	x->rx.destfd = fd;
+	return 0;
+}
+
 /* One FILES message, answered with one XFER_PLAN (more if it
  * overflows). */
 static int on_files(struct rxc *c, const uint8_t *body, size_t len)
 {
 	struct proto_xfer_iter it;
-	int r;
+	int r = dest_ready(c);
 
+	if (r)
+		return r;
 	proto_buf_init(&c->plan, c->buf, MSG_BUF);
 	proto_msg_begin(&c->plan, PROTO_XFER_PLAN);
 	proto_xfer_iter_init(&it, body, len);
@@ -728,7 +753,7 @@ static int recv_session(struct rxc *c)
 	return recv_loop(c);
 }
 
-int xfer_recv(struct xfer_conns *cs, int destfd, int outfd,
+int xfer_recv(struct xfer_conns *cs, const struct xfer_dest *dest, int outfd,
 	      const struct xfer_opts *o, const struct xfer_callbacks *cb,
 	      struct xfer_result *res, struct lr_err *err)
 {
@@ -741,7 +766,8 @@ int xfer_recv(struct xfer_conns *cs, int destfd, int outfd,
 	r = xfer__sess_init(&x, cs, o, cb, res, false);
 	if (r)
 		return lr_err_setc(err, r, "starting the transfer");
-	x.rx.destfd = destfd;
+	if (dest)
+		x.rx.dest = *dest;
 	x.rx.outfd = outfd;
 	/* an unnamed file is named through /proc/self/fd (AT_EMPTY_PATH
 	 * needs a capability on older kernels): none without /proc */
@@ -772,6 +798,8 @@ int xfer_recv(struct xfer_conns *cs, int destfd, int outfd,
 	xfer__dirs_sync(&x);
 out:
 	xfer__dirh_fini(&x);
+	if (x.rx.destfd >= 0)
+		close(x.rx.destfd);
 	xfer__late_free(c.late);
 	free(c.ts);
 	free(c.buf);

@@ -267,6 +267,7 @@ struct xrecv {
 	uint32_t finals[XFER_WINDOW]; /* slots ready to finalize */
 	unsigned nfinals;
 	bool fail_pending[XFER_WINDOW];
+	struct xfer_dest dest; /* made into destfd at the first entry */
 	int destfd, outfd;
 	uint32_t next_out;  /* standard output: next chunk to write */
 	uint32_t announced; /* entries announced so far */
