@@ -81,10 +81,10 @@ struct recv_cli {
 	bool json, quiet;
 	char token[SESSION_TOKEN_CHARS];
 	uint8_t psk[SESSION_PSK_LEN];
-	int dirfd;	     /* DIR, when it is there */
-	char dirname[256];   /* DIR's name, when it is not there yet */
-	bool token_saved;    /* kept in DIR */
-	bool token_kept;     /* the kept token of an unfinished transfer */
+	int dirfd;	   /* DIR, when it is there */
+	char dirname[256]; /* DIR's name, when it is not there yet */
+	bool token_saved;  /* kept in DIR */
+	bool token_kept;   /* the kept token of an unfinished transfer */
 	struct xfer_callbacks report_cb;
 	FILE *msg; /* where words go: stderr when data goes to stdout */
 	struct report_xfer *rx;
@@ -340,7 +340,8 @@ static void token_save(struct recv_cli *o)
 		return;
 	for (i = 0; i < 2; i++) {
 		fd = openat(o->dirfd, RECV_TOKEN_NAME,
-			    O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC,
+			    O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW |
+				    O_CLOEXEC,
 			    0600);
 		if (fd >= 0 || errno != EEXIST)
 			break;

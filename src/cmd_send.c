@@ -77,7 +77,7 @@ struct send_cli {
 	char hostbuf[256];
 	const char *paths[XFER_MAX_PATHS];
 	const char *dest;
-	char destbuf[XFER_MAX_PATH + 1]; /* DIR of `send - HOST:DIR/NAME` */
+	char destbuf[XFER_MAX_PATH + 1];  /* DIR of `send - HOST:DIR/NAME` */
 	char destname[XFER_MAX_PATH + 1]; /* get: DEST when it is missing */
 	uint8_t psk[SESSION_PSK_LEN];
 };

@@ -29,7 +29,7 @@ struct server_opts {
 	const uint8_t *psk;   /* the token's key; NULL = no token */
 	bool allow_plaintext; /* accept --cipher none */
 	/* file transfers (a token is required for them) */
-	int rootfd;	     /* --root; -1 = no transfers */
+	int rootfd; /* --root; -1 = no transfers */
 	/* the root is this directory below rootfd, made when a push first
 	 * writes (recv DIR of a DIR not there yet); NULL: rootfd itself */
 	const char *root_sub;
