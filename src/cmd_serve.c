@@ -9,12 +9,15 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cmds.h"
 #include "core/bench.h"
 #include "core/server.h"
 #include "core/token.h"
+#include "core/units.h"
+#include "core/xfer.h"
 #include "opts.h"
 #include "report.h"
 #include "banned.h"
@@ -44,6 +47,18 @@ const char cmd_serve_usage[] =
 	"      --allow-setid          with --root: accept pushes asking to keep\n"
 	"                             setuid/setgid bits (send --keep-setid);\n"
 	"                             refused otherwise\n"
+	"      --partial-max-age AGE  with --root: remove the partial files of\n"
+	"                             interrupted pushes (.NAME.lrpart and its\n"
+	"                             .lrjournal) unchanged for longer than AGE\n"
+	"                             (90s, 30m, 12h, 7d; default 7d; 0 = keep),\n"
+	"                             at the start and every hour\n"
+	"      --partial-max-size SIZE  with --root: then remove the oldest until\n"
+	"                             all of them take at most SIZE (10G; default\n"
+	"                             no cap). Files being written are kept\n"
+	"      --list-partial         with --root: list the partial files below\n"
+	"                             DIR and exit\n"
+	"      --clean-partial        with --root: remove them (those not being\n"
+	"                             written now) and exit\n"
 	"      --iperf3-port PORT     answer iperf3 clients on PORT, TCP and UDP\n"
 	"                             (default 5201; if 5201 is taken, a warning\n"
 	"                             and linerate only; a PORT given here must\n"
@@ -62,6 +77,8 @@ struct serve_opts {
 	const char *token_file;
 	const char *root;
 	uint8_t psk[SESSION_PSK_LEN];
+	bool list_partial, clean_partial;
+	bool partial_set;  /* --partial-max-age or --partial-max-size given */
 	bool ip3;	   /* answer iperf3 clients */
 	bool ip3_explicit; /* --iperf3-port given: failing to bind is fatal */
 	uint16_t ip3_port;
@@ -78,7 +95,15 @@ enum {
 	OPT_READ_ONLY,
 	OPT_IPERF3_PORT,
 	OPT_NO_IPERF3,
+	OPT_PARTIAL_MAX_AGE,
+	OPT_PARTIAL_MAX_SIZE,
+	OPT_LIST_PARTIAL,
+	OPT_CLEAN_PARTIAL,
 };
+
+/* Partial files unchanged this long go by default: a week, as an
+ * interrupted push is usually re-run the same day. */
+#define PARTIAL_DEFAULT_MAX_AGE_S (7 * 86400)
 
 static const struct option long_opts[] = {
 	{ "port", required_argument, NULL, 'p' },
@@ -96,6 +121,10 @@ static const struct option long_opts[] = {
 	{ "read-only", no_argument, NULL, OPT_READ_ONLY },
 	{ "iperf3-port", required_argument, NULL, OPT_IPERF3_PORT },
 	{ "no-iperf3", no_argument, NULL, OPT_NO_IPERF3 },
+	{ "partial-max-age", required_argument, NULL, OPT_PARTIAL_MAX_AGE },
+	{ "partial-max-size", required_argument, NULL, OPT_PARTIAL_MAX_SIZE },
+	{ "list-partial", no_argument, NULL, OPT_LIST_PARTIAL },
+	{ "clean-partial", no_argument, NULL, OPT_CLEAN_PARTIAL },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -169,9 +198,10 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o,
 		       struct lr_err *err)
 {
 	uint64_t v;
-	int c;
+	int c, r;
 
 	memset(o, 0, sizeof(*o));
+	o->s.partial.max_age_s = PARTIAL_DEFAULT_MAX_AGE_S;
 	o->s.port = LINERATE_DEFAULT_PORT;
 	o->s.family = AF_UNSPEC;
 	o->s.max_tests = SERVER_DEFAULT_MAX_TESTS;
@@ -224,6 +254,27 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o,
 			o->ip3_explicit = true;
 			break;
 		case OPT_NO_IPERF3: o->ip3 = false; break;
+		case OPT_PARTIAL_MAX_AGE:
+			r = units_parse_age(optarg, 0, 100ull * 365 * 86400,
+					    &v);
+			if (r)
+				return lr_err_set(err, -EINVAL,
+						  "--partial-max-age '%s' is "
+						  "not an age (90s, 30m, 12h, "
+						  "7d; 0 = keep)",
+						  optarg);
+			o->s.partial.max_age_s = (int64_t)v;
+			o->partial_set = true;
+			break;
+		case OPT_PARTIAL_MAX_SIZE:
+			if (opts_bytes("--partial-max-size", optarg, 0,
+				       UINT64_MAX / 2, &v, err))
+				return -EINVAL;
+			o->s.partial.max_bytes = v;
+			o->partial_set = true;
+			break;
+		case OPT_LIST_PARTIAL: o->list_partial = true; break;
+		case OPT_CLEAN_PARTIAL: o->clean_partial = true; break;
 		case 'h': return 1;
 		default: return opts_getopt_error(c, argv, err);
 		}
@@ -231,6 +282,20 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o,
 	if (optind != argc)
 		return lr_err_set(err, -EINVAL, "unexpected argument '%s'",
 				  argv[optind]);
+	if ((o->list_partial || o->clean_partial || o->partial_set) && !o->root)
+		return lr_err_set(err, -EINVAL, "--%s needs --root DIR",
+				  o->list_partial    ? "list-partial"
+				  : o->clean_partial ? "clean-partial"
+						     : "partial-max-age/size");
+	if (o->partial_set && o->s.read_only)
+		return lr_err_set(err, -EINVAL,
+				  "--partial-max-age/size and --read-only "
+				  "conflict: a read-only server removes "
+				  "nothing");
+	if (o->list_partial && o->clean_partial)
+		return lr_err_set(
+			err, -EINVAL,
+			"--list-partial and --clean-partial conflict");
 	if (!o->ip3 && o->ip3_explicit)
 		return lr_err_set(err, -EINVAL,
 				  "--iperf3-port and --no-iperf3 conflict");
@@ -250,6 +315,60 @@ static void raise_nofile(void)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
+}
+
+/* --list-partial and --clean-partial: one line per partial file. */
+struct partial_cli {
+	int rootfd;
+	bool clean;
+	int64_t now;
+	unsigned n, in_use, failed;
+	uint64_t bytes;
+};
+
+static int on_partial(void *ctx, const struct xfer_partial *p)
+{
+	struct partial_cli *c = ctx;
+	int r;
+
+	if (!c->clean) {
+		if (!c->n)
+			report_partial_header(stdout);
+		report_partial(stdout, p, c->now);
+		c->n++;
+		c->bytes += p->bytes;
+		c->in_use += p->in_use;
+		return 0;
+	}
+	r = xfer_partial_remove(c->rootfd, p);
+	report_partial_removed(stdout, p, r);
+	if (!r) {
+		c->n++;
+		c->bytes += p->bytes;
+	} else if (r == -EBUSY) {
+		c->in_use++;
+	} else {
+		c->failed++;
+	}
+	return 0;
+}
+
+static int partial_cmd(const struct serve_opts *o)
+{
+	struct partial_cli c = { .rootfd = o->s.rootfd,
+				 .clean = o->clean_partial,
+				 .now = (int64_t)time(NULL) };
+	struct lr_err err = { 0 };
+	int r;
+
+	r = xfer_partials_walk(o->s.rootfd, on_partial, &c, &err);
+	if (r) {
+		fprintf(stderr, "linerate serve: %s: %s\n", o->root, err.msg);
+		return EXIT_RUNTIME;
+	}
+	report_partial_total(stdout, c.n, c.bytes, c.in_use,
+			     c.clean ? "removed" : "below the root");
+	return c.failed ? EXIT_RUNTIME : EXIT_OK;
 }
 
 int cmd_serve(int argc, char **argv)
@@ -284,6 +403,17 @@ int cmd_serve(int argc, char **argv)
 		r = lr_err_set(&err, -EINVAL, "--read-only needs --root");
 	if (!r && o.s.allow_setid && !o.root)
 		r = lr_err_set(&err, -EINVAL, "--allow-setid needs --root");
+	if (!r && o.root && (o.list_partial || o.clean_partial)) {
+		o.s.rootfd = open(o.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (o.s.rootfd < 0) {
+			fprintf(stderr, "linerate serve: --root %s: %s\n",
+				o.root, lr_strerror(-errno));
+			return EXIT_RUNTIME;
+		}
+		r = partial_cmd(&o);
+		close(o.s.rootfd);
+		return r;
+	}
 	if (!r && o.root && !o.s.psk)
 		r = lr_err_set(&err, -EINVAL,
 			       "--root needs --token-file: files are only "

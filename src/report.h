@@ -40,6 +40,17 @@ void report_bench_flush(struct report *rp);
 /* One line for a server event: LISTENING goes to out, the rest to log. */
 void report_server_event(FILE *out, FILE *log, const struct server_event *ev);
 
+/* serve --list-partial and --clean-partial: a table's header, one line per
+ * partial file (now: seconds, for its age), one per removal (r: 0 or
+ * -errno), the total; and a sweep's summary (the server log). */
+void report_partial_header(FILE *out);
+void report_partial(FILE *out, const struct xfer_partial *p, int64_t now);
+void report_partial_removed(FILE *out, const struct xfer_partial *p, int r);
+void report_partial_total(FILE *out, unsigned n, uint64_t bytes,
+			  unsigned in_use, const char *verb);
+void report_sweep_line(FILE *out, const struct xfer_sweep *r,
+		       const struct xfer_partial_policy *pol);
+
 /* Write s with control and non-ASCII bytes escaped (\xNN). */
 void report_escaped(FILE *out, const char *s);
 

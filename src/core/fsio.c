@@ -10,6 +10,7 @@
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
@@ -303,17 +304,50 @@ int fsio_link_anon(int fd, int dirfd, const char *name)
 	return linkat(fd, "", dirfd, name, AT_EMPTY_PATH) ? -errno : 0;
 }
 
+int fsio_lock_temp(int fd)
+{
+	if (!flock(fd, LOCK_EX | LOCK_NB))
+		return 0;
+	/* a file system without flock (EINVAL, ENOLCK): no lock to hold */
+	return errno == EWOULDBLOCK ? -EBUSY : 0;
+}
+
+bool fsio_temp_busy(int dirfd, const char *name)
+{
+	struct stat st;
+	bool busy;
+	int fd;
+
+	fd = openat(dirfd, name,
+		    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	busy = !fstat(fd, &st) && S_ISREG(st.st_mode) &&
+	       fsio_lock_temp(fd) == -EBUSY;
+	close(fd); /* and with it the lock just taken */
+	return busy;
+}
+
 int fsio_create_temp(int dirfd, const char *name, mode_t mode)
 {
 	int flags = O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC;
 	int fd = openat(dirfd, name, flags, mode);
 
 	if (fd < 0 && errno == EEXIST) {
-		/* left by an earlier attempt that cannot be resumed */
+		/* left by an earlier attempt that cannot be resumed, unless a
+		 * receiver is writing it */
+		if (fsio_temp_busy(dirfd, name))
+			return -EBUSY;
 		unlinkat(dirfd, name, 0);
 		fd = openat(dirfd, name, flags, mode);
 	}
-	return fd < 0 ? -errno : fd;
+	if (fd < 0)
+		return -errno;
+	if (fsio_lock_temp(fd)) {
+		close(fd); /* taken between the two calls */
+		return -EBUSY;
+	}
+	return fd;
 }
 
 int fsio_commit(int dirfd, const char *tmp, const char *name, bool replace)

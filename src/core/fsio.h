@@ -108,10 +108,18 @@ int fsio_link_anon(int fd, int dirfd, const char *name);
 
 /*
  * Create the temporary file name in dirfd for writing (O_EXCL, never
- * through a symlink), removing one an earlier attempt left there. The fd
- * or -errno.
+ * through a symlink), removing one an earlier attempt left there, and
+ * take its lock (fsio_lock_temp). The fd, -EBUSY when another receiver
+ * writes the one there, or -errno.
  */
 int fsio_create_temp(int dirfd, const char *name, mode_t mode);
+
+/* A receiver's lock on the temporary file it writes (an exclusive
+ * flock, held until fd closes): 0, or -EBUSY when another holds it. */
+int fsio_lock_temp(int fd);
+
+/* Whether the temporary file name in dirfd is locked by a receiver. */
+bool fsio_temp_busy(int dirfd, const char *name);
 
 /*
  * Rename the complete temporary file tmp to name in dirfd; without

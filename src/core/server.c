@@ -1490,8 +1490,40 @@ static bool once_done(struct server *srv)
 	return done;
 }
 
+/* A sweep of partial files: told when it removed or failed anything. */
+static void on_sweep(void *ctx, const struct xfer_sweep *res, const char *error)
+{
+	struct server *srv = ctx;
+	struct server_event ev = { .kind = SERVER_EV_PARTIALS,
+				   .reason = error,
+				   .partial = srv->o.partial };
+
+	if (res && !res->removed && !res->failed)
+		return;
+	if (res)
+		ev.sweep = *res;
+	snprintf(ev.peer, sizeof(ev.peer), "-");
+	emit(srv, &ev);
+}
+
+/* The sweeper of partial files, when there is something to apply. */
+static struct xfer_sweeper *sweeper_start(struct server *srv)
+{
+	const struct server_opts *o = &srv->o;
+	struct xfer_sweeper *sw = NULL;
+
+	if (o->rootfd < 0 || o->read_only || o->root_sub || o->push_only ||
+	    (!o->partial.max_age_s && !o->partial.max_bytes))
+		return NULL;
+	if (xfer_sweeper_start(o->rootfd, &o->partial, o->partial_sweep_ms,
+			       on_sweep, srv, &sw))
+		on_sweep(srv, NULL, "cannot start the sweep of partial files");
+	return sw;
+}
+
 int server_run(struct server *srv, struct lr_err *err)
 {
+	struct xfer_sweeper *sweeper;
 	struct pollfd *pf;
 	struct server_event ev = { .kind = SERVER_EV_LISTENING };
 	int64_t now, paused_until = 0, timeout;
@@ -1507,6 +1539,7 @@ int server_run(struct server *srv, struct lr_err *err)
 	/* OpenSSL's first-use costs, not in the first client's time */
 	crypto_warm();
 	emit(srv, &ev);
+	sweeper = sweeper_start(srv);
 	while (!atomic_load(&srv->stopping)) {
 		if (once_done(srv))
 			break;
@@ -1536,6 +1569,7 @@ int server_run(struct server *srv, struct lr_err *err)
 			timeout = 0;
 		if (poll(pf, n, (int)timeout) < 0 && errno != EINTR) {
 			free(pf);
+			xfer_sweeper_stop(sweeper);
 			return lr_err_setc(err, -errno, "poll");
 		}
 		if (pf[0].revents && read(srv->evfd, &v, sizeof(v)) > 0)
@@ -1563,6 +1597,7 @@ int server_run(struct server *srv, struct lr_err *err)
 			udp_read_some(srv);
 	}
 	free(pf);
+	xfer_sweeper_stop(sweeper);
 	return srv->o.once ? srv->once_result : 0;
 }
 

@@ -33,6 +33,11 @@ struct server_opts {
 	/* the root is this directory below rootfd, made when a push first
 	 * writes (recv DIR of a DIR not there yet); NULL: rootfd itself */
 	const char *root_sub;
+	/* partial files of pushes below the root, removed at the start
+	 * and every partial_sweep_ms (0: an hour) by this policy, when it
+	 * has a limit and the server takes pushes into rootfd itself */
+	struct xfer_partial_policy partial;
+	int64_t partial_sweep_ms;
 	bool read_only;	     /* serve pulls, refuse pushes */
 	bool allow_setid;    /* pushes may keep setuid/setgid bits */
 	bool push_only;	     /* accept pushes, refuse pulls (recv) */
@@ -49,6 +54,7 @@ enum server_event_kind {
 	SERVER_EV_TEST_DONE,	 /* peer, test, figures, reason if failed */
 	SERVER_EV_XFER_DONE,	 /* peer, test, xfer figures, reason */
 	SERVER_EV_PROBE_DONE,	 /* peer, test: linerate doctor's probe */
+	SERVER_EV_PARTIALS,	 /* a sweep of partial files removed some */
 };
 
 /* What the server tells its caller; the CLI formats it. */
@@ -69,6 +75,9 @@ struct server_event {
 	/* SERVER_EV_XFER_DONE */
 	enum xfer_op xfer_op;
 	struct xfer_result xres;
+	/* SERVER_EV_PARTIALS (reason: why a sweep failed) */
+	struct xfer_sweep sweep;
+	struct xfer_partial_policy partial;
 };
 
 struct server_callbacks {

@@ -143,6 +143,35 @@ int units_parse_ms(const char *s, uint64_t min_ms, uint64_t max_ms,
 	return scaled(&d, 1000, min_ms, max_ms, out_ms);
 }
 
+int units_parse_age(const char *s, uint64_t min_s, uint64_t max_s,
+		    uint64_t *out_s)
+{
+	static const struct {
+		char unit;
+		uint64_t seconds;
+	} units[] = { { 's', 1 },
+		      { 'm', 60 },
+		      { 'h', 3600 },
+		      { 'd', 86400 },
+		      { 'w', 604800 } };
+	uint64_t mult = 1;
+	struct decimal d;
+	const char *p;
+	size_t i;
+
+	if (!s || parse_decimal(s, &d, &p))
+		return -EINVAL;
+	if (*p) {
+		for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+			if (*p == units[i].unit)
+				break;
+		if (i == sizeof(units) / sizeof(units[0]) || p[1])
+			return -EINVAL;
+		mult = units[i].seconds;
+	}
+	return scaled(&d, mult, min_s, max_s, out_s);
+}
+
 int units_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
 	const char *p = s;

@@ -24,6 +24,11 @@ int units_parse_rate(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 int units_parse_ms(const char *s, uint64_t min_ms, uint64_t max_ms,
 		   uint64_t *out_ms);
 
+/* A duration in whole seconds: "90", "90s", "30m", "12h", "7d", "2w"
+ * ("1.5h" too). */
+int units_parse_age(const char *s, uint64_t min_s, uint64_t max_s,
+		    uint64_t *out_s);
+
 /* A plain decimal integer. */
 int units_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 

@@ -225,4 +225,66 @@ const char *xfer_bottleneck(const struct xfer_result *res, double *share);
  * the link reported), bits/s; 0 when the speed is unknown. */
 double xfer_ceiling_bps(const struct xfer_result *res, uint64_t speed_bps);
 
+/*
+ * Partial files: the temporary file and journal a receiver keeps of a file
+ * it has not finished (`.NAME.lrpart`, `.NAME.lrjournal`) so that the same
+ * command resumes it. A receiver holds an exclusive flock(2) on the
+ * temporary file it writes; one that is locked is "in use" and is never
+ * removed here.
+ */
+struct xfer_partial {
+	char path[XFER_MAX_PATH + 1]; /* below the root: the temporary file,
+				       * or the journal when it is alone */
+	bool journal;		      /* a journal is there too (or alone) */
+	bool in_use;		      /* a receiver is writing it now */
+	uint64_t bytes;		      /* disk space of both (allocated) */
+	int64_t mtime;		      /* the later of both, seconds */
+};
+
+/* Called for each partial file below rootfd; non-zero stops the walk. */
+typedef int (*xfer_partial_fn)(void *ctx, const struct xfer_partial *p);
+
+/* Walk the tree below rootfd (never through a symlink, at most
+ * XFER_PARTIAL_MAX_DEPTH levels) for partial files. 0, what fn
+ * returned, or -errno. */
+#define XFER_PARTIAL_MAX_DEPTH 256u
+int xfer_partials_walk(int rootfd, xfer_partial_fn fn, void *ctx,
+		       struct lr_err *err);
+
+/* Remove one: 0, -EBUSY when a receiver is writing it, or -errno. */
+int xfer_partial_remove(int rootfd, const struct xfer_partial *p);
+
+/* What a sweep keeps: partial files untouched for longer than max_age_s
+ * go (0: any age is kept), then the oldest until all of them take at most
+ * max_bytes (0: no cap). Files in use are never removed (and count). */
+struct xfer_partial_policy {
+	int64_t max_age_s;
+	uint64_t max_bytes;
+};
+
+struct xfer_sweep {
+	unsigned removed, kept, in_use, failed;
+	uint64_t removed_bytes, kept_bytes;
+};
+
+/* Apply the policy below rootfd at time now (seconds). 0 or -errno. */
+int xfer_partials_sweep(int rootfd, const struct xfer_partial_policy *pol,
+			int64_t now, struct xfer_sweep *res,
+			struct lr_err *err);
+
+/*
+ * A thread that sweeps at once, then every interval_ms, until
+ * xfer_sweeper_stop; done (may be NULL) is called after each sweep, from
+ * that thread, with the result or an error's text.
+ */
+struct xfer_sweeper;
+typedef void (*xfer_sweep_fn)(void *ctx, const struct xfer_sweep *res,
+			      const char *error);
+int xfer_sweeper_start(int rootfd, const struct xfer_partial_policy *pol,
+		       int64_t interval_ms, xfer_sweep_fn done, void *ctx,
+		       struct xfer_sweeper **out);
+/* Stop the thread (waits for a sweep under way) and free it; NULL is
+ * fine. */
+void xfer_sweeper_stop(struct xfer_sweeper *sw);
+
 #endif

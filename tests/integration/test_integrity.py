@@ -350,3 +350,87 @@ def test_nothing_left_behind_by_failures(xsrv):
     # and a push that does send makes it
     x.send_ok("-q", x.root / "there.bin", x.dest("newdir/sub"))
     same_file(x.root / "there.bin", x.root / "newdir" / "sub" / "there.bin")
+
+
+def serve_cmd(x, *args):
+    """`linerate serve --root ROOT ARGS` in host B, to its end."""
+    return x.h.run_b([x.bin, "serve", "--root", str(x.root), *map(str, args)],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                     stderr=subprocess.PIPE, text=True, timeout=30)
+
+
+def age(path, seconds):
+    """Make PATH look unchanged for SECONDS."""
+    t = time.time() - seconds
+    os.utime(path, (t, t))
+
+
+def test_partial_files_listed_cleaned_and_swept(xsrv):
+    """Killed pushes leave .NAME.lrpart and .NAME.lrjournal: serve
+    --list-partial shows them, --clean-partial removes them except one a
+    transfer is writing, and a server removes those older than
+    --partial-max-age, then the oldest over --partial-max-size, at its
+    start; a second push of a name being received is refused, not mixed."""
+    x = xsrv
+    (x.root / "isos").mkdir()
+    src = write_random(x.src / "big.iso", 12 * MiB)
+    proc, _, _ = x.popen_send("--limit", "300K", "-q", src, x.dest("isos"))
+    try:
+        wait_partial(x.root / "isos", "big.iso", 1 * MiB, timeout=30)
+        # while it is written: listed as in use, kept by a clean, and a
+        # second push of the same name is refused
+        res = serve_cmd(x, "--list-partial")
+        assert res.returncode == 0, describe(res)
+        assert re.search(r"isos/\.big\.iso\.lrpart.*in use", res.stdout), (
+            res.stdout)
+        res = serve_cmd(x, "--clean-partial")
+        assert res.returncode == 0, describe(res)
+        assert "kept isos/.big.iso.lrpart: in use" in res.stdout, res.stdout
+        assert (x.root / "isos" / ".big.iso.lrpart").exists()
+        # (after waiting, bounded, for the other session to end: one
+        # whose sender was killed ends at once)
+        res = x.send(src, x.dest("isos"), timeout=40)
+        assert res.returncode == 1, describe(res)
+        assert "another transfer is receiving it now" in output(res), (
+            output(res))
+    finally:
+        kill_and_reap(proc)
+    assert proc.poll() is not None
+    x.srv.stop()
+    # killed: listed, not in use
+    res = serve_cmd(x, "--list-partial")
+    assert res.returncode == 0, describe(res)
+    line = [ln for ln in res.stdout.splitlines() if "big.iso" in ln]
+    assert line and "in use" not in line[0], res.stdout
+    assert "1 partial file below the root" in res.stdout, res.stdout
+
+    # a server with --partial-max-age 1h removes the one unchanged for 2 h
+    old = x.root / "isos" / ".big.iso.lrpart"
+    age(old, 7200)
+    age(x.root / "isos" / ".big.iso.lrjournal", 7200)
+    write_random(x.root / ".fresh.bin.lrpart", 64 * 1024)
+    (x.root / "keep.lrpart").write_bytes(b"not a side name")
+    srv = x.start_server("--partial-max-age", "1h")
+    srv.wait_log(r"partial files: removed 1 \(", timeout=15)
+    assert not old.exists()
+    assert not (x.root / "isos" / ".big.iso.lrjournal").exists()
+    assert (x.root / ".fresh.bin.lrpart").exists()
+    srv.stop()
+    # then the oldest go until all fit --partial-max-size
+    write_random(x.root / ".second.bin.lrpart", 64 * 1024)
+    age(x.root / ".fresh.bin.lrpart", 600)
+    srv = x.start_server("--partial-max-size", "100K")
+    srv.wait_log(r"partial files: removed 1 \(", timeout=15)
+    assert not (x.root / ".fresh.bin.lrpart").exists()
+    assert (x.root / ".second.bin.lrpart").exists()
+    srv.stop()
+    res = serve_cmd(x, "--clean-partial")
+    assert res.returncode == 0, describe(res)
+    assert "1 partial file removed" in res.stdout, res.stdout
+    assert (x.root / "keep.lrpart").exists()
+    os.unlink(x.root / "keep.lrpart")
+    assert not temp_leftovers(x.root)
+    # the push finishes from scratch
+    x.start_server()
+    x.send_ok("-q", src, x.dest("isos"))
+    same_file(src, x.root / "isos" / "big.iso")

@@ -17,11 +17,13 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "fsio.h"
+#include "xfer.h"
 
 struct path_case {
 	const char *path;
@@ -567,6 +569,110 @@ static void test_anon_link(void **state)
 	close(fd);
 }
 
+/* A receiver's temporary file is locked: a second receiver gets -EBUSY
+ * instead of removing it, and is free to take it once the first closed. */
+static void test_temp_lock(void **state)
+{
+	struct tree *t = *state;
+	int a, b;
+
+	a = fsio_create_temp(t->root, ".f.lrpart", 0600);
+	assert_true(a >= 0);
+	assert_true(fsio_temp_busy(t->root, ".f.lrpart"));
+	assert_int_equal(fsio_create_temp(t->root, ".f.lrpart", 0600), -EBUSY);
+	b = openat(t->root, ".f.lrpart", O_RDWR | O_CLOEXEC);
+	assert_true(b >= 0);
+	assert_int_equal(fsio_lock_temp(b), -EBUSY);
+	close(b);
+	close(a);
+	assert_false(fsio_temp_busy(t->root, ".f.lrpart"));
+	assert_false(fsio_temp_busy(t->root, ".missing.lrpart"));
+	b = fsio_create_temp(t->root, ".f.lrpart", 0600);
+	assert_true(b >= 0);
+	close(b);
+}
+
+/* A side file of size bytes under rel, unchanged for age seconds. */
+static void put_side(struct tree *t, const char *rel, size_t size, int64_t age)
+{
+	static const char block[4096];
+	struct timespec ts[2];
+	int fd = openat(t->root, rel, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC,
+			0600);
+	size_t done;
+
+	assert_true(fd >= 0);
+	for (done = 0; done < size; done += sizeof(block))
+		assert_true(write(fd, block, sizeof(block)) > 0);
+	clock_gettime(CLOCK_REALTIME, &ts[0]);
+	ts[0].tv_sec -= age;
+	ts[1] = ts[0];
+	assert_int_equal(futimens(fd, ts), 0);
+	close(fd);
+}
+
+static int count_partial(void *ctx, const struct xfer_partial *p)
+{
+	unsigned *n = ctx;
+
+	(void)p;
+	(*n)++;
+	return 0;
+}
+
+/* Sweeps: by age, then the oldest over the cap; a locked one is kept,
+ * and pairs go together; names that are not side names stay. */
+static void test_partials_sweep(void **state)
+{
+	struct tree *t = *state;
+	struct xfer_partial_policy pol = { .max_age_s = 3600 };
+	struct lr_err err = { 0 };
+	struct xfer_sweep res;
+	time_t now = time(NULL);
+	unsigned n = 0;
+	int busy;
+
+	assert_int_equal(mkdirat(t->root, "d", 0755), 0);
+	assert_int_equal(mkdirat(t->root, "d/e", 0755), 0);
+	put_side(t, "d/.old.lrpart", 8192, 7200);
+	put_side(t, "d/.old.lrjournal", 100, 7200);
+	put_side(t, "d/e/.mid.lrpart", 8192, 1800);
+	put_side(t, "d/e/.new.lrpart", 8192, 60);
+	put_side(t, ".lone.lrjournal", 100, 9000);
+	put_side(t, "plain.lrpart", 100, 9000);
+	busy = fsio_create_temp(t->root, ".busy.lrpart", 0600);
+	assert_true(busy >= 0);
+	put_side(t, ".busy.lrjournal", 100, 9000);
+	assert_int_equal(symlinkat("../outside", t->root, "link"), 0);
+	put_side(t, "../outside/.far.lrpart", 4096, 9000);
+
+	assert_int_equal(xfer_partials_walk(t->root, count_partial, &n, &err),
+			 0);
+	assert_int_equal(n, 5); /* old, mid, new, lone, busy */
+
+	assert_int_equal(xfer_partials_sweep(t->root, &pol, now, &res, &err),
+			 0);
+	assert_int_equal(res.removed, 2); /* old (pair), lone */
+	assert_int_equal(res.in_use, 1);  /* busy, 2.5 h old */
+	assert_int_equal(res.kept, 3);
+	assert_int_not_equal(faccessat(t->root, "d/.old.lrpart", F_OK, 0), 0);
+	assert_int_not_equal(faccessat(t->root, "d/.old.lrjournal", F_OK, 0),
+			     0);
+	assert_int_equal(faccessat(t->root, ".busy.lrpart", F_OK, 0), 0);
+	assert_int_equal(faccessat(t->root, "plain.lrpart", F_OK, 0), 0);
+	assert_int_equal(faccessat(t->top_fd, "outside/.far.lrpart", F_OK, 0),
+			 0);
+
+	/* a cap: the oldest (mid) goes, new stays; busy counts, stays */
+	pol = (struct xfer_partial_policy){ .max_bytes = 12288 + 4096 };
+	assert_int_equal(xfer_partials_sweep(t->root, &pol, now, &res, &err),
+			 0);
+	assert_int_equal(res.removed, 1);
+	assert_int_not_equal(faccessat(t->root, "d/e/.mid.lrpart", F_OK, 0), 0);
+	assert_int_equal(faccessat(t->root, "d/e/.new.lrpart", F_OK, 0), 0);
+	close(busy);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -589,6 +695,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_open_dir_bad_rel,
 						tree_setup, tree_teardown),
 		cmocka_unit_test_setup_teardown(test_anon_link, tree_setup,
+						tree_teardown),
+		cmocka_unit_test_setup_teardown(test_temp_lock, tree_setup,
+						tree_teardown),
+		cmocka_unit_test_setup_teardown(test_partials_sweep, tree_setup,
 						tree_teardown),
 	};
 

@@ -324,6 +324,29 @@ static void test_fmt_truncates(void **state)
 	assert_string_equal(buf, " 138 MB");
 }
 
+/* Ages: seconds by default, s m h d w; no other suffix, no sign. */
+static void test_age(void **state)
+{
+	(void)state;
+	accept_one(units_parse_age, "0", 0);
+	accept_one(units_parse_age, "90", 90);
+	accept_one(units_parse_age, "90s", 90);
+	accept_one(units_parse_age, "30m", 1800);
+	accept_one(units_parse_age, "12h", 43200);
+	accept_one(units_parse_age, "7d", 604800);
+	accept_one(units_parse_age, "2w", 1209600);
+	accept_one(units_parse_age, "1.5h", 5400);
+	reject_one(units_parse_age, "7days", 0, UINT64_MAX, -EINVAL);
+	reject_one(units_parse_age, "1x", 0, UINT64_MAX, -EINVAL);
+	reject_one(units_parse_age, "-1d", 0, UINT64_MAX, -EINVAL);
+	reject_one(units_parse_age, "d", 0, UINT64_MAX, -EINVAL);
+	reject_one(units_parse_age, "", 0, UINT64_MAX, -EINVAL);
+	reject_one(units_parse_age, NULL, 0, UINT64_MAX, -EINVAL);
+	reject_one(units_parse_age, "2d", 0, 86400, -ERANGE);
+	reject_one(units_parse_age, "99999999999999999999w", 0, UINT64_MAX,
+		   -ERANGE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -335,6 +358,7 @@ int main(void)
 		cmocka_unit_test(test_rate_rejected),
 		cmocka_unit_test(test_ms),
 		cmocka_unit_test(test_uint),
+		cmocka_unit_test(test_age),
 		cmocka_unit_test(test_fmt_bytes),
 		cmocka_unit_test(test_fmt_rate),
 		cmocka_unit_test(test_fmt_rounding_edges),

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,6 +22,9 @@
 #include "banned.h"
 
 /* The plan is REFUSE, for the reason given: 1. */
+/* a name another session is receiving now (its temporary file locked) */
+#define BUSY_WORDS "another transfer is receiving it now"
+
 static int refuse(struct xfile *f, struct proto_xfer_plan *plan, int code,
 		  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
@@ -131,6 +135,24 @@ static bool create_anon(struct xsess *x, struct xfile *f)
 	return false;
 }
 
+/* Whether f's temporary file is free of another session's lock, waiting
+ * for it within the session's budget (BUSY_WAIT_MS in all): a session
+ * whose sender was killed ends at once, one whose link was cut within
+ * IDLE_MS; the budget stays under IDLE_MS, so that our sender waits. */
+static bool wait_unbusy(struct xsess *x, struct xfile *f)
+{
+	const struct timespec step = { .tv_nsec = 50 * 1000000 };
+
+	while (fsio_temp_busy(f->rx.dirfd, f->rx.tmp)) {
+		if (x->rx.busy_waited_ms >= BUSY_WAIT_MS ||
+		    (x->o->cancel && atomic_load(x->o->cancel)))
+			return false;
+		nanosleep(&step, NULL);
+		x->rx.busy_waited_ms += 50;
+	}
+	return true;
+}
+
 /* The file to write into, and its space: 0, or 1 when refused. */
 static int plan_create(struct xsess *x, struct xfile *f,
 		       const struct proto_xfer_entry *e,
@@ -144,6 +166,8 @@ static int plan_create(struct xsess *x, struct xfile *f,
 	if (!create_anon(x, f)) {
 		r = fsio_create_temp(f->rx.dirfd, f->rx.tmp,
 				     (mode_t)((f->mode & 0777) | 0600));
+		if (r == -EBUSY)
+			return refuse(f, plan, r, BUSY_WORDS);
 		if (r < 0)
 			return refuse(f, plan, r,
 				      "cannot create its temporary file: %s",
@@ -183,6 +207,10 @@ int xfer__plan_file(struct xsess *x, struct xfile *f,
 		return 0;
 	fsio_temp_name(f->rx.name, f->rx.tmp);
 	fsio_journal_name(f->rx.name, jname);
+	if (!wait_unbusy(x, f)) {
+		refuse(f, plan, -EBUSY, BUSY_WORDS);
+		return 0;
+	}
 	if (!f->pipe && f->nchunks >= JOURNAL_MIN_CHUNKS &&
 	    !(flags & (XFER_F_SCRATCH | XFER_F_NO_FSYNC)) &&
 	    xfer__try_resume(x, f, e, jname)) {

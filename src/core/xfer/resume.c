@@ -90,7 +90,8 @@ int xfer__try_resume(struct xsess *x, struct xfile *f,
 	fd = openat(f->rx.dirfd, f->rx.tmp,
 		    O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) ||
-	    st.st_nlink != 1 || (uint64_t)st.st_size != e->size) {
+	    st.st_nlink != 1 || (uint64_t)st.st_size != e->size ||
+	    fsio_lock_temp(fd)) {
 		if (fd >= 0)
 			close(fd);
 		memset(f->cstate, 0, f->nchunks);

@@ -91,6 +91,7 @@ _Static_assert(XFER_MIN_CHUNK == PROTO_XFER_MIN_CHUNK &&
 
 #define CTRL_TIMEOUT_MS	   10000
 #define IDLE_MS		   30000 /* a peer silent this long has gone */
+#define BUSY_WAIT_MS	   20000 /* for others' temporary files (dest.c) */
 #define ACK_FLUSH_MS	   50
 #define WLOCKS		   16 /* receiver write locks, by slot */
 #define JOURNAL_MS	   1000
@@ -267,7 +268,8 @@ struct xrecv {
 	uint32_t finals[XFER_WINDOW]; /* slots ready to finalize */
 	unsigned nfinals;
 	bool fail_pending[XFER_WINDOW];
-	struct xfer_dest dest; /* made into destfd at the first entry */
+	struct xfer_dest dest;	/* made into destfd at the first entry */
+	int64_t busy_waited_ms; /* for other sessions' temporary files */
 	int destfd, outfd;
 	uint32_t next_out;  /* standard output: next chunk to write */
 	uint32_t announced; /* entries announced so far */
