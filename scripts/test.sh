@@ -58,7 +58,8 @@ LINERATE_BIN="$PWD/build/linerate" /usr/bin/python3 -m pytest -rs -q tests/integ
 step "ThreadSanitizer (clang): the engine's threads, in a chosen set of tests"
 # push and pull of a file and a tree with -P 4, a pipe in and out, a
 # resume after a kill, the one-shot receiver, bench with -P and --bidir,
-# two tests at once, iperf3 clients against serve and bench --iperf3
+# two tests at once, iperf3 clients against serve and bench --iperf3, the
+# sweeper of partial files
 tsan_tests=(
 	"tests/integration/test_transfer.py::test_single_file_push"
 	"tests/integration/test_transfer.py::test_tree_push"
@@ -68,6 +69,7 @@ tsan_tests=(
 	"tests/integration/test_transfer.py::test_get_to_stdout"
 	"tests/integration/test_transfer.py::test_recv_one_shot"
 	"tests/integration/test_transfer.py::test_resume_after_sender_killed"
+	"tests/integration/test_integrity.py::test_partial_files_listed_cleaned_and_swept"
 	"tests/integration/test_bench.py::test_parallel_streams_have_sum_rows"
 	"tests/integration/test_bench.py::test_bidir_parallel_sums_per_direction"
 	"tests/integration/test_bench.py::test_overlapping_tests_both_succeed_and_say_so"
@@ -84,7 +86,7 @@ trap 'rm -rf "$tsan_dir"' EXIT
 tsan_opts="halt_on_error=0 history_size=4 second_deadlock_stack=1"
 tsan_opts+=" log_path=$tsan_dir/report"
 tsan_t0=$(date +%s)
-TSAN_OPTIONS=$tsan_opts meson test -C build-tsan --print-errorlogs xfer
+TSAN_OPTIONS=$tsan_opts meson test -C build-tsan --print-errorlogs xfer fsio
 TSAN_OPTIONS=$tsan_opts LINERATE_BIN="$PWD/build-tsan/linerate" \
 	/usr/bin/python3 -m pytest -rs -q "${tsan_tests[@]}"
 if compgen -G "$tsan_dir/report.*" >/dev/null; then

@@ -284,6 +284,8 @@ static int recv_parse(int argc, char **argv, struct recv_cli *o,
 				  argv[optind + 1]);
 	if (optind < argc)
 		o->dir = argv[optind];
+	if (!o->dir[0])
+		return lr_err_set(err, -EINVAL, "DIR is empty (. is here)");
 	if (o->s.outfd >= 0 && optind < argc)
 		return lr_err_set(err, -EINVAL,
 				  "--stdout and DIR exclude each other");
@@ -334,8 +336,13 @@ static void token_save(struct recv_cli *o)
 
 	if (o->token_saved || o->token_file || o->s.outfd >= 0)
 		return;
-	if (o->dirfd < 0 && !mkdir(o->dir, 0755))
-		o->dirfd = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* DIR below its parent as the transfer makes it: never through a
+	 * symlink, and there already when the transfer made it first */
+	if (o->dirfd < 0 && o->s.root_sub &&
+	    (!mkdirat(o->s.rootfd, o->dirname, 0755) || errno == EEXIST))
+		o->dirfd =
+			openat(o->s.rootfd, o->dirname,
+			       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (o->dirfd < 0)
 		return;
 	for (i = 0; i < 2; i++) {
@@ -432,6 +439,8 @@ static int recv_root(struct recv_cli *o, struct lr_err *err)
 		*slash = '\0';
 	else
 		snprintf(parent, sizeof(parent), ".");
+	if (!strcmp(o->dirname, ".") || !strcmp(o->dirname, ".."))
+		return lr_err_setc(err, -ENOENT, "%s", o->dir);
 	o->s.rootfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (o->s.rootfd < 0)
 		return lr_err_setc(err, -errno, "%s", parent);

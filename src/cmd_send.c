@@ -399,6 +399,8 @@ static int get_dest(const char *dest, struct xfer_dest *d, char *name,
 		*d = (struct xfer_dest){ .dirfd = fd, .path = "" };
 		return 0;
 	}
+	if (!n)
+		return lr_err_set(err, -EINVAL, "DEST is empty (. is here)");
 	if (errno != ENOENT || n > XFER_MAX_PATH)
 		return lr_err_setc(err, -errno, "%s", dest);
 	memcpy(parent, dest, n + 1);
@@ -406,6 +408,8 @@ static int get_dest(const char *dest, struct xfer_dest *d, char *name,
 		parent[--n] = '\0';
 	base = strrchr(parent, '/');
 	snprintf(name, XFER_MAX_PATH + 1, "%s", base ? base + 1 : parent);
+	if (!strcmp(name, ".") || !strcmp(name, ".."))
+		return lr_err_setc(err, -ENOENT, "%s", dest);
 	if (base == parent)
 		parent[1] = '\0'; /* below / */
 	else if (base)

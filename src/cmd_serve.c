@@ -361,7 +361,7 @@ static int partial_cmd(const struct serve_opts *o)
 	struct lr_err err = { 0 };
 	int r;
 
-	r = xfer_partials_walk(o->s.rootfd, on_partial, &c, &err);
+	r = xfer_partials_walk(o->s.rootfd, on_partial, &c, NULL, &err);
 	if (r) {
 		fprintf(stderr, "linerate serve: %s: %s\n", o->root, err.msg);
 		return EXIT_RUNTIME;

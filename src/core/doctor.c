@@ -798,7 +798,7 @@ int doctor_run(const struct doctor_opts *o, const struct doctor_callbacks *cb,
 		xo.src.rootfd = -1;
 		xo.src.npaths = 1;
 		xo.src.paths = paths;
-		xo.outfd = -1;
+		xo.outfd = xo.dest.dirfd = -1;
 		r = xfer_client_run(&xo, &xcb, &xr, err);
 		if (r)
 			goto out;

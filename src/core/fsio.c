@@ -304,16 +304,36 @@ int fsio_link_anon(int fd, int dirfd, const char *name)
 	return linkat(fd, "", dirfd, name, AT_EMPTY_PATH) ? -errno : 0;
 }
 
+/*
+ * A receiver's lock on its temporary file is an open file description
+ * lock (F_OFD_SETLK, write, the whole file): two sessions of one process
+ * exclude each other as two processes do, and a look (F_OFD_GETLK) never
+ * takes it.
+ */
 int fsio_lock_temp(int fd)
 {
-	if (!flock(fd, LOCK_EX | LOCK_NB))
+	struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+
+	if (!fcntl(fd, F_OFD_SETLK, &l))
 		return 0;
-	/* a file system without flock (EINVAL, ENOLCK): no lock to hold */
-	return errno == EWOULDBLOCK ? -EBUSY : 0;
+	if (errno == EAGAIN || errno == EACCES)
+		return -EBUSY;
+	return 0; /* a file system without locks: none to hold */
+}
+
+/* Whether fd is the file name in dirfd is now. */
+static bool is_named(int fd, int dirfd, const char *name)
+{
+	struct stat a, b;
+
+	return !fstat(fd, &a) &&
+	       !fstatat(dirfd, name, &b, AT_SYMLINK_NOFOLLOW) &&
+	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 bool fsio_temp_busy(int dirfd, const char *name)
 {
+	struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 	struct stat st;
 	bool busy;
 	int fd;
@@ -323,35 +343,70 @@ bool fsio_temp_busy(int dirfd, const char *name)
 	if (fd < 0)
 		return false;
 	busy = !fstat(fd, &st) && S_ISREG(st.st_mode) &&
-	       fsio_lock_temp(fd) == -EBUSY;
-	close(fd); /* and with it the lock just taken */
+	       !fcntl(fd, F_OFD_GETLK, &l) && l.l_type != F_UNLCK;
+	close(fd);
 	return busy;
+}
+
+int fsio_take_temp(int dirfd, const char *name)
+{
+	struct stat st;
+	int fd, r;
+
+	fd = openat(dirfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ELOOP || errno == ENXIO || errno == EISDIR
+			       ? -EINVAL
+			       : -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	r = fsio_lock_temp(fd);
+	if (!r && !is_named(fd, dirfd, name))
+		r = -EAGAIN; /* replaced while we opened it */
+	if (r) {
+		close(fd);
+		return r;
+	}
+	return fd;
 }
 
 int fsio_create_temp(int dirfd, const char *name, mode_t mode)
 {
 	int flags = O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC;
-	int fd = openat(dirfd, name, flags, mode);
+	int fd, old, tries;
 
-	if (fd < 0 && errno == EEXIST) {
-		/* left by an earlier attempt that cannot be resumed, unless a
-		 * receiver is writing it */
-		if (fsio_temp_busy(dirfd, name))
-			return -EBUSY;
-		unlinkat(dirfd, name, 0);
+	for (tries = 0; tries < 4; tries++) {
 		fd = openat(dirfd, name, flags, mode);
+		if (fd >= 0) {
+			if (!fsio_lock_temp(fd) && is_named(fd, dirfd, name))
+				return fd;
+			close(fd); /* taken or replaced in between */
+			continue;
+		}
+		if (errno != EEXIST)
+			return -errno;
+		/* left by an earlier attempt that cannot be resumed: removed
+		 * under its lock, unless a receiver is writing it */
+		old = fsio_take_temp(dirfd, name);
+		if (old == -EBUSY)
+			return -EBUSY;
+		if (old >= 0) {
+			unlinkat(dirfd, name, 0);
+			close(old);
+		} else if (old == -EINVAL && unlinkat(dirfd, name, 0)) {
+			return -EEXIST; /* a directory of that name */
+		}
 	}
-	if (fd < 0)
-		return -errno;
-	if (fsio_lock_temp(fd)) {
-		close(fd); /* taken between the two calls */
-		return -EBUSY;
-	}
-	return fd;
+	return -EBUSY;
 }
 
-int fsio_commit(int dirfd, const char *tmp, const char *name, bool replace)
+int fsio_commit(int fd, int dirfd, const char *tmp, const char *name,
+		bool replace)
 {
+	if (fd >= 0 && !is_named(fd, dirfd, tmp))
+		return -ESTALE; /* the temporary name is not ours any more */
 	return renameat2(dirfd, tmp, dirfd, name,
 			 replace ? 0 : RENAME_NOREPLACE)
 		       ? -errno

@@ -109,23 +109,36 @@ int fsio_link_anon(int fd, int dirfd, const char *name);
 /*
  * Create the temporary file name in dirfd for writing (O_EXCL, never
  * through a symlink), removing one an earlier attempt left there, and
- * take its lock (fsio_lock_temp). The fd, -EBUSY when another receiver
- * writes the one there, or -errno.
+ * take its lock (fsio_lock_temp). The fd (the file of that name, checked
+ * after the lock), -EBUSY when a receiver writes the one there, or
+ * -errno.
  */
 int fsio_create_temp(int dirfd, const char *name, mode_t mode);
 
-/* A receiver's lock on the temporary file it writes (an exclusive
- * flock, held until fd closes): 0, or -EBUSY when another holds it. */
+/* Open the temporary file name in dirfd, read-write, and take its lock:
+ * the fd (the file of that name, checked after the lock), -EBUSY when a
+ * receiver holds it, -EINVAL when it is no regular file, -EAGAIN when it
+ * was replaced meanwhile, or -errno. For a resume and for a removal. */
+int fsio_take_temp(int dirfd, const char *name);
+
+/* A receiver's lock on the temporary file it writes (an open file
+ * description lock, held until the last descriptor of that open closes):
+ * 0, or -EBUSY when another holds it. On a file system without locks, 0:
+ * nothing tells such files apart. */
 int fsio_lock_temp(int fd);
 
-/* Whether the temporary file name in dirfd is locked by a receiver. */
+/* Whether the temporary file name in dirfd is locked by a receiver (a
+ * look that never takes the lock). */
 bool fsio_temp_busy(int dirfd, const char *name);
 
 /*
  * Rename the complete temporary file tmp to name in dirfd; without
- * replace an existing name is never replaced (-EEXIST). 0 or -errno.
+ * replace an existing name is never replaced (-EEXIST). With fd >= 0,
+ * only when tmp is still the file fd (else -ESTALE): a name is never
+ * given to a file another took the temporary name for. 0 or -errno.
  */
-int fsio_commit(int dirfd, const char *tmp, const char *name, bool replace);
+int fsio_commit(int fd, int dirfd, const char *tmp, const char *name,
+		bool replace);
 
 /*
  * Make the symlink name -> target in dirfd: 0 too when that very symlink

@@ -419,7 +419,7 @@ static int probe_session(struct server_test *t, uint8_t *buf, uint32_t len,
 	struct proto_probe_result *res;
 	struct proto_buf b;
 	const char *bad = NULL;
-	int r;
+	int probe_root, r;
 
 	if (proto_decode_probe_request(buf, len, &req) ||
 	    (req.dir[0] && fsio_path_check(req.dir, strlen(req.dir), &bad))) {
@@ -441,7 +441,14 @@ static int probe_session(struct server_test *t, uint8_t *buf, uint32_t len,
 		send_error(&t->cc, PROTO_ERR_INTERNAL, "%s", why);
 		return -ENOMEM;
 	}
-	doctor_probe_answer(&req, srv->o.rootfd, res);
+	/* the root is recv's DIR when it is not there yet: no disk facts
+	 * until a transfer makes it (never its parent's) */
+	probe_root = srv->o.root_sub ? fsio_open_dir(srv->o.rootfd,
+						     srv->o.root_sub, false, 0)
+				     : srv->o.rootfd;
+	doctor_probe_answer(&req, probe_root < 0 ? -1 : probe_root, res);
+	if (srv->o.root_sub && probe_root >= 0)
+		close(probe_root);
 	proto_buf_init(&b, buf, PROTO_MAX_BODY);
 	r = proto_encode_probe_result(&b, res);
 	if (!r)

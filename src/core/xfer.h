@@ -245,11 +245,11 @@ struct xfer_partial {
 typedef int (*xfer_partial_fn)(void *ctx, const struct xfer_partial *p);
 
 /* Walk the tree below rootfd (never through a symlink, at most
- * XFER_PARTIAL_MAX_DEPTH levels) for partial files. 0, what fn
- * returned, or -errno. */
+ * XFER_PARTIAL_MAX_DEPTH levels) for partial files, until stop (may be
+ * NULL) is set. 0, what fn returned, -EINTR when stopped, or -errno. */
 #define XFER_PARTIAL_MAX_DEPTH 256u
 int xfer_partials_walk(int rootfd, xfer_partial_fn fn, void *ctx,
-		       struct lr_err *err);
+		       const _Atomic bool *stop, struct lr_err *err);
 
 /* Remove one: 0, -EBUSY when a receiver is writing it, or -errno. */
 int xfer_partial_remove(int rootfd, const struct xfer_partial *p);
@@ -267,10 +267,11 @@ struct xfer_sweep {
 	uint64_t removed_bytes, kept_bytes;
 };
 
-/* Apply the policy below rootfd at time now (seconds). 0 or -errno. */
+/* Apply the policy below rootfd at time now (seconds), until stop (may be
+ * NULL) is set. 0 or -errno. */
 int xfer_partials_sweep(int rootfd, const struct xfer_partial_policy *pol,
-			int64_t now, struct xfer_sweep *res,
-			struct lr_err *err);
+			int64_t now, const _Atomic bool *stop,
+			struct xfer_sweep *res, struct lr_err *err);
 
 /*
  * A thread that sweeps at once, then every interval_ms, until

@@ -106,6 +106,7 @@ struct sess {
 	uint32_t resend_idx[64], resend_chunk[64];
 	unsigned nresend;
 	unsigned chunks_sent[MAX_ENTS];
+	unsigned nplans; /* plan items of any entry */
 };
 
 static const char *g_host;
@@ -305,7 +306,10 @@ static void on_items(struct sess *s, const uint8_t *body, size_t len)
 		struct proto_xfer_ack a;
 
 		if (!proto_xfer_get_plan(&it, &p)) {
-			say("plan: entry %u: %s", p.idx, action_name(p.action));
+			s->nplans++;
+			if (p.idx < MAX_ENTS)
+				say("plan: entry %u: %s", p.idx,
+				    action_name(p.action));
 			if (p.idx < MAX_ENTS) {
 				s->plan[p.idx] = p.action;
 				if (p.action == PROTO_XA_REFUSE ||
@@ -853,6 +857,77 @@ static size_t raw_entry(uint8_t *p, uint16_t vlen, uint16_t path_len,
 	return 4 + 32 + real;
 }
 
+/*
+ * Memory on trust (issue 15, item 9): NENTS SPARSE files of SIZE bytes
+ * announced and planned, no data; the session then held for HOLD_S
+ * seconds ("holding" printed), for the caller to read the receiver's
+ * memory.
+ */
+#define HUGE_ENTS 256u
+static int run_huge_sparse(uint64_t size, int hold_s)
+{
+	struct proto_xfer_totals tot = { .files = HUGE_ENTS,
+					 .bytes = HUGE_ENTS * size };
+	char paths[HUGE_ENTS][16];
+	char dest[32];
+	struct proto_buf b;
+	struct sess s;
+	unsigned i = 0;
+	int64_t end;
+	int r;
+
+	memset(&s, 0, sizeof(s));
+	alarm((unsigned)hold_s + ACT_SECONDS);
+	/* one directory a process: several run at once */
+	snprintf(dest, sizeof(dest), "huge_%ld", (long)getpid());
+	s.mbuf = malloc(MSG_CAP);
+	s.rbuf = malloc(MSG_CAP);
+	s.dbuf = malloc(DATA_CAP);
+	r = !s.mbuf || !s.rbuf || !s.dbuf ? -ENOMEM : sess_open(&s, 0, dest);
+	proto_buf_init(&b, s.mbuf, MSG_CAP);
+	if (!r)
+		r = proto_encode_xfer_totals(&b, &tot) ?: send_msg(&s.ctrl, &b);
+	while (!r && i < HUGE_ENTS) {
+		proto_buf_init(&b, s.mbuf, MSG_CAP);
+		proto_msg_begin(&b, PROTO_XFER_FILES);
+		for (; i < HUGE_ENTS && b.len + 64 < PROTO_MAX_BODY; i++) {
+			struct proto_xfer_entry pe = {
+				.idx = i,
+				.kind = PROTO_XK_FILE,
+				.eflags = PROTO_XE_SPARSE,
+				.mode = 0644,
+				.size = size,
+				.mtime_sec = 1700000000,
+				.path = paths[i],
+			};
+
+			snprintf(paths[i], sizeof(paths[i]), "sparse_%u", i);
+			pe.path_len = (uint16_t)strlen(paths[i]);
+			proto_put_xfer_entry(&b, &pe);
+		}
+		r = proto_msg_end(&b) ?: send_msg(&s.ctrl, &b);
+	}
+	if (r) {
+		say("SETUP: announcing: %s", lr_strerror(r));
+		goto out;
+	}
+	end = net_now_ms() + WAIT_MS;
+	while (!s.terminal && s.nplans < HUGE_ENTS && net_now_ms() < end)
+		pump(&s, 200);
+	say("planned %u of %u", s.nplans, HUGE_ENTS);
+	say("holding");
+	end = net_now_ms() + hold_s * 1000;
+	while (!s.terminal && net_now_ms() < end)
+		pump(&s, 200);
+	say("released");
+out:
+	sess_close(&s);
+	free(s.mbuf);
+	free(s.rbuf);
+	free(s.dbuf);
+	return r ? 1 : 0;
+}
+
 static int run_case(const char *name)
 {
 	struct act acts[8];
@@ -1186,6 +1261,10 @@ static int run_case(const char *name)
 			.tot_files = (1ull << 32) + 1,
 			.tot_bytes = 10,
 		};
+	} else if (!strcmp(name, "huge_sparse")) {
+		const char *hold = getenv("HOSTILE_HOLD_S");
+
+		return run_huge_sparse(256ull << 30, hold ? atoi(hold) : 5);
 	} else if (!strcmp(name, "bad_sum")) {
 		acts[n++] = (struct act){
 			.what = "right chunks, wrong file digest",

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <string.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
@@ -569,6 +570,8 @@ static void test_anon_link(void **state)
 	close(fd);
 }
 
+static void put_side(struct tree *t, const char *rel, size_t size, int64_t age);
+
 /* A receiver's temporary file is locked: a second receiver gets -EBUSY
  * instead of removing it, and is free to take it once the first closed. */
 static void test_temp_lock(void **state)
@@ -589,7 +592,89 @@ static void test_temp_lock(void **state)
 	assert_false(fsio_temp_busy(t->root, ".missing.lrpart"));
 	b = fsio_create_temp(t->root, ".f.lrpart", 0600);
 	assert_true(b >= 0);
+	/* a look never takes the lock: the writer keeps it */
+	assert_true(fsio_temp_busy(t->root, ".f.lrpart"));
+	assert_int_equal(fsio_take_temp(t->root, ".f.lrpart"), -EBUSY);
 	close(b);
+	/* free: taken for a resume; a FIFO is no temporary file */
+	a = fsio_take_temp(t->root, ".f.lrpart");
+	assert_true(a >= 0);
+	assert_true(fsio_temp_busy(t->root, ".f.lrpart"));
+	close(a);
+	assert_int_equal(mkfifoat(t->root, ".p.lrpart", 0600), 0);
+	assert_int_equal(fsio_take_temp(t->root, ".p.lrpart"), -EINVAL);
+	a = fsio_create_temp(t->root, ".p.lrpart", 0600); /* replaces it */
+	assert_true(a >= 0);
+	close(a);
+}
+
+/* A name is given only to the file that still has the temporary name. */
+static void test_commit_checks_the_file(void **state)
+{
+	struct tree *t = *state;
+	int a = fsio_create_temp(t->root, ".c.lrpart", 0600), b;
+
+	assert_true(a >= 0);
+	/* another file took the temporary name meanwhile */
+	assert_int_equal(unlinkat(t->root, ".c.lrpart", 0), 0);
+	b = fsio_create_temp(t->root, ".c.lrpart", 0600);
+	assert_true(b >= 0);
+	assert_int_equal(fsio_commit(a, t->root, ".c.lrpart", "c", false),
+			 -ESTALE);
+	assert_int_not_equal(faccessat(t->root, "c", F_OK, 0), 0);
+	assert_int_equal(fsio_commit(b, t->root, ".c.lrpart", "c", false), 0);
+	assert_int_equal(faccessat(t->root, "c", F_OK, 0), 0);
+	close(a);
+	close(b);
+}
+
+struct sweeps {
+	pthread_mutex_t lock;
+	unsigned n;
+	unsigned removed;
+};
+
+static void on_sweep(void *ctx, const struct xfer_sweep *res, const char *error)
+{
+	struct sweeps *s = ctx;
+
+	assert_null(error);
+	pthread_mutex_lock(&s->lock);
+	s->n++;
+	s->removed += res->removed;
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* The sweeper sweeps at once, then every interval, and stops. */
+static void test_sweeper_repeats_and_stops(void **state)
+{
+	struct tree *t = *state;
+	struct xfer_partial_policy pol = { .max_age_s = 60 };
+	struct sweeps s = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct xfer_sweeper *sw;
+	struct timespec nap = { .tv_nsec = 20 * 1000000 };
+	unsigned i, n = 0;
+
+	put_side(t, ".a.lrpart", 100, 600);
+	assert_int_equal(
+		xfer_sweeper_start(t->root, &pol, 50, on_sweep, &s, &sw), 0);
+	bool b_put = false;
+
+	for (i = 0; i < 250 && n < 4; i++) {
+		nanosleep(&nap, NULL);
+		pthread_mutex_lock(&s.lock);
+		n = s.n;
+		pthread_mutex_unlock(&s.lock);
+		if (n >= 1 && !b_put) {
+			put_side(t, ".b.lrpart", 100,
+				 600); /* for a later one */
+			b_put = true;
+		}
+	}
+	xfer_sweeper_stop(sw);
+	assert_true(n >= 3);
+	assert_int_equal(s.removed, 2);
+	xfer_sweeper_stop(NULL);
 }
 
 /* A side file of size bytes under rel, unchanged for age seconds. */
@@ -646,12 +731,12 @@ static void test_partials_sweep(void **state)
 	assert_int_equal(symlinkat("../outside", t->root, "link"), 0);
 	put_side(t, "../outside/.far.lrpart", 4096, 9000);
 
-	assert_int_equal(xfer_partials_walk(t->root, count_partial, &n, &err),
-			 0);
+	assert_int_equal(
+		xfer_partials_walk(t->root, count_partial, &n, NULL, &err), 0);
 	assert_int_equal(n, 5); /* old, mid, new, lone, busy */
 
-	assert_int_equal(xfer_partials_sweep(t->root, &pol, now, &res, &err),
-			 0);
+	assert_int_equal(
+		xfer_partials_sweep(t->root, &pol, now, NULL, &res, &err), 0);
 	assert_int_equal(res.removed, 2); /* old (pair), lone */
 	assert_int_equal(res.in_use, 1);  /* busy, 2.5 h old */
 	assert_int_equal(res.kept, 3);
@@ -665,8 +750,8 @@ static void test_partials_sweep(void **state)
 
 	/* a cap: the oldest (mid) goes, new stays; busy counts, stays */
 	pol = (struct xfer_partial_policy){ .max_bytes = 12288 + 4096 };
-	assert_int_equal(xfer_partials_sweep(t->root, &pol, now, &res, &err),
-			 0);
+	assert_int_equal(
+		xfer_partials_sweep(t->root, &pol, now, NULL, &res, &err), 0);
 	assert_int_equal(res.removed, 1);
 	assert_int_not_equal(faccessat(t->root, "d/e/.mid.lrpart", F_OK, 0), 0);
 	assert_int_equal(faccessat(t->root, "d/e/.new.lrpart", F_OK, 0), 0);
@@ -700,6 +785,10 @@ int main(void)
 						tree_teardown),
 		cmocka_unit_test_setup_teardown(test_partials_sweep, tree_setup,
 						tree_teardown),
+		cmocka_unit_test_setup_teardown(test_commit_checks_the_file,
+						tree_setup, tree_teardown),
+		cmocka_unit_test_setup_teardown(test_sweeper_repeats_and_stops,
+						tree_setup, tree_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -179,10 +180,10 @@ static int plan_create(struct xsess *x, struct xfile *f,
 	r = fsio_reserve(f->fd, e->size, e->eflags & PROTO_XE_SPARSE);
 	if (!r)
 		return 0;
+	if (!f->rx.anon) /* removed while ours (locked) */
+		unlinkat(f->rx.dirfd, f->rx.tmp, 0);
 	close(f->fd);
 	f->fd = -1;
-	if (!f->rx.anon)
-		unlinkat(f->rx.dirfd, f->rx.tmp, 0);
 	return refuse(f, plan, r, "%s (%llu bytes needed)",
 		      r == -ENOSPC ? "no space left on the destination"
 				   : lr_strerror(r),
@@ -203,26 +204,49 @@ int xfer__plan_file(struct xsess *x, struct xfile *f,
 	if (r || (flags & XFER_F_STDOUT))
 		return r < 0 ? r : 0;
 	fsio_split(e->path, e->path_len, parent, f->rx.name);
-	if (plan_dir(x, f, parent, plan) || plan_existing(x, f, e, plan))
+	if (plan_dir(x, f, parent, plan))
 		return 0;
 	fsio_temp_name(f->rx.name, f->rx.tmp);
 	fsio_journal_name(f->rx.name, jname);
+	/* another session receiving this name: its end first, then what
+	 * it left (a file it finished is up to date) */
 	if (!wait_unbusy(x, f)) {
 		refuse(f, plan, -EBUSY, BUSY_WORDS);
 		return 0;
 	}
-	if (!f->pipe && f->nchunks >= JOURNAL_MIN_CHUNKS &&
-	    !(flags & (XFER_F_SCRATCH | XFER_F_NO_FSYNC)) &&
-	    xfer__try_resume(x, f, e, jname)) {
+	if (plan_existing(x, f, e, plan))
+		return 0;
+	r = !f->pipe && f->nchunks >= JOURNAL_MIN_CHUNKS &&
+			    !(flags & (XFER_F_SCRATCH | XFER_F_NO_FSYNC))
+		    ? xfer__try_resume(x, f, e, jname)
+		    : 0;
+	if (r == -EBUSY) {
+		refuse(f, plan, r, BUSY_WORDS);
+		return 0;
+	}
+	if (r == 1) {
 		plan->action = PROTO_XA_RESUME;
 		return xfer__put_held(x, f, b);
 	}
-	if (f->nchunks >= JOURNAL_MIN_CHUNKS)
-		unlinkat(f->rx.dirfd, jname, 0);
 	if (plan_create(x, f, e, plan))
 		return 0;
+	/* an earlier attempt's journal, once its temporary file is ours */
+	if (f->nchunks >= JOURNAL_MIN_CHUNKS)
+		unlinkat(f->rx.dirfd, jname, 0);
 	xfer__journal_start(x, f, e, jname);
 	return 0;
+}
+
+/* A temporary name no other file has: ".lr-<16 random hex>.lrpart". */
+static void anon_name(char *out)
+{
+	uint64_t v = 0;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
+		v = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^
+		    (uint64_t)(uintptr_t)out;
+	snprintf(out, FSIO_MAX_NAME + 1, ".lr-%016llx.lrpart",
+		 (unsigned long long)v);
 }
 
 /* Name the complete unnamed file f. The name was free when the file was
@@ -234,11 +258,14 @@ static int link_anon(struct xfile *f, bool replace)
 
 	if (r != -EEXIST || !replace)
 		return r;
-	fsio_temp_name(f->rx.name, f->rx.tmp);
-	unlinkat(f->rx.dirfd, f->rx.tmp, 0);
+	/* a name of this file's own, never the temporary name another
+	 * session may be writing */
+	anon_name(f->rx.tmp);
+	fsio_lock_temp(f->fd); /* a sweep leaves it alone while named so */
 	r = fsio_link_anon(f->fd, f->rx.dirfd, f->rx.tmp);
 	if (!r) {
-		r = fsio_commit(f->rx.dirfd, f->rx.tmp, f->rx.name, true);
+		r = fsio_commit(f->fd, f->rx.dirfd, f->rx.tmp, f->rx.name,
+				true);
 		if (r)
 			unlinkat(f->rx.dirfd, f->rx.tmp, 0);
 	}
@@ -300,9 +327,9 @@ int xfer__finalize(struct xsess *x, struct xfile *f, bool synced)
 			unlinkat(f->rx.dirfd, f->rx.tmp, 0);
 		return 0;
 	}
-	r = f->rx.anon
-		    ? link_anon(f, replace)
-		    : fsio_commit(f->rx.dirfd, f->rx.tmp, f->rx.name, replace);
+	r = f->rx.anon ? link_anon(f, replace)
+		       : fsio_commit(f->fd, f->rx.dirfd, f->rx.tmp, f->rx.name,
+				     replace);
 	if (r) {
 		snprintf(f->rx.reason, sizeof(f->rx.reason), "%s",
 			 r == -EEXIST ? "exists" : lr_strerror(r));

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,7 @@ struct walk {
 	int rootfd;
 	xfer_partial_fn fn;
 	void *ctx;
+	const _Atomic bool *stop;
 	char path[XFER_MAX_PATH + 1]; /* of the directory being read */
 	struct lr_err *err;
 };
@@ -140,6 +142,10 @@ static int walk_dir(struct walk *w, int fd, unsigned depth)
 		return 0;
 	}
 	while (!r && (de = readdir(d))) {
+		if (w->stop && atomic_load(w->stop)) {
+			r = -EINTR;
+			break;
+		}
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW))
@@ -177,14 +183,16 @@ static int walk_dir(struct walk *w, int fd, unsigned depth)
 }
 
 int xfer_partials_walk(int rootfd, xfer_partial_fn fn, void *ctx,
-		       struct lr_err *err)
+		       const _Atomic bool *stop, struct lr_err *err)
 {
 	struct walk *w = calloc(1, sizeof(*w));
 	int fd, r;
 
 	if (!w)
 		return lr_err_setc(err, -ENOMEM, "walking the root");
-	*w = (struct walk){ .rootfd = rootfd, .fn = fn, .ctx = ctx, .err = err };
+	*w = (struct walk){
+		.rootfd = rootfd, .fn = fn, .ctx = ctx, .stop = stop, .err = err
+	};
 	fd = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	r = fd < 0 ? lr_err_setc(err, -errno, "the root") : walk_dir(w, fd, 0);
 	free(w);
@@ -194,30 +202,33 @@ int xfer_partials_walk(int rootfd, xfer_partial_fn fn, void *ctx,
 int xfer_partial_remove(int rootfd, const struct xfer_partial *p)
 {
 	char parent[FSIO_MAX_PATH + 1], name[FSIO_MAX_NAME + 1];
-	char other[FSIO_MAX_NAME + 1];
-	size_t n = strlen(p->path);
+	char part[FSIO_MAX_NAME + 1], journal[FSIO_MAX_NAME + 1];
 	struct side s;
-	int dfd, r = 0;
+	int dfd, fd, r = 0;
 
-	fsio_split(p->path, n, parent, name);
+	fsio_split(p->path, strlen(p->path), parent, name);
 	if (!side_of(name, &s))
 		return -EINVAL;
 	dfd = fsio_open_dir(rootfd, parent, false, 0);
 	if (dfd < 0)
 		return dfd;
-	snprintf(other, sizeof(other), "%s%s", s.stem, PART_SUFFIX);
-	if (fsio_temp_busy(dfd, other)) {
+	snprintf(part, sizeof(part), "%s%s", s.stem, PART_SUFFIX);
+	snprintf(journal, sizeof(journal), "%s%s", s.stem, JOURNAL_SUFFIX);
+	/* both go while the temporary file is ours (locked), so that a
+	 * receiver that resumes it now is never written into a removed
+	 * file; the journal first: a temporary file without one is never
+	 * resumed */
+	fd = fsio_take_temp(dfd, part);
+	if (fd == -EBUSY || fd == -EAGAIN) {
 		close(dfd);
 		return -EBUSY;
 	}
-	/* the journal first: a temporary file without one is never
-	 * resumed, a journal without its file is harmless */
-	snprintf(other, sizeof(other), "%s%s", s.stem, JOURNAL_SUFFIX);
-	if (unlinkat(dfd, other, 0) && errno != ENOENT)
+	if (unlinkat(dfd, journal, 0) && errno != ENOENT)
 		r = -errno;
-	snprintf(other, sizeof(other), "%s%s", s.stem, PART_SUFFIX);
-	if (!r && unlinkat(dfd, other, 0) && errno != ENOENT)
+	if (!r && fd >= 0 && unlinkat(dfd, part, 0) && errno != ENOENT)
 		r = -errno;
+	if (fd >= 0)
+		close(fd);
 	close(dfd);
 	return r;
 }
@@ -280,22 +291,24 @@ static void sweep_remove(int rootfd, struct sweep *s,
 }
 
 int xfer_partials_sweep(int rootfd, const struct xfer_partial_policy *pol,
-			int64_t now, struct xfer_sweep *res, struct lr_err *err)
+			int64_t now, const _Atomic bool *stop,
+			struct xfer_sweep *res, struct lr_err *err)
 {
 	struct sweep s = { .res = res };
 	size_t i;
 	int r;
 
 	memset(res, 0, sizeof(*res));
-	r = xfer_partials_walk(rootfd, sweep_collect, &s, err);
+	r = xfer_partials_walk(rootfd, sweep_collect, &s, stop, err);
 	if (r == -ENOMEM && !err->msg[0])
 		lr_err_setc(err, r, "the list of partial files");
 	if (r) {
 		free(s.v);
 		return r;
 	}
-	qsort(s.v, s.n, sizeof(*s.v), by_age); /* the oldest first */
-	for (i = 0; i < s.n; i++) {
+	if (s.n) /* the oldest first */
+		qsort(s.v, s.n, sizeof(*s.v), by_age);
+	for (i = 0; i < s.n && !(stop && atomic_load(stop)); i++) {
 		const struct xfer_partial *p = &s.v[i];
 		bool old = pol->max_age_s > 0 &&
 			   now - p->mtime > pol->max_age_s;
@@ -322,6 +335,7 @@ struct xfer_sweeper {
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* on CLOCK_MONOTONIC */
 	bool stop;
+	_Atomic bool stopping; /* stop, seen by a sweep under way */
 };
 
 static void sweep_once(struct xfer_sweeper *sw)
@@ -330,8 +344,10 @@ static void sweep_once(struct xfer_sweeper *sw)
 	struct xfer_sweep res;
 	int r;
 
-	r = xfer_partials_sweep(sw->rootfd, &sw->pol, (int64_t)time(NULL), &res,
-				&err);
+	r = xfer_partials_sweep(sw->rootfd, &sw->pol, (int64_t)time(NULL),
+				&sw->stopping, &res, &err);
+	if (r == -EINTR)
+		return; /* stopped */
 	if (sw->done)
 		sw->done(sw->ctx, r ? NULL : &res, r ? err.msg : NULL);
 }
@@ -399,6 +415,7 @@ void xfer_sweeper_stop(struct xfer_sweeper *sw)
 {
 	if (!sw)
 		return;
+	atomic_store(&sw->stopping, true);
 	pthread_mutex_lock(&sw->lock);
 	sw->stop = true;
 	pthread_cond_signal(&sw->cond);

@@ -385,14 +385,11 @@ static int dest_ready(struct rxc *c)
 
 	if (x->rx.destfd >= 0 || (x->o->flags & XFER_F_STDOUT))
 		return 0;
-	fd = d->path && d->path[0]
-		     ? fsio_make_dir(d->dirfd, d->path, 0755, &made)
-		     : fcntl(d->dirfd, F_DUPFD_CLOEXEC, 0);
-	if (fd < 0) {
-		fd = fd == -1 ? -errno : fd;
+	/* "" is dirfd itself (a duplicate) */
+	fd = fsio_make_dir(d->dirfd, d->path ? d->path : "", 0755, &made);
+	if (fd < 0)
 		return lr_err_setc(c->err, fd, "the destination %s",
 				   d->path && d->path[0] ? d->path : ".");
-	}
 	x->rx.destfd = fd;
 	return 0;
 }

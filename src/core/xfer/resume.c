@@ -39,6 +39,17 @@ static void held_rec(void *ctx, uint32_t chunk, const uint8_t *digest)
 	memcpy(f->digests + (size_t)chunk * DIGEST_LEN, digest, DIGEST_LEN);
 }
 
+/* The held marks journal_read made, cleared: only those chunks are
+ * written (the state of a huge file stays untouched memory). */
+static void forget_held(struct xfile *f)
+{
+	uint32_t i;
+
+	for (i = 0; i < f->nchunks; i++)
+		if (f->cstate[i])
+			f->cstate[i] = CS_NEEDED;
+}
+
 /* The journal jname of an earlier attempt, read into f's chunk states:
  * true when it matches the entry. */
 static bool journal_read(struct xsess *x, struct xfile *f,
@@ -71,7 +82,7 @@ static bool journal_read(struct xsess *x, struct xfile *f,
 	    !journal_matches(&jh, e->size, e->mtime_sec, e->mtime_nsec,
 			     x->chunk)) {
 		free(jb);
-		memset(f->cstate, 0, f->nchunks);
+		forget_held(f);
 		return false;
 	}
 	free(jb);
@@ -87,15 +98,13 @@ int xfer__try_resume(struct xsess *x, struct xfile *f,
 
 	if (!journal_read(x, f, e, jname, &hc))
 		return 0;
-	fd = openat(f->rx.dirfd, f->rx.tmp,
-		    O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) ||
-	    st.st_nlink != 1 || (uint64_t)st.st_size != e->size ||
-	    fsio_lock_temp(fd)) {
+	fd = fsio_take_temp(f->rx.dirfd, f->rx.tmp);
+	if (fd < 0 || fstat(fd, &st) || st.st_nlink != 1 ||
+	    (uint64_t)st.st_size != e->size) {
 		if (fd >= 0)
 			close(fd);
-		memset(f->cstate, 0, f->nchunks);
-		return 0;
+		forget_held(f);
+		return fd == -EBUSY ? -EBUSY : 0;
 	}
 	f->fd = fd;
 	f->rx.resumed = true;

@@ -8,34 +8,64 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "xfer_int.h"
 #include "banned.h"
 
+/*
+ * The arrays of a file's chunks live in one zeroed block: digests, then
+ * states, then tries. Small blocks come from calloc; from ZMAP bytes up
+ * they are mapped, so that their pages take memory only once a chunk
+ * writes them: the announcement of a huge file costs its receiver address
+ * space, not memory (PROTOCOL.md 7.12).
+ */
+#define ZMAP	  (64u << 10)
+#define PER_CHUNK (DIGEST_LEN + 2u)
+
+static void *zalloc(size_t n)
+{
+	void *p;
+
+	if (n < ZMAP)
+		return calloc(1, n);
+	p = mmap(NULL, n, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void zfree(void *p, size_t n)
+{
+	if (!p)
+		return;
+	if (n >= ZMAP)
+		munmap(p, n);
+	else
+		free(p);
+}
+
 int xfer__file_grow(struct xfile *f, uint32_t n)
 {
 	uint32_t cap = f->cap ? f->cap : 16;
-	uint8_t *d, *c, *t;
+	uint8_t *base;
 
 	if (n <= f->cap)
 		return 0;
 	while (cap < n)
 		cap = cap > UINT32_MAX / 2 ? n : cap * 2;
-	d = realloc(f->digests, (size_t)cap * DIGEST_LEN);
-	if (!d)
+	base = zalloc((size_t)cap * PER_CHUNK);
+	if (!base)
 		return -ENOMEM;
-	f->digests = d;
-	c = realloc(f->cstate, cap);
-	if (!c)
-		return -ENOMEM;
-	f->cstate = c;
-	t = realloc(f->tries, cap);
-	if (!t)
-		return -ENOMEM;
-	f->tries = t;
-	memset(f->cstate + f->cap, 0, cap - f->cap);
-	memset(f->tries + f->cap, 0, cap - f->cap);
+	if (f->cap) {
+		memcpy(base, f->digests, (size_t)f->cap * DIGEST_LEN);
+		memcpy(base + (size_t)cap * DIGEST_LEN, f->cstate, f->cap);
+		memcpy(base + (size_t)cap * (DIGEST_LEN + 1), f->tries, f->cap);
+		zfree(f->digests, (size_t)f->cap * PER_CHUNK);
+	}
+	f->digests = base;
+	f->cstate = base + (size_t)cap * DIGEST_LEN;
+	f->tries = base + (size_t)cap * (DIGEST_LEN + 1);
 	f->cap = cap;
 	return 0;
 }
@@ -50,9 +80,7 @@ void xfer__file_release(struct xfile *f)
 		close(f->rx.dirfd);
 	if (f->rx.jfd >= 0)
 		close(f->rx.jfd);
-	free(f->digests);
-	free(f->cstate);
-	free(f->tries);
+	zfree(f->digests, (size_t)f->cap * PER_CHUNK);
 	free(f->rx.jpend);
 	free(f->tx.fail_text);
 	free(f->path);

@@ -631,7 +631,8 @@ void xfer__late_apply(struct xsess *x, struct late *l, struct proto_buf *fb,
 
 /* ---- resume.c: the journal of an interrupted file ---- */
 
-/* Pick up an earlier attempt at f: 1 when resumed. */
+/* Pick up an earlier attempt at f: 1 when resumed, 0 when there is none
+ * to resume, -EBUSY when a receiver is writing its temporary file. */
 int xfer__try_resume(struct xsess *x, struct xfile *f,
 		     const struct proto_xfer_entry *e, const char *jname);
 /* HELD items for the chunks f holds, into the PLAN message in b. */
