@@ -59,7 +59,7 @@ step "ThreadSanitizer (clang): the engine's threads, in a chosen set of tests"
 # push and pull of a file and a tree with -P 4, a pipe in and out, a
 # resume after a kill, the one-shot receiver, bench with -P and --bidir,
 # two tests at once, iperf3 clients against serve and bench --iperf3, the
-# sweeper of partial files
+# sweeper of partial files, a source read again
 tsan_tests=(
 	"tests/integration/test_transfer.py::test_single_file_push"
 	"tests/integration/test_transfer.py::test_tree_push"
@@ -70,6 +70,7 @@ tsan_tests=(
 	"tests/integration/test_transfer.py::test_recv_one_shot"
 	"tests/integration/test_transfer.py::test_resume_after_sender_killed"
 	"tests/integration/test_integrity.py::test_partial_files_listed_cleaned_and_swept"
+	"tests/integration/test_integrity.py::test_file_changed_while_read_is_read_again"
 	"tests/integration/test_bench.py::test_parallel_streams_have_sum_rows"
 	"tests/integration/test_bench.py::test_bidir_parallel_sums_per_direction"
 	"tests/integration/test_bench.py::test_overlapping_tests_both_succeed_and_say_so"

@@ -434,3 +434,97 @@ def test_partial_files_listed_cleaned_and_swept(xsrv):
     x.start_server()
     x.send_ok("-q", src, x.dest("isos"))
     same_file(src, x.root / "isos" / "big.iso")
+
+
+# 3 --------------------------------------------------------------------
+
+def rewrite_keeping_mtime(path, offsets, data):
+    """Overwrite DATA at each offset, then put the mtime back (the ctime
+    still moves)."""
+    st = os.stat(path)
+    with open(path, "r+b") as f:
+        for at in offsets:
+            f.seek(at)
+            f.write(data)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def test_file_changed_while_read_is_read_again(xsrv):
+    """A file overwritten at 1 MiB and at 35 MiB while it is read, its
+    mtime put back: never a mix that never existed; it is read again and
+    arrives as it is now, exit 0."""
+    x = xsrv
+    src = write_random(x.src / "big.bin", 40 * MiB)
+    proc, out, err = x.popen_send("--json", "--limit", "10M", src,
+                                  x.dest())
+    try:
+        wait_until(lambda: any('"event":"progress"' in ln and
+                               '"bytes_done":0,' not in ln
+                               for ln in out.lines), 20,
+                   what="the first bytes acknowledged")
+        time.sleep(0.5)
+        rewrite_keeping_mtime(src, [1 * MiB, 35 * MiB], b"X" * 4096)
+        rc = proc.wait(timeout=60)
+    finally:
+        kill_and_reap(proc)
+    assert rc == 0, out.text() + err.text()
+    same_file(src, x.root / "big.bin")
+    evs = [e for e in json_events(out.text()) if e["event"] == "file"]
+    assert [e["status"] for e in evs] == ["done"], evs
+    assert not temp_leftovers(x.root)
+
+
+def test_file_always_changing_fails_alone(xsrv):
+    """A file that changes on every read fails after three reads ("file
+    changed as we read it"), the rest of the tree arrives, exit 1, and
+    nothing stands under its name."""
+    import threading
+    x = xsrv
+    top = x.src / "t"
+    top.mkdir()
+    write_random(top / "a.bin", 100_000)
+    hot = write_random(top / "hot.bin", 8 * MiB)
+    stop = threading.Event()
+
+    def churn():
+        for _ in range(400):  # at most 400 x 0.1 s
+            if stop.wait(0.1):
+                return
+            rewrite_keeping_mtime(hot, [0], os.urandom(4096))
+
+    t = threading.Thread(target=churn, daemon=True)
+    t.start()
+    try:
+        res = x.send("--limit", "8M", top, x.dest(), timeout=60)
+    finally:
+        stop.set()
+        t.join(timeout=10)
+    assert res.returncode == 1, describe(res)
+    assert "t/hot.bin: file changed as we read it" in output(res), (
+        output(res))
+    same_file(top / "a.bin", x.root / "t" / "a.bin")
+    assert not (x.root / "t" / "hot.bin").exists()
+    assert not temp_leftovers(x.root)
+
+
+def test_source_vanished_is_one_line(xsrv):
+    """A source counted, then removed before it is read: one line for it,
+    the rest arrives, exit 1 (not the end of the push)."""
+    x = xsrv
+    d = x.src / "d"
+    d.mkdir()
+    for i in range(400):
+        write_random(d / f"f{i:03d}", 16 * 1024)
+    victim = write_random(x.src / "victim.bin", 1000)
+    proc, out, err = x.popen_send("--limit", "1M", d, victim, x.dest())
+    try:
+        wait_until(lambda: (x.root / "d").is_dir(), 20,
+                   what="the push under way")
+        os.unlink(victim)
+        rc = proc.wait(timeout=60)
+    finally:
+        kill_and_reap(proc)
+    text = out.text() + err.text()
+    assert rc == 1, text
+    assert "victim.bin: vanished before it was read" in text, text
+    assert len(os.listdir(x.root / "d")) == 400

@@ -148,6 +148,12 @@ static bool wait_unbusy(struct xsess *x, struct xfile *f)
 		if (x->rx.busy_waited_ms >= BUSY_WAIT_MS ||
 		    (x->o->cancel && atomic_load(x->o->cancel)))
 			return false;
+		/* it may be this session's own, withdrawn or failed: its
+		 * acknowledgement out and its slot let go here */
+		if (xfer__recv_service(x))
+			return false;
+		if (!fsio_temp_busy(f->rx.dirfd, f->rx.tmp))
+			break;
 		nanosleep(&step, NULL);
 		x->rx.busy_waited_ms += 50;
 	}

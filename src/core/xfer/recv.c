@@ -495,9 +495,46 @@ static int sum_one(struct xsess *x, const struct proto_xfer_sum *s,
 	return 0;
 }
 
-static int on_sums(struct xsess *x, const uint8_t *body, size_t len,
-		   struct lr_err *err)
+/* The sender's FAIL for a file it could not read whole as it was: code 0
+ * withdraws it (it is announced again, and counted again: it is taken off
+ * what was announced), any other fails it. Under lock. */
+static int sender_fail(struct rxc *c, const struct proto_xfer_iter *it)
 {
+	struct xsess *x = c->x;
+	struct proto_xfer_fail fl;
+	struct xfile *f;
+
+	if (proto_xfer_get_fail(it, &fl))
+		return lr_err_set(c->err, LR_EBADMSG, "malformed FAIL");
+	f = xfer__entry(x, fl.idx);
+	if (fl.idx >= x->rx.announced)
+		return lr_err_set(c->err, LR_EBADMSG,
+				  "a FAIL for entry %u, never announced",
+				  fl.idx);
+	if (!f || f->rx.state == XRX_FAILED)
+		return 0; /* failed here already */
+	if (f->kind != PROTO_XK_FILE || f->rx.have_sum || f->pipe ||
+	    f->rx.state == XRX_COMPLETE)
+		return lr_err_set(c->err, LR_EBADMSG,
+				  "a FAIL for entry %u, not a file waiting "
+				  "for its SUM",
+				  fl.idx);
+	if (!fl.code) {
+		f->rx.withdrawn = true;
+		c->nfiles--;
+		c->nbytes -= f->size;
+	}
+	xfer__rx_fail(x, f,
+		      fl.code ? -(int)(fl.code < 4096 ? fl.code : EIO)
+			      : -ESTALE,
+		      "%s", fl.text);
+	return 0;
+}
+
+static int on_sums(struct rxc *c, const uint8_t *body, size_t len)
+{
+	struct xsess *x = c->x;
+	struct lr_err *err = c->err;
 	struct proto_xfer_iter it;
 	int r;
 
@@ -505,6 +542,14 @@ static int on_sums(struct xsess *x, const uint8_t *body, size_t len,
 	while ((r = proto_xfer_iter_next(&it)) == 1) {
 		struct proto_xfer_sum s;
 
+		if (it.tag == PROTO_T_FAIL) {
+			xfer__lock(&x->lock);
+			r = sender_fail(c, &it);
+			xfer__unlock(&x->lock);
+			if (r)
+				return r;
+			continue;
+		}
 		if (proto_xfer_get_sum(&it, &s))
 			return lr_err_set(err, LR_EBADMSG, "malformed SUM");
 		xfer__lock(&x->lock);
@@ -527,7 +572,7 @@ static int rx_dispatch(struct rxc *c, const struct proto_hdr *h)
 		return c->got_end ? lr_err_set(c->err, LR_EBADMSG,
 					       "FILES after END")
 				  : on_files(c, c->rbuf, h->len);
-	case PROTO_XFER_SUMS: return on_sums(c->x, c->rbuf, h->len, c->err);
+	case PROTO_XFER_SUMS: return on_sums(c, c->rbuf, h->len);
 	case PROTO_XFER_END: c->got_end = true; return 0;
 	default:
 		return lr_err_set(c->err, LR_EBADMSG,

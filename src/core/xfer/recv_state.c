@@ -212,6 +212,10 @@ static int service_failures(struct xsess *x, struct proto_buf *b,
 		x->rx.fail_pending[i] = false;
 		proto_put_xfer_fail(b, &fl);
 		*limit = x->rx.nacks;
+		if (f->rx.withdrawn)
+			continue; /* not a failure: it comes again; what it
+				   * holds stays for that (its journal says
+				   * which chunks) */
 		x->res->files_failed++;
 		x->files_done++;
 		xfer__note_failure(x, f, f->rx.reason, f->rx.code);

@@ -7,9 +7,11 @@
  * receiver's XFER_DONE; and the receiver's PLAN and ACKS messages.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "net.h"
@@ -31,8 +33,19 @@ struct txc {
 	bool walk_done, end_sent, got_done, streams_closed;
 	struct pclock pc;
 	struct proto_xfer_done done;
+	/* files that changed as they were read, to announce again */
+	struct reread {
+		char *path;
+		int fd;
+		uint8_t rereads;
+	} rq[XFER_WINDOW];
+	unsigned nrq;
 	int r;
 };
+
+/* A source read this often at most (the first time and twice again) before
+ * it is "changed as we read it". */
+#define MAX_REREADS 2
 
 enum tx_step {
 	TX_ANNOUNCE,
@@ -299,7 +312,11 @@ static int ack_one(struct xsess *x, const struct proto_xfer_ack *a)
 			xfer__file_event(x, f, true, false, NULL, 0);
 		xfer__tx_file_end(x, f);
 		break;
-	default: file_failed(x, f, "failed");
+	default:
+		if (f->tx.withdrawn) /* as asked: it is announced again */
+			xfer__tx_file_end(x, f);
+		else
+			file_failed(x, f, "failed");
 	}
 	xfer__unlock(&x->lock);
 	if (r == LR_EDIGEST)
@@ -378,6 +395,8 @@ static int window_add(struct xsess *x, struct xfile *f,
 	f->pipe = e->is_stdin;
 	f->from_pipe = e->is_stdin;
 	f->fd = e->fd;
+	f->tx.ctime_sec = e->st.st_ctim.tv_sec;
+	f->tx.ctime_nsec = (uint32_t)e->st.st_ctim.tv_nsec;
 	if (r) {
 		/* the session ends */
 	} else if (pe->kind == PROTO_XK_FILE && !f->pipe) {
@@ -401,29 +420,85 @@ static bool grew(struct txc *c, const struct wentry *e)
 
 /* The next entry of the walk into the FILES message in b: 0, 1 at the
  * walk's end, or an error. */
+/* A source that failed here, before it was announced: its line. */
+static void local_failure(struct xsess *x, const char *path, const char *why,
+			  int code)
+{
+	xfer__lock(&x->lock);
+	x->res->files_failed++;
+	xfer__note_failure_at(x, path, why, code);
+	xfer__path_event(x, path, false, why, code);
+	xfer__unlock(&x->lock);
+}
+
+/* The next file to read again into e (its path into path): 1, or 0 when
+ * none is waiting. */
+static int next_reread(struct txc *c, struct wentry *e, char *path,
+		       uint8_t *rereads)
+{
+	struct reread q;
+
+	while (c->nrq) {
+		q = c->rq[0];
+		memmove(&c->rq[0], &c->rq[1], --c->nrq * sizeof(c->rq[0]));
+		memset(e, 0, sizeof(*e));
+		e->kind = PROTO_XK_FILE;
+		e->fd = q.fd;
+		snprintf(path, FSIO_MAX_PATH + 1, "%s", q.path);
+		*rereads = q.rereads;
+		free(q.path);
+		if (!fstat(q.fd, &e->st) && S_ISREG(e->st.st_mode))
+			return 1;
+		close(q.fd);
+		local_failure(c->x, path, "file changed as we read it",
+			      -ESTALE);
+	}
+	return 0;
+}
+
 static int announce_one(struct txc *c, struct proto_buf *b)
 {
 	struct xsess *x = c->x;
 	struct proto_xfer_entry pe;
+	char again[FSIO_MAX_PATH + 1];
+	const char *path = c->w.path;
+	uint8_t rereads = 0;
 	struct wentry e;
-	int r = xfer__walk_next(&c->w, &e);
+	int r = next_reread(c, &e, again, &rereads);
 
+	if (r)
+		path = again;
+	else if (c->walk_done)
+		return 1;
+	else
+		r = xfer__walk_next(&c->w, &e);
+	if (r == XFER_WALK_VANISHED) {
+		local_failure(x, c->w.path, "vanished before it was read",
+			      -ENOENT);
+		return 0;
+	}
 	if (r <= 0)
 		return r < 0 ? r : 1;
 	if (grew(c, &e)) {
 		if (e.fd >= 0 && !e.is_stdin)
 			close(e.fd);
+		if (rereads) { /* it grew as we read it */
+			local_failure(x, path, "file changed as we read it",
+				      -ESTALE);
+			return 0;
+		}
 		return lr_err_set(c->err, -EAGAIN,
 				  "the source grew during the transfer (%s)",
 				  c->w.path);
 	}
-	entry_of(&e, c->w.path, c->next_idx, &pe);
+	entry_of(&e, path, c->next_idx, &pe);
 	r = xfer__batch_room(x, b, proto_xfer_entry_size(&pe),
 			     PROTO_XFER_FILES);
 	if (r)
 		return r;
 	proto_put_xfer_entry(b, &pe);
 	r = window_add(x, &x->win[SLOT(c->next_idx)], &pe, &e);
+	x->win[SLOT(c->next_idx)].tx.rereads = rereads;
 	if (!r)
 		c->next_idx++;
 	return r;
@@ -445,7 +520,7 @@ static enum tx_step tx_announce(struct txc *c)
 	unsigned room;
 	int r = 0;
 
-	if (c->walk_done)
+	if (c->walk_done && !c->nrq)
 		return TX_SUMS;
 	room = xfer__window_room(
 		x, c->next_idx,
@@ -454,14 +529,14 @@ static enum tx_step tx_announce(struct txc *c)
 		return TX_SUMS;
 	proto_buf_init(&b, c->buf, MSG_BUF);
 	proto_msg_begin(&b, PROTO_XFER_FILES);
-	while (!r && !c->walk_done && room--) {
+	while (!r && (!c->walk_done || c->nrq) && room--) {
 		r = announce_one(c, &b);
 		if (r == 1) {
 			c->walk_done = true;
 			r = 0;
 		}
 	}
-	if (!r)
+	if (!r && b.len > PROTO_HDR_LEN) /* none when the only one vanished */
 		r = proto_msg_end(&b) ?: xfer__ctrl_send(x, &b);
 	if (r) {
 		tx_fail(c, r, "announcing files");
@@ -469,6 +544,59 @@ static enum tx_step tx_announce(struct txc *c)
 		return TX_FAIL;
 	}
 	return TX_SUMS;
+}
+
+/* Whether f's source is as the walk saw it, now that its last chunk is
+ * read: size, mtime and ctime (a write that puts the mtime back still
+ * moves the ctime). Under lock. */
+static bool source_same(const struct xfile *f)
+{
+	struct stat st;
+
+	if (f->pipe || f->from_pipe || f->kind != PROTO_XK_FILE)
+		return true; /* standard input: read once, as it comes */
+	return !f->tx.read_err && !fstat(f->fd, &st) &&
+	       (uint64_t)st.st_size == f->size &&
+	       st.st_mtim.tv_sec == f->mtime_sec &&
+	       (uint32_t)st.st_mtim.tv_nsec == f->mtime_nsec &&
+	       st.st_ctim.tv_sec == f->tx.ctime_sec &&
+	       (uint32_t)st.st_ctim.tv_nsec == f->tx.ctime_nsec;
+}
+
+/* f changed while it was read (or a read failed): its FAIL item instead
+ * of its SUM. Code 0 withdraws it to read it again (queued); else it
+ * fails. Under lock. */
+static void source_changed(struct txc *c, struct xfile *f,
+			   struct proto_xfer_fail *fl)
+{
+	int fd = -1;
+	char *path;
+
+	fl->idx = f->idx;
+	if (f->tx.read_err && f->tx.read_err != LR_ETRUNC) {
+		fl->code = (uint32_t)-f->tx.read_err;
+		snprintf(fl->text, sizeof(fl->text), "read error: %s",
+			 lr_strerror(f->tx.read_err));
+		return;
+	}
+	path = f->tx.rereads < MAX_REREADS ? strdup(xfer__path(f)) : NULL;
+	if (path)
+		fd = fcntl(f->fd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0) {
+		free(path);
+		fl->code = ESTALE;
+		snprintf(fl->text, sizeof(fl->text),
+			 "file changed as we read it");
+		return;
+	}
+	c->rq[c->nrq++] = (struct reread){ path, fd, f->tx.rereads + 1 };
+	f->tx.withdrawn = true;
+	fl->code = 0;
+	snprintf(fl->text, sizeof(fl->text),
+		 "changed as we read it: reading it again");
+	/* it is announced again, counted again */
+	c->announced--;
+	c->bytes_ann -= f->size;
 }
 
 /* The SUMs of files whose chunks are all hashed. */
@@ -491,12 +619,23 @@ static enum tx_step tx_sums(struct txc *c)
 	proto_msg_begin(&b, PROTO_XFER_SUMS);
 	for (i = 0; i < n && !r; i++) {
 		struct proto_xfer_sum s = { .idx = slots[i] };
+		struct proto_xfer_fail fl;
 		struct xfile *f;
 
 		xfer__lock(&x->lock);
 		f = xfer__entry(x, slots[i]);
 		if (!f || f->tx.state != XTX_HASHED) {
 			xfer__unlock(&x->lock);
+			continue;
+		}
+		if (!source_same(f)) {
+			source_changed(c, f, &fl);
+			f->tx.state = XTX_SUMMED; /* its FILE_FAILED comes */
+			xfer__unlock(&x->lock);
+			r = xfer__batch_room(x, &b, 8 + 8 + strlen(fl.text),
+					     PROTO_XFER_SUMS);
+			if (!r)
+				proto_put_xfer_fail(&b, &fl);
 			continue;
 		}
 		s.size = f->size;
@@ -538,7 +677,7 @@ static enum tx_step tx_end(struct txc *c)
 	struct proto_buf b;
 	int r;
 
-	if (!c->walk_done || c->end_sent || !all_summed(c->x))
+	if (!c->walk_done || c->nrq || c->end_sent || !all_summed(c->x))
 		return TX_CLOSE;
 	proto_buf_init(&b, c->buf, MSG_BUF);
 	r = proto_encode_empty(&b, PROTO_XFER_END) ?: xfer__ctrl_send(c->x, &b);
@@ -732,6 +871,10 @@ int xfer_send(struct xfer_conns *cs, const struct xfer_source *src,
 	xfer__emit_edge(&x, XFER_EV_END, r == 0, c.tot.bytes, !c.has_pipe,
 			c.tot.files);
 out:
+	while (c.nrq--) {
+		free(c.rq[c.nrq].path);
+		close(c.rq[c.nrq].fd);
+	}
 	free(c.ts);
 	free(c.buf);
 	free(c.rbuf);

@@ -218,16 +218,14 @@ static int read_item(struct txs *s, struct item *it, uint8_t *data)
 		r = fsio_pread_all(f->fd, data, it->len, at);
 		s->disk_ns += xfer__now_ns() - t;
 		if (r) {
-			char esc[ESC_MAX];
-
-			xfer__fatal(s->x, r,
-				    "%s: %s while reading it (the file "
-				    "changed during the transfer?)",
-				    fsio_escape(xfer__path(f),
-						strlen(xfer__path(f)), esc,
-						sizeof(esc)),
-				    r == LR_ETRUNC ? "shrank" : lr_strerror(r));
-			return r;
+			/* that file fails (or is read again: it shrank), not
+			 * the session: zeros go, its SUM will not */
+			xfer__lock(&s->x->lock);
+			if (!f->tx.read_err)
+				f->tx.read_err = r;
+			xfer__unlock(&s->x->lock);
+			memset(data, 0, it->len);
+			r = 0;
 		}
 	}
 	t = xfer__now_ns();

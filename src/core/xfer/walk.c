@@ -100,6 +100,8 @@ static int walk_fill(struct walker *w, int dirfd, const char *name,
 	e->kind = PROTO_XK_FILE;
 	if (w->open_files) {
 		fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 && errno == ENOENT)
+			return XFER_WALK_VANISHED; /* gone since its stat */
 		if (fd < 0)
 			return lr_err_setc(w->err, -errno, "opening %s",
 					   w->path);
@@ -123,6 +125,15 @@ static int walk_set_path(struct walker *w, size_t base, const char *name)
 	memcpy(w->path + base, name, n + 1);
 	w->plen = base + n;
 	return 0;
+}
+
+/* A source the count saw that is gone now (errno ENOENT, the announcing
+ * walk): XFER_WALK_VANISHED with w->path its name; else 0. */
+static int vanished(struct walker *w, const char *name)
+{
+	if (errno != ENOENT || !w->open_files || walk_set_path(w, 0, name))
+		return 0;
+	return XFER_WALK_VANISHED;
 }
 
 /* "-": standard input, as the file its name says. */
@@ -224,7 +235,7 @@ static int top_push_named(struct walker *w, int pfd, const char *name,
 	int fd = openat(pfd, name, O_RDONLY | O_CLOEXEC), r;
 
 	if (fd < 0) {
-		r = lr_err_setc(w->err, -errno, "%s", arg);
+		r = vanished(w, name) ?: lr_err_setc(w->err, -errno, "%s", arg);
 		close(pfd);
 		return r;
 	}
@@ -279,7 +290,7 @@ static int top_push(struct walker *w, const char *arg, struct wentry *e)
 		return lr_err_setc(w->err, -errno, "%s", parent);
 	/* the user named it: follow a symlink at the top */
 	if (fstatat(pfd, name, &e->st, 0)) {
-		r = lr_err_setc(w->err, -errno, "%s", arg);
+		r = vanished(w, name) ?: lr_err_setc(w->err, -errno, "%s", arg);
 		close(pfd);
 		return r;
 	}
@@ -329,9 +340,12 @@ int xfer__walk_next(struct walker *w, struct wentry *e)
 			return r;
 		if (fstatat(dirfd(f->d), de->d_name, &e->st,
 			    AT_SYMLINK_NOFOLLOW)) {
-			if (errno == ENOENT)
-				continue; /* gone since readdir */
-			return lr_err_setc(w->err, -errno, "%s", w->path);
+			if (errno != ENOENT)
+				return lr_err_setc(w->err, -errno, "%s",
+						   w->path);
+			if (w->open_files)
+				return XFER_WALK_VANISHED; /* counted, gone */
+			continue; /* gone since readdir */
 		}
 		if (special(&e->st))
 			continue; /* devices, fifos, sockets: not sent */

@@ -160,6 +160,14 @@ struct xfile_tx {
 	 * matched by idx, not by position) */
 	char *fail_text;
 	int fail_code;
+	/* the source's ctime as the walk saw it (its size and mtime are the
+	 * entry's), to tell after the last chunk is read whether the file
+	 * changed meanwhile */
+	int64_t ctime_sec;
+	uint32_t ctime_nsec;
+	uint8_t rereads; /* announced again this often: it changed as read */
+	bool withdrawn;	 /* given up for a new announcement (FAIL code 0) */
+	int read_err;	 /* a read failed (it shrank, EIO): -errno */
 };
 
 /* The receiver's part of a window entry. */
@@ -170,6 +178,7 @@ struct xfile_rx {
 	bool anon;	   /* fd is unnamed (O_TMPFILE), tmp empty */
 	bool resumed;	   /* the temporary file holds an earlier attempt */
 	bool zeroed;	   /* a ZERO chunk came: its size is set at the end */
+	bool withdrawn;	   /* the sender gave it up to announce it again */
 	/* a pipe's short chunk (its end) before its SUM: index + 1, 0 for
 	 * none, and its length; every other chunk before the SUM is whole */
 	uint32_t pipe_end, pipe_end_len;
@@ -546,7 +555,10 @@ struct counter {
 void xfer__walk_init(struct walker *w, const struct xfer_source *src,
 		     bool open_files, struct lr_err *err);
 void xfer__walk_fini(struct walker *w);
-/* Next entry: 1, 0 at the end, or an error with w->err filled. */
+/* Next entry: 1, XFER_WALK_VANISHED for a file that went between its
+ * stat and its open (w->path names it), 0 at the end, or an error with
+ * w->err filled. */
+#define XFER_WALK_VANISHED 2
 int xfer__walk_next(struct walker *w, struct wentry *e);
 int xfer__count_sources(const struct xfer_source *src,
 			struct proto_xfer_totals *t, bool *pipe,
