@@ -299,21 +299,49 @@ static int test_request(struct server_test *t, uint8_t *buf,
 	return 0;
 }
 
+#define CTRL_GONE_WORDS                                                \
+	"the client closed its control connection with %u of %u data " \
+	"streams connected"
+
+/* Whether the client closed its control connection (it has nothing to
+ * say while its streams attach). */
+static bool ctrl_gone(const struct server_test *t)
+{
+	struct pollfd pf = { .fd = t->cc.fd, .events = POLLRDHUP };
+
+	return poll(&pf, 1, 0) > 0 &&
+	       (pf.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+/* Wait for the data streams, in slices that look at the control
+ * connection: a client gone lets its slot go at once, not after
+ * ATTACH_TIMEOUT_MS. 0, LR_ECLOSED or LR_ETIMEOUT. */
 static int wait_streams(struct server_test *t)
 {
 	struct server *srv = t->srv;
-	struct timespec ts;
 	int64_t dl = net_now_ms() + ATTACH_TIMEOUT_MS;
-	int r = 0;
+	struct timespec ts;
+	bool gone = false;
+	int r;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ATTACH_TIMEOUT_MS / 1000;
 	pthread_mutex_lock(&srv->lock);
-	while (t->attached < t->expected && r != ETIMEDOUT &&
-	       !atomic_load(&srv->stopping) && net_now_ms() < dl)
-		r = pthread_cond_timedwait(&t->attach_cv, &srv->lock, &ts);
+	while (t->attached < t->expected && !atomic_load(&srv->stopping) &&
+	       net_now_ms() < dl && !gone) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += 200 * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&t->attach_cv, &srv->lock, &ts);
+		if (t->attached < t->expected) {
+			pthread_mutex_unlock(&srv->lock);
+			gone = ctrl_gone(t);
+			pthread_mutex_lock(&srv->lock);
+		}
+	}
 	t->waiting = false;
-	r = t->attached == t->expected ? 0 : LR_ETIMEOUT;
+	r = t->attached == t->expected ? 0 : gone ? LR_ECLOSED : LR_ETIMEOUT;
 	pthread_mutex_unlock(&srv->lock);
 	return r;
 }
@@ -628,6 +656,10 @@ static int xfer_session(struct server_test *t, uint8_t *buf, uint32_t len,
 		goto out;
 	}
 	r = wait_streams(t);
+	if (r == LR_ECLOSED) {
+		snprintf(why, cap, CTRL_GONE_WORDS, t->attached, n);
+		goto out;
+	}
 	if (r) {
 		snprintf(why, cap,
 			 "only %u of %u data streams connected "
@@ -740,6 +772,11 @@ static void *test_main(void *arg)
 		goto out;
 	}
 	r = wait_streams(t);
+	if (r == LR_ECLOSED) {
+		snprintf(why, sizeof(why), CTRL_GONE_WORDS, t->attached,
+			 t->run.nstreams);
+		goto out;
+	}
 	if (r) {
 		snprintf(why, sizeof(why),
 			 "only %u of %u data streams "

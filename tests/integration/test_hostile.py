@@ -383,3 +383,25 @@ def test_memory_bound_on_huge_announcements(sessions, linerate_bin,
         f"256 GiB announced (before: {before} KiB; bound {bound} KiB)")
     assert srv.alive()
     assert os.listdir(outside) == []
+
+
+def test_closed_control_lets_its_slot_go(linerate_bin, hostile_bin, serve,
+                                         token, token_file, area, tmp_path):
+    """A client that closes its control connection right after
+    XFER_ACCEPT, with no data stream, frees its slot at once (before, it
+    held it 10 s): with --max-tests 1 the next transfer is served."""
+    base, root, outside = area
+    srv = serve("-B", LOOP, "--root", str(root), "--token-file", token_file,
+                "--max-tests", "1")
+    res = subprocess.run(
+        [hostile_bin, LOOP, str(srv.port), "ctrl_closed_after_accept",
+         str(outside)], stdin=subprocess.DEVNULL, capture_output=True,
+        text=True, timeout=HOSTILE_TIMEOUT,
+        env=clean_env(LINERATE_TOKEN=token))
+    assert res.returncode == 0, describe(res)
+    srv.wait_log(r"closed its control connection with 0 of \d+ data "
+                 r"streams connected", timeout=5)
+    res2, content = normal_send(linerate_bin, srv, token_file, tmp_path, "")
+    assert res2.returncode == 0, describe(res2)
+    assert (root / "hello.txt").read_bytes() == content
+    assert not (root / "gone").exists()

@@ -374,7 +374,7 @@ def test_partial_files_listed_cleaned_and_swept(xsrv):
     x = xsrv
     (x.root / "isos").mkdir()
     src = write_random(x.src / "big.iso", 12 * MiB)
-    proc, _, _ = x.popen_send("--limit", "300K", "-q", src, x.dest("isos"))
+    proc, _, _ = x.popen_send("--limit", "200K", "-q", src, x.dest("isos"))
     try:
         wait_partial(x.root / "isos", "big.iso", 1 * MiB, timeout=30)
         # while it is written: listed as in use, kept by a clean, and a
@@ -389,7 +389,7 @@ def test_partial_files_listed_cleaned_and_swept(xsrv):
         assert (x.root / "isos" / ".big.iso.lrpart").exists()
         # (after waiting, bounded, for the other session to end: one
         # whose sender was killed ends at once)
-        res = x.send(src, x.dest("isos"), timeout=40)
+        res = x.send(src, x.dest("isos"), timeout=60)
         assert res.returncode == 1, describe(res)
         assert "another transfer is receiving it now" in output(res), (
             output(res))

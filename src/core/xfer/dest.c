@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "net.h"
 #include "xfer_int.h"
 #include "banned.h"
 
@@ -139,12 +140,18 @@ static bool create_anon(struct xsess *x, struct xfile *f)
 /* Whether f's temporary file is free of another session's lock, waiting
  * for it within the session's budget (BUSY_WAIT_MS in all): a session
  * whose sender was killed ends at once, one whose link was cut within
- * IDLE_MS; the budget stays under IDLE_MS, so that our sender waits. */
+ * IDLE_MS. Meanwhile an empty XFER_ACKS every KEEPALIVE_MS tells our
+ * sender we are here, and the silence is not held against it after. */
 static bool wait_unbusy(struct xsess *x, struct xfile *f)
 {
 	const struct timespec step = { .tv_nsec = 50 * 1000000 };
+	int64_t told = net_now_ms();
+	uint8_t kb[PROTO_HDR_LEN + 8];
+	struct proto_buf b;
+	bool free_now = true;
 
 	while (fsio_temp_busy(f->rx.dirfd, f->rx.tmp)) {
+		free_now = false;
 		if (x->rx.busy_waited_ms >= BUSY_WAIT_MS ||
 		    (x->o->cancel && atomic_load(x->o->cancel)))
 			return false;
@@ -154,9 +161,18 @@ static bool wait_unbusy(struct xsess *x, struct xfile *f)
 			return false;
 		if (!fsio_temp_busy(f->rx.dirfd, f->rx.tmp))
 			break;
+		if (net_now_ms() - told >= KEEPALIVE_MS) {
+			proto_buf_init(&b, kb, sizeof(kb));
+			proto_msg_begin(&b, PROTO_XFER_ACKS);
+			if (proto_msg_end(&b) || xfer__ctrl_send(x, &b))
+				return false;
+			told = net_now_ms();
+		}
 		nanosleep(&step, NULL);
 		x->rx.busy_waited_ms += 50;
 	}
+	if (!free_now)
+		atomic_store(&x->last_activity_ms, net_now_ms());
 	return true;
 }
 

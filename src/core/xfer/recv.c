@@ -473,6 +473,10 @@ static int sum_one(struct xsess *x, const struct proto_xfer_sum *s,
 	struct xfile *f = xfer__entry(x, s->idx);
 	int r;
 
+	if (s->idx >= x->rx.announced)
+		return lr_err_set(err, LR_EBADMSG,
+				  "a SUM for entry %u, never announced",
+				  s->idx);
 	if (!f)
 		return 0; /* failed and released already */
 	if (f->kind != PROTO_XK_FILE || f->rx.have_sum)
@@ -677,7 +681,10 @@ static int recv_totals(struct rxc *c)
 			       "both fields required)");
 	/* tell the sender why, but for a connection it closed */
 	if (r && r != LR_ECLOSED)
-		xfer__send_error(x, PROTO_ERR_BAD_REQUEST, c->err->msg);
+		xfer__send_error(x,
+				 r == LR_ETIMEOUT ? PROTO_ERR_TIMEOUT
+						  : PROTO_ERR_BAD_REQUEST,
+				 c->err->msg);
 	return r;
 }
 

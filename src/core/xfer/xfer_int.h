@@ -91,7 +91,8 @@ _Static_assert(XFER_MIN_CHUNK == PROTO_XFER_MIN_CHUNK &&
 
 #define CTRL_TIMEOUT_MS	   10000
 #define IDLE_MS		   30000 /* a peer silent this long has gone */
-#define BUSY_WAIT_MS	   20000 /* for others' temporary files (dest.c) */
+#define BUSY_WAIT_MS	   35000 /* for others' temporary files (dest.c) */
+#define KEEPALIVE_MS	   5000	 /* an empty XFER_ACKS while so waiting */
 #define ACK_FLUSH_MS	   50
 #define WLOCKS		   16 /* receiver write locks, by slot */
 #define JOURNAL_MS	   1000
