@@ -139,6 +139,11 @@ CASES = {
         absent=["first_files", "first_big"],
         reason=[r"ERROR: expected XFER_TOTALS first, got XFER_FILES",
                 r"ERROR: malformed XFER_TOTALS"]),
+    # XFER_END with a file still open, then one more XFER_FILES
+    "files_after_end": dict(
+        present={},
+        absent=["after_end", "after_end_2"],
+        reason=[r"ERROR: FILES after END"]),
     "pipe_short_sum": dict(
         present={},
         absent=["pipe_short"],

@@ -68,6 +68,7 @@ enum misdeed {
 	M_ZERO_HELD,	   /* a resume with a ZERO chunk over the held one */
 	M_PIPE_SHORT_SUM,  /* a pipe of two whole chunks, a SUM of less */
 	M_NO_TOTALS,	   /* FILES as the first message */
+	M_FILES_AFTER_END, /* END, then one more FILES, chunks not sent */
 };
 
 struct ent {
@@ -519,6 +520,37 @@ static bool sending(const struct sess *s, unsigned i)
 	return s->plan[i] == PROTO_XA_SEND || s->plan[i] == PROTO_XA_RESUME;
 }
 
+/* XFER_END while entry 0 is still in the window, then one more entry:
+ * the receiver must read it and end the session (PROTOCOL 7.9). */
+static void files_after_end(struct sess *s)
+{
+	struct proto_xfer_entry pe = {
+		.idx = 1,
+		.kind = PROTO_XK_FILE,
+		.mode = 0644,
+		.size = 10,
+		.mtime_sec = 1700000000,
+		.path = "after_end_2",
+		.path_len = sizeof("after_end_2") - 1,
+	};
+	struct proto_buf b;
+	int r;
+
+	proto_buf_init(&b, s->mbuf, MSG_CAP);
+	r = proto_encode_empty(&b, PROTO_XFER_END) ?: send_msg(&s->ctrl, &b);
+	proto_buf_init(&b, s->mbuf, MSG_CAP);
+	proto_msg_begin(&b, PROTO_XFER_FILES);
+	proto_put_xfer_entry(&b, &pe);
+	r = r ?: proto_msg_end(&b) ?: send_msg(&s->ctrl, &b);
+	if (r) {
+		say("sending END and FILES: %s", lr_strerror(r));
+		return;
+	}
+	say("sent END, then FILES of 'after_end_2'");
+	if (!pump_until(s, never, NULL, WAIT_MS) && !s->terminal)
+		say("the session went on after FILES after END");
+}
+
 /* The misdeeds of the chunk phase; 1 when the act's chunks are done. */
 static int chunk_misdeed(struct sess *s, const struct act *a)
 {
@@ -573,6 +605,7 @@ static int chunk_misdeed(struct sess *s, const struct act *a)
 		send_chunk(s, 1, PROTO_XC_DATA, 0, 1, s->chunk, s->chunk,
 			   fill_of(0), false);
 		return 1;
+	case M_FILES_AFTER_END: files_after_end(s); return 1;
 	default: return 0;
 	}
 }
@@ -1263,6 +1296,16 @@ static int run_case(const char *name)
 			.totals_set = true,
 			.tot_files = (1ull << 32) + 1,
 			.tot_bytes = 10,
+		};
+	} else if (!strcmp(name, "files_after_end")) {
+		acts[n++] = (struct act){
+			.what = "END while a file is open, then FILES",
+			.mis = M_FILES_AFTER_END,
+			.ents = { FILE10("after_end") },
+			.nents = 1,
+			.totals_set = true,
+			.tot_files = 2,
+			.tot_bytes = 20,
 		};
 	} else if (!strcmp(name, "ctrl_closed_after_accept")) {
 		struct sess s;
