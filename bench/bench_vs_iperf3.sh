@@ -20,7 +20,10 @@
 #                    linerate  linerate bench -> linerate serve
 #                    lr2ip3    linerate bench --iperf3 -> iperf3 -s
 #                    ip32lr    iperf3 -c -> linerate serve (its iperf3 port)
-#                  the last two make a second table, next to iperf3 -> iperf3
+#                    lrold     $LINERATE_OLD bench -> $LINERATE_OLD serve (an
+#                              earlier build, for a before/after table)
+#                  the last two make a second table, next to iperf3 -> iperf3;
+#                  lrold a third, next to linerate
 #   --out FILE     also write the header and table to FILE
 #   -h, --help     this text
 #
@@ -40,7 +43,9 @@
 # 1 some run failed (its cell says "fail"), 2 usage error.
 #
 # Environment: LINERATE (default: build/linerate of this tree), IPERF3
-# (default: iperf3 from PATH).
+# (default: iperf3 from PATH), LINERATE_OLD (the build the lrold pair
+# runs, e.g. an earlier commit's build/linerate; LINERATE_OLD_LABEL names
+# it in the table).
 
 set -euo pipefail
 
@@ -91,7 +96,8 @@ IFS=, read -r -a TOOLS <<<"$opt_tools"
 for _t in "${TOOLS[@]}"; do
     case $_t in
     iperf3 | linerate | lr2ip3 | ip32lr) ;;
-    *) die_usage "--tools: unknown pair '$_t' (iperf3, linerate, lr2ip3, ip32lr)" ;;
+    lrold) [ -x "${LINERATE_OLD:-}" ] || die_usage "--tools lrold: set LINERATE_OLD to an earlier build" ;;
+    *) die_usage "--tools: unknown pair '$_t' (iperf3, linerate, lr2ip3, ip32lr, lrold)" ;;
     esac
 done
 has_tool() {
@@ -246,7 +252,7 @@ run_one() {
     P2) flags=(-P 2) ;;
     R) flags=(-R) ;;
     esac
-    case $tool in linerate) base=7350 ;; *) base=5201 ;; esac
+    case $tool in linerate | lrold) base=7350 ;; *) base=5201 ;; esac
     port=$(pick_port "$base") || { log "$tag: no free port"; return 1; }
     case $tool in
     iperf3)
@@ -256,6 +262,10 @@ run_one() {
     linerate)
         srv=("$LINERATE" serve --once -p "$port" -B "$SERVER_ADDR")
         cli=("$LINERATE" bench -t "$opt_time" -J -p "$port" "${flags[@]}" "$SERVER_ADDR")
+        ;;
+    lrold)
+        srv=("$LINERATE_OLD" serve --once -p "$port" -B "$SERVER_ADDR")
+        cli=("$LINERATE_OLD" bench -t "$opt_time" -J -p "$port" "${flags[@]}" "$SERVER_ADDR")
         ;;
     lr2ip3)
         srv=("$IPERF3" -s -1 -p "$port" -B "$SERVER_ADDR")
@@ -477,6 +487,9 @@ report() {
     if has_tool lr2ip3 || has_tool ip32lr; then
         report_interop
     fi
+    if has_tool linerate && has_tool lrold; then
+        report_old
+    fi
     has_tool iperf3 && has_tool linerate || return 0
     echo
     echo "| path | mode | iperf3 Gbit/s | linerate Gbit/s | ratio (linerate/iperf3) | iperf3 CPU s/GB | linerate CPU s/GB | ratio | iperf3 peak RSS MB (client/server) | linerate peak RSS MB (client/server) |"
@@ -527,6 +540,26 @@ report_interop() {
                     "$c" "$(ratio "$c" "$ic")"
             done
             echo
+        done
+    done
+}
+
+# This build against LINERATE_OLD, both ends each.
+report_old() {
+    local p m ng og nc oc
+    echo
+    echo "| path | mode | linerate Gbit/s | ${LINERATE_OLD_LABEL:-LINERATE_OLD} Gbit/s | ratio (new/old) | linerate CPU s/GB | ${LINERATE_OLD_LABEL:-LINERATE_OLD} CPU s/GB | ratio (new/old) |"
+    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+    for p in "${PATHS[@]}"; do
+        for m in P1 P2 R; do
+            ng=$(median '%.6f' "$p|$m|linerate|gbps")
+            og=$(median '%.6f' "$p|$m|lrold|gbps")
+            nc=$(median '%.3f' "$p|$m|linerate|cpugb")
+            oc=$(median '%.3f' "$p|$m|lrold|cpugb")
+            printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' \
+                "$(path_label "$p")" "$(mode_label "$m")" \
+                "$(gbps_fmt "$ng")" "$(gbps_fmt "$og")" "$(ratio "$ng" "$og")" \
+                "$nc" "$oc" "$(ratio "$nc" "$oc")"
         done
     done
 }

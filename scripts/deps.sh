@@ -8,7 +8,7 @@ pkgs=(
 	build-essential clang-format meson ninja-build pkg-config clang libclang-rt-14-dev
 	libssl-dev libxxhash-dev libcjson-dev libcmocka-dev
 	python3 python3-pytest
-	iproute2 iputils-ping ethtool procps psmisc iperf3
+	iproute2 iputils-ping ethtool procps psmisc iperf3 universal-ctags
 )
 if [ "${1:-}" = "--bench" ]; then
 	pkgs+=(openssh-server openssh-client rsync netcat-openbsd fio hyperfine time)

@@ -21,6 +21,11 @@ bash scripts/check-format.sh
 step "who includes whom (docs/ARCHITECTURE.md)"
 bash scripts/check-includes.sh --self-test
 
+step "sizes: files over 1,000 lines, functions over 100"
+# The limits go down as the structure issue (14) splits the big files;
+# its target is the script's default: no such file, two such functions.
+bash scripts/check-size.sh --files 0 --functions 11
+
 step "release build (gcc): build/linerate"
 [ -f build/build.ninja ] || meson setup build --buildtype=release >/dev/null
 ninja -C build
@@ -59,7 +64,7 @@ step "ThreadSanitizer (clang): the engine's threads, in a chosen set of tests"
 # push and pull of a file and a tree with -P 4, a pipe in and out, a
 # resume after a kill, the one-shot receiver, bench with -P and --bidir,
 # two tests at once, iperf3 clients against serve and bench --iperf3, the
-# sweeper of partial files, a source read again
+# sweeper of partial files, a source read again, both listeners full
 tsan_tests=(
 	"tests/integration/test_transfer.py::test_single_file_push"
 	"tests/integration/test_transfer.py::test_tree_push"
@@ -77,6 +82,8 @@ tsan_tests=(
 	"tests/integration/test_iperf3.py::test_iperf3_client_against_linerate_serve"
 	"tests/integration/test_iperf3.py::test_two_iperf3_clients_at_once"
 	"tests/integration/test_iperf3.py::test_linerate_client_against_iperf3_server"
+	"tests/integration/test_badinput.py::test_many_idle_connections"
+	"tests/integration/test_iperf3_dos.py::test_many_idle_connections_from_one_host"
 )
 [ -f build-tsan/build.ninja ] ||
 	CC=clang meson setup build-tsan --buildtype=debug -Db_sanitize=thread \
@@ -87,7 +94,7 @@ trap 'rm -rf "$tsan_dir"' EXIT
 tsan_opts="halt_on_error=0 history_size=4 second_deadlock_stack=1"
 tsan_opts+=" log_path=$tsan_dir/report"
 tsan_t0=$(date +%s)
-TSAN_OPTIONS=$tsan_opts meson test -C build-tsan --print-errorlogs xfer fsio
+TSAN_OPTIONS=$tsan_opts meson test -C build-tsan --print-errorlogs xfer fsio server
 TSAN_OPTIONS=$tsan_opts LINERATE_BIN="$PWD/build-tsan/linerate" \
 	/usr/bin/python3 -m pytest -rs -q "${tsan_tests[@]}"
 if compgen -G "$tsan_dir/report.*" >/dev/null; then

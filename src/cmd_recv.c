@@ -3,8 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -12,8 +10,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <netdb.h>
 
 #include "cmds.h"
 #include "core/server.h"
@@ -104,114 +100,22 @@ static void on_signal(int sig)
 		server_stop(the_server);
 }
 
-/* An interface address a sender can use (up, not loopback, of family
- * unless AF_UNSPEC): true with its numeric form in host. */
-static bool usable(const struct ifaddrs *i, int family, char *host, size_t cap)
-{
-	const struct sockaddr *sa = i->ifa_addr;
-
-	if (!sa || (i->ifa_flags & IFF_LOOPBACK) || !(i->ifa_flags & IFF_UP) ||
-	    (sa->sa_family != AF_INET && sa->sa_family != AF_INET6) ||
-	    (family != AF_UNSPEC && sa->sa_family != family))
-		return false;
-	return !getnameinfo(sa,
-			    sa->sa_family == AF_INET
-				    ? sizeof(struct sockaddr_in)
-				    : sizeof(struct sockaddr_in6),
-			    host, (socklen_t)cap, NULL, 0, NI_NUMERICHOST);
-}
-
-/* The addresses a sender can use, one line. */
-static void print_addresses(FILE *out, const char *bind_addr, int family)
-{
-	struct ifaddrs *ifa, *i;
-	bool any = false;
-
-	if (bind_addr) {
-		fprintf(out, "  address: %s\n", bind_addr);
-		return;
-	}
-	if (getifaddrs(&ifa))
-		return;
-	fprintf(out, "  addresses:");
-	for (i = ifa; i; i = i->ifa_next) {
-		char host[NI_MAXHOST];
-
-		if (!usable(i, family, host, sizeof(host)))
-			continue;
-		if (!strncmp(host, "fe80:", 5))
-			continue; /* link-local needs a scope: skip */
-		fprintf(out, "%s %s (%s)", any ? "," : "", host, i->ifa_name);
-		any = true;
-	}
-	fprintf(out, "%s\n", any ? "" : " none up besides loopback");
-	freeifaddrs(ifa);
-}
-
-/* First non-loopback address for the suggested command. */
-static void first_address(char *buf, size_t cap, int family)
-{
-	struct ifaddrs *ifa, *i;
-
-	snprintf(buf, cap, "THIS-HOST");
-	if (getifaddrs(&ifa))
-		return;
-	for (i = ifa; i; i = i->ifa_next) {
-		char host[NI_MAXHOST];
-
-		if (!usable(i, family, host, sizeof(host)))
-			continue;
-		if (!strncmp(host, "fe80:", 5))
-			continue;
-		snprintf(buf, cap,
-			 i->ifa_addr->sa_family == AF_INET6 ? "[%s]" : "%s",
-			 host);
-		break;
-	}
-	freeifaddrs(ifa);
-}
-
 static void on_event(void *ctx, const struct server_event *ev)
 {
 	struct recv_cli *o = ctx;
-	char addr[NI_MAXHOST + 2];
 
 	if (ev->kind == SERVER_EV_LISTENING) {
-		if (o->json) {
-			/* the token is base32 and dashes: nothing to escape */
-			fprintf(o->msg,
-				"{\"event\":\"listening\",\"port\":%u,"
-				"\"token\":\"%s\"}\n",
-				ev->port, o->token);
-			fflush(o->msg);
-			return;
-		}
-		fprintf(o->msg,
-			"linerate recv: waiting for one transfer into %s\n",
-			o->s.outfd >= 0 ? "standard output" : o->dir);
-		print_addresses(o->msg, o->s.bind_addr, o->s.family);
-		fprintf(o->msg, "  port: %u\n  token: %s\n", ev->port,
-			o->token);
-		if (o->token_kept)
-			fprintf(o->msg,
-				"  (the token of the unfinished transfer into "
-				"this directory: the sender's same command "
-				"resumes it)\n");
-		if (o->s.bind_addr)
-			snprintf(addr, sizeof(addr),
-				 strchr(o->s.bind_addr, ':') ? "[%s]" : "%s",
-				 o->s.bind_addr);
-		else
-			first_address(addr, sizeof(addr), o->s.family);
-		fprintf(o->msg,
-			"On the sender, run:\n  LINERATE_TOKEN=%s linerate "
-			"send%s%.0u %s %s:%s\n",
-			o->token,
-			ev->port != LINERATE_DEFAULT_PORT ? " -p " : "",
-			ev->port != LINERATE_DEFAULT_PORT ? ev->port : 0,
-			o->s.outfd >= 0 ? "-" : "PATH...", addr,
-			o->s.outfd >= 0 ? "NAME" : "");
-		fflush(o->msg);
+		const struct report_recv_banner b = {
+			.port = ev->port,
+			.token = o->token,
+			.dest = o->s.outfd >= 0 ? "standard output" : o->dir,
+			.to_stdout = o->s.outfd >= 0,
+			.bind_addr = o->s.bind_addr,
+			.family = o->s.family,
+			.token_kept = o->token_kept,
+		};
+
+		report_recv_listening(o->msg, &b, o->json);
 		return;
 	}
 	if (ev->kind == SERVER_EV_XFER_DONE) {

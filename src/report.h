@@ -55,8 +55,8 @@ void report_sweep_line(FILE *out, const struct xfer_sweep *r,
 void report_escaped(FILE *out, const char *s);
 
 /*
- * The formatter of `linerate crypto`, to be folded into report.[ch]:
- * a human table, or one JSON document. Neither takes ownership.
+ * linerate crypto: a human table, or one JSON document. Neither takes
+ * ownership.
  */
 
 /* The CPU, the table of MB/s and 1 GbE core counts, and auto's pick. */
@@ -106,6 +106,21 @@ void report_xfer_end(struct report_xfer *rx, const struct xfer_result *res,
 
 /* linerate doctor: the stage table, the verdict, facts and advice; or one
  * JSON document (error may be NULL). */
+/* recv's banner: where it waits for its one transfer, this host's
+ * addresses (or bind_addr), the port, the token, and the command to run
+ * on the sender; with json one object: event "listening", port, token. */
+struct report_recv_banner {
+	uint16_t port;
+	const char *token;
+	const char *dest; /* DIR, or "standard output" */
+	bool to_stdout;
+	const char *bind_addr; /* NULL: every address of this host */
+	int family;	       /* AF_UNSPEC, AF_INET or AF_INET6 */
+	bool token_kept;       /* the token of an unfinished transfer */
+};
+void report_recv_listening(FILE *out, const struct report_recv_banner *b,
+			   bool json);
+
 void report_doctor_human(FILE *out, const struct doctor_report *r);
 void report_doctor_json(FILE *out, const struct doctor_report *r,
 			const char *error);

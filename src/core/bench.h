@@ -20,7 +20,8 @@
  * of one test on one side (client or server): a thread per stream, byte
  * counters, TCP_INFO sampling, the omitted period, the graceful stop that
  * lets every byte in flight reach the receiver, and the per-stream results.
- * The client protocol (bench_client_run) and the server (server.c) wrap it.
+ * The clients (bench/client.c, bench/ip3_client.c) and the servers
+ * (server/bench_test.c, server/ip3_test.c) wrap it.
  */
 
 #define BENCH_DEFAULT_PORT LINERATE_DEFAULT_PORT
@@ -244,7 +245,7 @@ struct bench_callbacks {
 	void (*finished)(void *ctx, const struct bench_result *res);
 };
 
-/* ---- shared engine (used by client.c side and server.c) ---- */
+/* ---- the run, shared by the clients and the servers ---- */
 
 /* Set up a run for req on this side; streams get fds later. With
  * req->udp the streams' fds must be connected UDP sockets, req->blksize
@@ -294,51 +295,10 @@ void bench_stream_side(const struct bench_run *run,
 void bench_run_cpu(const struct bench_run *run, uint64_t *user_us,
 		   uint64_t *sys_us);
 
-/* ---- what the clients (bench.c, ip3client.c) share ---- */
-
-/* Socket buffers, MSS, timestamps, the local link and its TCP ceiling
- * (o->link_speed_bps overrides the link's speed) and the congestion
- * control of the first stream, into res. After bench_run_start. */
-void bench_fill_link(const struct bench_opts *o, struct bench_run *run,
-		     struct bench_result *res);
-
-/* A client's interval clock. */
-struct bench_client_clock {
-	struct bench_interval *iv; /* iv->s sized nstreams */
-	double iv_start;	   /* seconds since TEST_START */
-	int64_t next_iv;	   /* ms (net_now_ms) of the next report */
-	int64_t tick;		   /* ms between reports */
-};
-
-/* One turn of a client's test loop at now_ms: the end of the omitted
- * period and the interval clock; intervals reported through cb when
- * o->interval_ms. */
-void bench_client_tick(struct bench_run *run, const struct bench_opts *o,
-		       const struct bench_callbacks *cb,
-		       struct bench_client_clock *clk, int64_t now_ms);
-
-/* When the client's loop must wake: the next report, the end of the
- * omitted period, the test's end_ms (0 = none) or hard_end. */
-int64_t bench_client_wake(const struct bench_run *run,
-			  const struct bench_client_clock *clk, int64_t end_ms,
-			  int64_t hard_end);
-
 /* The first stream that failed (with ended_only, only among those whose
  * thread has ended): its error into err; 0 when none did. */
 int bench_run_error(const struct bench_run *run, bool ended_only,
 		    struct lr_err *err);
-
-/* After a client loop's wait (woken: the stream threads' counter was
- * readable): drain the counter, run bench_client_tick at *now_ms (set
- * here) and say whether the test is over: a negative error from a failed
- * stream (err filled), 1 when the duration is up (end_ms) or hard_end
- * passed (*truncated set), 0 to go on. An end by byte count is the
- * caller's: it differs by peer. */
-int bench_client_turn(struct bench_run *run, const struct bench_opts *o,
-		      const struct bench_callbacks *cb,
-		      struct bench_client_clock *clk, bool woken,
-		      int64_t end_ms, int64_t hard_end, int64_t *now_ms,
-		      bool *truncated, struct lr_err *err);
 
 /*
  * Run one test as a client against a linerate server. Blocks for the
@@ -354,7 +314,7 @@ void bench_result_free(struct bench_result *res);
  * `linerate bench --iperf3 HOST`: one test against a stock iperf3 server
  * (issue 6), in iperf3's client sequence: cookie, parameters, data
  * streams, TEST_START / TEST_RUNNING, the test on linerate's engine,
- * TEST_END, the results exchange, IPERF_DONE. ip3client.c.
+ * TEST_END, the results exchange, IPERF_DONE. bench/ip3_client.c.
  */
 struct ip3_client_opts {
 	const char *title;	/* -T: sent to the server, kept in res; NULL */

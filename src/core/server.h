@@ -71,7 +71,7 @@ struct server_event {
 	bool secure;		   /* authenticated with the token */
 	enum crypto_cipher cipher; /* of the data streams, when secure */
 	const char *reason;	   /* failures and rejections */
-	bool iperf3;		   /* a stock iperf3 client (ip3server.c) */
+	bool iperf3;		   /* a stock iperf3 client (server/ip3_*.c) */
 	/* SERVER_EV_XFER_DONE */
 	enum xfer_op xfer_op;
 	struct xfer_result xres;

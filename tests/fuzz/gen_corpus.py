@@ -5,7 +5,7 @@
 Each file is a preamble followed by one or more messages, as a client or a
 server sends them (src/core/proto.h describes the format), plus a few
 malformed ones that stop at each stage of the parser. The encoder here is
-written from the format, not from proto.c, so that the two check each
+written from the format, not from src/core/proto/, so that the two check each
 other: the fuzzer's regression test decodes every file.
 
     python3 tests/fuzz/gen_corpus.py [OUTDIR]

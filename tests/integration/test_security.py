@@ -14,6 +14,7 @@ unless a test sets it on purpose.
 import functools
 import os
 import re
+import shutil
 import socket
 import struct
 import subprocess
@@ -603,6 +604,60 @@ def test_replayed_handshake_gets_nowhere(tserve, linerate_bin, token_file,
     m = srv.wait_log(OK_LINE, since=since)
     assert m.group(1) == "2", srv.log.text()
     assert logged_tests(srv) == 2
+
+
+# A server slowed for 50 ms right after it sends HS_RESP: the client's
+# first records (CTRL_OPEN and the request, or DATA_OPEN and data) are all
+# in the socket when it reads on, and must be read a record at a time.
+SLOW_HS_RESP_C = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+typedef ssize_t (*send_fn)(int, const void *, size_t, int);
+
+ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+	static send_fn real;
+	ssize_t r;
+
+	if (!real)
+		real = (send_fn)dlsym(RTLD_NEXT, "send");
+	r = real(fd, buf, len, flags);
+	if (r > 0 && len > 8 && ((const unsigned char *)buf)[0] == 0x21)
+		usleep(50000); /* HS_RESP's message type */
+	return r;
+}
+"""
+
+
+@pytest.fixture
+def slow_hs_resp(tmp_path):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler for the LD_PRELOAD shim")
+    src = tmp_path / "slowhs.c"
+    src.write_text(SLOW_HS_RESP_C)
+    so = tmp_path / "slowhs.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", str(so), str(src),
+                    "-ldl"], check=True, capture_output=True, timeout=60)
+    return str(so)
+
+
+def test_records_queued_during_the_handshake_are_read_whole(
+        serve, linerate_bin, token_file, slow_hs_resp):
+    env = dict(os.environ, LD_PRELOAD=slow_hs_resp)
+    srv = serve("-B", LOOP, "--token-file", token_file,
+                popen=functools.partial(subprocess.Popen, env=env))
+    for _ in range(3):
+        res = bench(linerate_bin, "-t", "0.3", "-i", "0", "-P", "2",
+                    "--token-file", token_file, f"{LOOP}:{srv.port}")
+        assert res.returncode == 0, \
+            f"{describe(res)}\n--- server log\n{srv.log.text()}"
+    assert "bad control record" not in srv.log.text()
+    assert len(srv.log.find(r"test \d+ from .*: ok")) == 3, srv.log.text()
 
 
 def test_truncated_handshake(tserve, linerate_bin, token_file):

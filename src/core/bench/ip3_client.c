@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: MIT
+/* `linerate bench --iperf3`: a test against a stock iperf3 server, in
+ * iperf3's client sequence, on the loop both clients share (loop.c). */
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -15,9 +17,9 @@
 
 #include "config.h"
 #include "ip3.h"
-#include "bench.h"
 #include "link.h"
 #include "udp.h"
+#include "bench_int.h"
 #include "banned.h"
 
 _Static_assert(BENCH_IP3_PORT == IP3_DEFAULT_PORT &&
@@ -25,8 +27,8 @@ _Static_assert(BENCH_IP3_PORT == IP3_DEFAULT_PORT &&
 	       "bench.h's iperf3 figures are ip3.h's");
 
 /* Every control read and write has this deadline. */
-#define CTRL_TIMEOUT_MS	   10000
-#define RESULTS_TIMEOUT_MS 15000
+#define IP3C_CTRL_TIMEOUT_MS	10000
+#define IP3C_RESULTS_TIMEOUT_MS 15000
 /* Senders: time for the last writes to end and be acknowledged. */
 #define SEND_DRAIN_MS 5000
 /* Receivers after TEST_END: the data in flight ends when nothing has
@@ -107,7 +109,7 @@ static int server_error(int fd, struct lr_err *err)
 	int32_t code, eno = 0;
 	const char *what;
 
-	if (net_read_full(fd, b, 4, net_now_ms() + CTRL_TIMEOUT_MS))
+	if (net_read_full(fd, b, 4, net_now_ms() + IP3C_CTRL_TIMEOUT_MS))
 		return lr_err_set(err, LR_EPEER,
 				  "iperf3 server reported an error, then "
 				  "closed the connection");
@@ -182,7 +184,7 @@ static int expect_state(int fd, int want, int timeout_ms, struct lr_err *err)
 static int send_state(int fd, int st, struct lr_err *err)
 {
 	int8_t b = (int8_t)st;
-	int r = net_write_full(fd, &b, 1, net_now_ms() + CTRL_TIMEOUT_MS);
+	int r = net_write_full(fd, &b, 1, net_now_ms() + IP3C_CTRL_TIMEOUT_MS);
 
 	return r ? lr_err_setc(err, r, "sending %s to the iperf3 server",
 			       state_name(st))
@@ -195,7 +197,7 @@ static int send_json(int fd, const char *json, size_t len, const char *what,
 {
 	uint8_t hdr[4] = { (uint8_t)(len >> 24), (uint8_t)(len >> 16),
 			   (uint8_t)(len >> 8), (uint8_t)len };
-	int64_t dl = net_now_ms() + CTRL_TIMEOUT_MS;
+	int64_t dl = net_now_ms() + IP3C_CTRL_TIMEOUT_MS;
 	int r = net_write_full(fd, hdr, 4, dl);
 
 	if (!r)
@@ -209,7 +211,7 @@ static int send_json(int fd, const char *json, size_t len, const char *what,
 static int recv_json(int fd, char *buf, uint32_t max, size_t *len,
 		     const char *what, struct lr_err *err)
 {
-	int64_t dl = net_now_ms() + RESULTS_TIMEOUT_MS;
+	int64_t dl = net_now_ms() + IP3C_RESULTS_TIMEOUT_MS;
 	uint8_t hdr[4];
 	int64_t n;
 	int r;
@@ -389,17 +391,12 @@ static int open_streams(const struct bench_opts *o, const struct net_addr *addr,
 			return r;
 		s->fd = r;
 		r = net_write_full(s->fd, cookie, IP3_COOKIE_LEN,
-				   net_now_ms() + CTRL_TIMEOUT_MS);
+				   net_now_ms() + IP3C_CTRL_TIMEOUT_MS);
 		if (r)
 			return lr_err_setc(err, r, "opening stream %u to %s",
 					   i + 1, where);
 	}
 	return 0;
-}
-
-static uint64_t tv_us(const struct timeval *tv)
-{
-	return (uint64_t)tv->tv_sec * 1000000 + (uint64_t)tv->tv_usec;
 }
 
 /* Bytes received so far on the streams this side receives on. */
@@ -572,252 +569,175 @@ static void side_from_remote(struct bench_side *d,
 	}
 }
 
-int ip3_client_run(const struct bench_opts *o, const struct ip3_client_opts *x,
-		   const struct bench_callbacks *cb, struct bench_result *res,
-		   struct lr_err *err)
-{
-	struct net_sockopts ctrl_so = { .nodelay = true };
-	struct net_addr addr, bindaddr, *bindp = NULL;
-	struct ip3_params params;
-	struct ip3_results *lres = NULL, *rres = NULL;
-	struct bench_interval iv = { 0 };
-	struct bench_run run;
-	struct rusage ru0, ru1;
-	char cookie[IP3_COOKIE_LEN];
-	char where[NET_ADDRSTR];
+/* One test against an iperf3 server, as its steps see it. */
+struct ip3_client {
+	const struct bench_opts *o;
+	const struct ip3_client_opts *x;
+	const struct bench_callbacks *cb;
+	struct bench_result *res;
+	struct bench__dial d;
+	int fd;
 	char *buf;
-	size_t len;
 	uint32_t res_max;
-	struct bench_client_clock clk = { .iv = &iv };
-	int64_t t_wall0, end_ms, hard_end, now, wall_us;
-	double cpu_wall;
-	bool has_retrans = false;
-	uint64_t last_moved = 0;
-	int64_t last_move_ms = net_now_ms();
-	unsigned i, j;
-	int fd = -1, r, st = 0;
+	char cookie[IP3_COOKIE_LEN];
+	struct ip3_results *lres, *rres;
+	struct bench_run run;
+	bool run_ok; /* bench_run_init succeeded: fini it */
+	struct bench_interval iv;
+	struct bench_client_clock clk;
+	uint64_t last_moved;
+	int64_t last_move_ms;
+};
 
-	memset(res, 0, sizeof(*res));
-	memset(&run, 0, sizeof(run));
-	run.evfd = run.memfd = -1;
-	if (o->psk)
-		return lr_err_set(err, -EINVAL,
-				  "an iperf3 server takes no token");
-	res_max = x->get_server_output ? IP3_MAX_RESULTS_TEXT_JSON
-				       : IP3_MAX_RESULTS_JSON;
-	buf = malloc(res_max + 1);
-	lres = calloc(1, sizeof(*lres));
-	rres = calloc(1, sizeof(*rres));
-	if (!buf || !lres || !rres) {
-		r = lr_err_setc(err, -ENOMEM, "buffers");
-		goto out_free;
-	}
-	if (bench_conn_count(&o->req) > IP3_MAX_STREAMS) {
-		r = lr_err_set(err, -EINVAL,
-			       "iperf3 tests have at most %u streams in all",
-			       IP3_MAX_STREAMS);
-		goto out_free;
-	}
-	r = net_resolve(o->host, o->port, o->family, false, &addr, err);
-	if (r)
-		goto out_free;
-	if (o->bind_addr) {
-		r = net_resolve(o->bind_addr, 0, addr.ss.ss_family, true,
-				&bindaddr, err);
-		if (r)
-			goto out_free;
-		bindp = &bindaddr;
-	}
-	net_addr_str((struct sockaddr *)&addr.ss, where, sizeof(where));
-	net_addr_host((struct sockaddr *)&addr.ss, res->remote_host,
-		      sizeof(res->remote_host), &res->remote_port);
-	res->req = o->req;
-	res->iperf3 = true;
-	snprintf(res->server_software, sizeof(res->server_software), "iperf3");
-	if (x->title)
-		snprintf(res->title, sizeof(res->title), "%s", x->title);
-	res->start_time = time(NULL);
-	if (cb->connecting)
-		cb->connecting(cb->ctx, res->remote_host, res->remote_port);
-	getrusage(RUSAGE_SELF, &ru0);
-	t_wall0 = net_now_us();
+/* The cookie, the parameters, then CREATE_STREAMS. */
+static int send_params(struct ip3_client *c, struct lr_err *err)
+{
+	struct ip3_params params;
+	int r;
 
-	/* control connection and cookie */
-	fd = net_connect(&addr, bindp, &ctrl_so, o->connect_timeout_ms, err);
-	if (fd < 0) {
-		r = fd;
-		goto out_free;
-	}
-	r = ip3_cookie_new(cookie);
-	if (r) {
-		lr_err_setc(err, r, "making a cookie");
-		goto out_close;
-	}
-	r = net_write_full(fd, cookie, IP3_COOKIE_LEN,
-			   net_now_ms() + CTRL_TIMEOUT_MS);
-	if (r) {
-		lr_err_setc(err, r, "sending the cookie to %s", where);
-		goto out_close;
-	}
-	r = expect_state(fd, IP3_PARAM_EXCHANGE, CTRL_TIMEOUT_MS, err);
+	r = ip3_cookie_new(c->cookie);
 	if (r)
-		goto out_close;
+		return lr_err_setc(err, r, "making a cookie");
+	r = net_write_full(c->fd, c->cookie, IP3_COOKIE_LEN,
+			   net_now_ms() + IP3C_CTRL_TIMEOUT_MS);
+	if (r)
+		return lr_err_setc(err, r, "sending the cookie to %s",
+				   c->d.where);
+	r = expect_state(c->fd, IP3_PARAM_EXCHANGE, IP3C_CTRL_TIMEOUT_MS, err);
+	if (r)
+		return r;
+	make_params(c->o, c->x, &params);
+	r = ip3_params_encode(&params, c->buf, IP3_MAX_JSON);
+	if (r < 0)
+		return lr_err_setc(err, r, "encoding the iperf3 parameters");
+	r = send_json(c->fd, c->buf, (size_t)r, "the parameters", err);
+	if (r)
+		return r;
+	return expect_state(c->fd, IP3_CREATE_STREAMS, IP3C_CTRL_TIMEOUT_MS,
+			    err);
+}
 
-	/* parameters */
-	make_params(o, x, &params);
-	r = ip3_params_encode(&params, buf, IP3_MAX_JSON);
-	if (r < 0) {
-		lr_err_setc(err, r, "encoding the iperf3 parameters");
-		goto out_close;
-	}
-	len = (size_t)r;
-	r = send_json(fd, buf, len, "the parameters", err);
-	if (r)
-		goto out_close;
-	r = expect_state(fd, IP3_CREATE_STREAMS, CTRL_TIMEOUT_MS, err);
-	if (r)
-		goto out_close;
+/* The run and its streams, TEST_START and TEST_RUNNING, the start. */
+static int open_test(struct ip3_client *c, struct lr_err *err)
+{
+	int r;
 
-	/* data streams */
-	r = bench_run_init(&run, &o->req, true, err);
+	r = bench_run_init(&c->run, &c->o->req, true, err);
 	if (r)
-		goto out_close;
-	run.udp_counters64 = x->counters64;
-	r = open_streams(o, &addr, bindp, where, cookie, &run, err);
-	if (r)
-		goto out_run;
-	r = expect_state(fd, IP3_TEST_START, CTRL_TIMEOUT_MS, err);
+		return r;
+	c->run_ok = true;
+	c->run.udp_counters64 = c->x->counters64;
+	r = open_streams(c->o, &c->d.addr, c->d.bindp, c->d.where, c->cookie,
+			 &c->run, err);
 	if (!r)
-		r = expect_state(fd, IP3_TEST_RUNNING, CTRL_TIMEOUT_MS, err);
+		r = expect_state(c->fd, IP3_TEST_START, IP3C_CTRL_TIMEOUT_MS,
+				 err);
+	if (!r)
+		r = expect_state(c->fd, IP3_TEST_RUNNING, IP3C_CTRL_TIMEOUT_MS,
+				 err);
 	if (r)
-		goto out_run;
+		return r;
+	return bench__client_start(&c->run, c->o, c->cb, c->res, &c->iv, err);
+}
 
-	res->nstreams = run.nstreams;
-	res->streams = calloc(run.nstreams, sizeof(*res->streams));
-	iv.s = calloc(run.nstreams, sizeof(*iv.s));
-	if (!res->streams || !iv.s) {
-		r = lr_err_setc(err, -ENOMEM, "result tables");
-		goto out_run;
+/* A state byte from the server during the test ends it: why. */
+static int ctrl_readable(void *ctx, struct lr_err *err)
+{
+	struct ip3_client *c = ctx;
+	int r, st = 0;
+
+	r = read_state(c->fd, net_now_ms() + IP3C_CTRL_TIMEOUT_MS,
+		       "the end of the test", &st, err);
+	if (!r)
+		r = lr_err_set(err, LR_EBADMSG,
+			       "unexpected %s (%d) from the iperf3 server "
+			       "during the test",
+			       state_name(st), st);
+	if (r == LR_ECLOSED)
+		r = lr_err_set(err, r,
+			       "iperf3 server closed the connection during "
+			       "the test");
+	return r;
+}
+
+/* -n has no timer: the test ends with the bytes, and a test where
+ * nothing moves ends with an error. */
+static int after_turn(void *ctx, int64_t now_ms, struct lr_err *err)
+{
+	struct ip3_client *c = ctx;
+	uint64_t moved;
+
+	if (!c->o->req.bytes)
+		return 0;
+	if (c->run.omit_done && bytes_done(&c->run))
+		return 1;
+	moved = moved_bytes(&c->run);
+	if (moved != c->last_moved) {
+		c->last_moved = moved;
+		c->last_move_ms = now_ms;
+	} else if (now_ms - c->last_move_ms >= STALL_MS) {
+		return lr_err_set(err, LR_ETIMEOUT, "no data moved for %d s",
+				  STALL_MS / 1000);
 	}
-	r = bench_run_start(&run, err);
+	return 0;
+}
+
+/* The end: our senders drain, TEST_END, the server stops sending and
+ * says EXCHANGE_RESULTS, our receivers read what is in flight. */
+static int end_test(struct ip3_client *c, struct lr_err *err)
+{
+	int r;
+
+	drain_senders(&c->run);
+	r = send_state(c->fd, IP3_TEST_END, err);
+	if (!r)
+		r = expect_state(c->fd, IP3_EXCHANGE_RESULTS,
+				 IP3C_RESULTS_TIMEOUT_MS, err);
 	if (r)
-		goto out_run;
-	bench_fill_link(o, &run, res);
-	if (cb->started)
-		cb->started(cb->ctx, &run, res);
+		return r;
+	stop_receivers(&c->run);
+	bench__client_tail(&c->run, c->o, c->cb, &c->clk, true, NULL);
+	return bench_run_error(&c->run, false, err);
+}
 
-	/* the test: this side owns the timer, also with -R */
-	clk.tick = o->interval_ms ? (int64_t)o->interval_ms : 1000;
-	end_ms = run.omit_end_us / 1000 + (int64_t)o->req.duration_ms;
-	hard_end = run.t0_us / 1000 + (int64_t)o->req.omit_ms +
-		   (int64_t)PROTO_MAX_DURATION_MS;
-	clk.next_iv = run.t0_us / 1000 + clk.tick;
-	for (;;) {
-		struct pollfd pf[2] = {
-			{ .fd = fd, .events = POLLIN },
-			{ .fd = run.evfd, .events = POLLIN },
-		};
-		int64_t wake = bench_client_wake(
-			&run, &clk, o->req.duration_ms ? end_ms : 0, hard_end);
+/* This side's figures: CPU, duration, each stream, and iperf3's
+ * results object for the server. */
+static void our_results(struct ip3_client *c)
+{
+	struct bench_result *res = c->res;
+	struct ip3_results *lres = c->lres;
+	struct bench_run *run = &c->run;
+	struct rusage ru1;
+	bool has_retrans = false;
+	int64_t wall_us;
+	double cpu_wall;
+	unsigned i;
 
-		/* -n ends with the bytes: look often */
-		if (o->req.bytes && wake > net_now_ms() + 5)
-			wake = net_now_ms() + 5;
-		now = net_now_ms();
-		if (wake > now && poll(pf, 2, (int)(wake - now)) < 0 &&
-		    errno != EINTR) {
-			r = lr_err_setc(err, -errno, "poll");
-			goto out_run;
-		}
-		if (pf[0].revents) {
-			r = read_state(fd, net_now_ms() + CTRL_TIMEOUT_MS,
-				       "the end of the test", &st, err);
-			if (!r)
-				r = lr_err_set(err, LR_EBADMSG,
-					       "unexpected %s (%d) from the "
-					       "iperf3 server during the test",
-					       state_name(st), st);
-			if (r == LR_ECLOSED)
-				r = lr_err_set(err, r,
-					       "iperf3 server closed the "
-					       "connection during the test");
-			goto out_run;
-		}
-		r = bench_client_turn(&run, o, cb, &clk, pf[1].revents, end_ms,
-				      hard_end, &now, &res->truncated, err);
-		if (r < 0)
-			goto out_run;
-		if (r)
-			break;
-		if (o->req.bytes && run.omit_done && bytes_done(&run))
-			break;
-		/* -n has no timer: a test where nothing moves ends here */
-		if (o->req.bytes) {
-			uint64_t moved = moved_bytes(&run);
-
-			if (moved != last_moved) {
-				last_moved = moved;
-				last_move_ms = now;
-			} else if (now - last_move_ms >= STALL_MS) {
-				r = lr_err_set(err, LR_ETIMEOUT,
-					       "no data moved for %d s",
-					       STALL_MS / 1000);
-				goto out_run;
-			}
-		}
-	}
-
-	/* the end: our senders drain, TEST_END, the server stops sending
-	 * and says EXCHANGE_RESULTS, our receivers read what is in flight */
-	drain_senders(&run);
-	r = send_state(fd, IP3_TEST_END, err);
-	if (r)
-		goto out_run;
-	r = expect_state(fd, IP3_EXCHANGE_RESULTS, RESULTS_TIMEOUT_MS, err);
-	if (r)
-		goto out_run;
-	stop_receivers(&run);
-	if (o->interval_ms && cb->interval) {
-		double span;
-
-		bool moved = false;
-
-		bench_run_sample(&run, &iv, clk.iv_start);
-		span = iv.end - iv.start;
-		/* the tail after the timer: only when data came in it */
-		for (j = 0; j < iv.n; j++)
-			if (iv.s[j].bytes)
-				moved = true;
-		if (moved && span * 1000.0 >= (double)o->interval_ms * 0.05)
-			cb->interval(cb->ctx, &iv);
-	}
-	r = bench_run_error(&run, false, err);
-	if (r)
-		goto out_run;
 	getrusage(RUSAGE_SELF, &ru1);
-	wall_us = net_now_us() - t_wall0;
-	res->local_cpu.user_us = tv_us(&ru1.ru_utime) - tv_us(&ru0.ru_utime);
-	res->local_cpu.sys_us = tv_us(&ru1.ru_stime) - tv_us(&ru0.ru_stime);
+	wall_us = net_now_us() - c->d.t_wall0;
+	res->local_cpu.user_us =
+		bench__tv_us(&ru1.ru_utime) - bench__tv_us(&c->d.ru0.ru_utime);
+	res->local_cpu.sys_us =
+		bench__tv_us(&ru1.ru_stime) - bench__tv_us(&c->d.ru0.ru_stime);
 	res->local_cpu.wall_us = (uint64_t)wall_us;
-	res->duration = (double)(net_now_us() - (run.omit_done ? run.omit_end_us
-							       : run.t0_us)) /
-			1e6;
-	if (o->req.duration_ms)
-		res->duration = (double)o->req.duration_ms / 1000.0;
-
-	/* our results, then the server's */
+	res->duration =
+		(double)(net_now_us() -
+			 (run->omit_done ? run->omit_end_us : run->t0_us)) /
+		1e6;
+	if (c->o->req.duration_ms)
+		res->duration = (double)c->o->req.duration_ms / 1000.0;
 	cpu_wall = wall_us > 0 ? (double)wall_us : 1.0;
 	lres->cpu_user = 100.0 * (double)res->local_cpu.user_us / cpu_wall;
 	lres->cpu_system = 100.0 * (double)res->local_cpu.sys_us / cpu_wall;
 	lres->cpu_total = lres->cpu_user + lres->cpu_system;
-	lres->nstreams = run.nstreams;
-	for (i = 0; i < run.nstreams; i++) {
-		struct bench_stream *s = &run.streams[i];
+	lres->nstreams = run->nstreams;
+	for (i = 0; i < run->nstreams; i++) {
+		struct bench_stream *s = &run->streams[i];
 		struct bench_stream_result *sr = &res->streams[i];
 		struct ip3_stream_result *l = &lres->streams[i];
 		struct bench_side side;
 
-		bench_stream_side(&run, s, &side);
+		bench_stream_side(run, s, &side);
 		sr->idx = i;
 		sr->dir = s->dir;
 		sr->local = s->local;
@@ -840,52 +760,66 @@ int ip3_client_run(const struct bench_opts *o, const struct ip3_client_opts *x,
 		l->start_time = 0;
 		l->end_time = side.seconds > 0 ? side.seconds : res->duration;
 	}
-	lres->sender_has_retransmits = !senders_any(&run) ? -1
-				       : has_retrans	  ? 1
-							  : 0;
-	if (!o->req.udp)
+	lres->sender_has_retransmits = !senders_any(run) ? -1
+				       : has_retrans	 ? 1
+							 : 0;
+	if (!c->o->req.udp)
 		snprintf(lres->congestion_used, sizeof(lres->congestion_used),
 			 "%s", res->local_cc);
-	r = ip3_results_encode(lres, buf, IP3_MAX_RESULTS_JSON + 1);
-	if (r < 0) {
-		lr_err_setc(err, r, "encoding our results");
-		goto out_run;
-	}
-	r = send_json(fd, buf, (size_t)r, "our results", err);
+}
+
+/* Ours out, the server's in (with its report when asked for), then
+ * DISPLAY_RESULTS and IPERF_DONE. */
+static int trade_results(struct ip3_client *c, struct lr_err *err)
+{
+	struct bench_result *res = c->res;
+	size_t len = 0;
+	int r;
+
+	r = ip3_results_encode(c->lres, c->buf, IP3_MAX_RESULTS_JSON + 1);
+	if (r < 0)
+		return lr_err_setc(err, r, "encoding our results");
+	r = send_json(c->fd, c->buf, (size_t)r, "our results", err);
+	if (!r)
+		r = recv_json(c->fd, c->buf, c->res_max, &len, "its results",
+			      err);
 	if (r)
-		goto out_run;
-	r = recv_json(fd, buf, res_max, &len, "its results", err);
-	if (r)
-		goto out_run;
-	if (x->get_server_output) {
-		r = ip3_server_output_decode(buf, len, &res->server_output,
+		return r;
+	if (c->x->get_server_output) {
+		r = ip3_server_output_decode(c->buf, len, &res->server_output,
 					     err);
 		if (!r && !res->server_output) {
 			/* a server run with -J sends its JSON instead */
 			r = ip3_server_output_json_decode(
-				buf, len, &res->server_output, err);
+				c->buf, len, &res->server_output, err);
 			res->server_output_json = res->server_output != NULL;
 		}
 		if (r)
-			goto out_run;
+			return r;
 	}
-	r = ip3_results_decode(buf, len, rres, err);
+	r = ip3_results_decode(c->buf, len, c->rres, err);
 	if (r)
-		goto out_run;
+		return r;
 	snprintf(res->remote_cc, sizeof(res->remote_cc), "%s",
-		 rres->congestion_used);
-	r = expect_state(fd, IP3_DISPLAY_RESULTS, CTRL_TIMEOUT_MS, err);
-	if (r)
-		goto out_run;
-	r = send_state(fd, IP3_IPERF_DONE, err);
-	if (r)
-		goto out_run;
+		 c->rres->congestion_used);
+	r = expect_state(c->fd, IP3_DISPLAY_RESULTS, IP3C_CTRL_TIMEOUT_MS, err);
+	if (!r)
+		r = send_state(c->fd, IP3_IPERF_DONE, err);
+	return r;
+}
 
-	/* the server's side of each stream, by iperf3's stream id */
+/* The server's side of each stream, by iperf3's stream id. */
+static void their_results(struct ip3_client *c)
+{
+	const struct ip3_results *rres = c->rres;
+	struct bench_result *res = c->res;
+	bool udp = c->o->req.udp;
+	unsigned i, j;
+
 	res->remote_cpu.wall_us = 1000000;
 	res->remote_cpu.user_us = (uint64_t)(rres->cpu_user * 10000.0);
 	res->remote_cpu.sys_us = (uint64_t)(rres->cpu_system * 10000.0);
-	for (i = 0; i < run.nstreams; i++) {
+	for (i = 0; i < c->run.nstreams; i++) {
 		struct bench_stream_result *sr = &res->streams[i];
 		const struct ip3_stream_result *rs = NULL;
 
@@ -894,28 +828,108 @@ int ip3_client_run(const struct bench_opts *o, const struct ip3_client_opts *x,
 				rs = &rres->streams[j];
 		if (!rs)
 			continue;
-		if (run.streams[i].sender)
-			side_from_remote(&sr->receiver, rs, o->req.udp, false,
+		if (c->run.streams[i].sender)
+			side_from_remote(&sr->receiver, rs, udp, false,
 					 rres->sender_has_retransmits,
 					 res->duration);
 		else
-			side_from_remote(&sr->sender, rs, o->req.udp, true,
+			side_from_remote(&sr->sender, rs, udp, true,
 					 rres->sender_has_retransmits,
 					 res->duration);
 	}
-	if (cb->finished)
-		cb->finished(cb->ctx, res);
-	r = 0;
+}
 
-out_run:
-	bench_run_fini(&run);
-out_close:
-	close(fd);
-out_free:
-	free(iv.s);
-	free(lres);
-	free(rres);
-	free(buf);
+/* The test once its streams run: this side owns the timer, also with
+ * -R; -n looks often, as it ends with the bytes. */
+static int run_test(struct ip3_client *c, struct lr_err *err)
+{
+	const struct bench__client_ops ops = {
+		.ctrl_readable = ctrl_readable,
+		.after_turn = after_turn,
+		.max_wait_ms = c->o->req.bytes ? 5 : 0,
+	};
+	int r;
+
+	bench__client_clock_init(&c->clk, &c->run, c->o, &c->iv,
+				 PROTO_MAX_DURATION_MS);
+	c->last_move_ms = net_now_ms();
+	r = bench__client_loop(&c->run, c->o, c->cb, &c->clk, c->fd, c->res,
+			       &ops, c, err);
+	if (!r)
+		r = end_test(c, err);
+	if (r)
+		return r;
+	our_results(c);
+	r = trade_results(c, err);
+	if (r)
+		return r;
+	their_results(c);
+	if (c->cb->finished)
+		c->cb->finished(c->cb->ctx, c->res);
+	return 0;
+}
+
+/* The client's own checks and buffers, before anything is sent. */
+static int client_new(struct ip3_client *c, struct lr_err *err)
+{
+	const struct bench_opts *o = c->o;
+
+	if (o->psk)
+		return lr_err_set(err, -EINVAL,
+				  "an iperf3 server takes no token");
+	c->res_max = c->x->get_server_output ? IP3_MAX_RESULTS_TEXT_JSON
+					     : IP3_MAX_RESULTS_JSON;
+	c->buf = malloc(c->res_max + 1);
+	c->lres = calloc(1, sizeof(*c->lres));
+	c->rres = calloc(1, sizeof(*c->rres));
+	if (!c->buf || !c->lres || !c->rres)
+		return lr_err_setc(err, -ENOMEM, "buffers");
+	if (bench_conn_count(&o->req) > IP3_MAX_STREAMS)
+		return lr_err_set(err, -EINVAL,
+				  "iperf3 tests have at most %u streams in all",
+				  IP3_MAX_STREAMS);
+	c->res->iperf3 = true;
+	snprintf(c->res->server_software, sizeof(c->res->server_software),
+		 "iperf3");
+	if (c->x->title)
+		snprintf(c->res->title, sizeof(c->res->title), "%s",
+			 c->x->title);
+	return 0;
+}
+
+int ip3_client_run(const struct bench_opts *o, const struct ip3_client_opts *x,
+		   const struct bench_callbacks *cb, struct bench_result *res,
+		   struct lr_err *err)
+{
+	struct ip3_client *c;
+	int r;
+
+	memset(res, 0, sizeof(*res));
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return lr_err_setc(err, -ENOMEM, "buffers");
+	*c = (struct ip3_client){
+		.o = o, .x = x, .cb = cb, .res = res, .fd = -1
+	};
+	c->run.evfd = c->run.memfd = -1;
+	r = client_new(c, err);
+	if (!r)
+		r = c->fd = bench__client_dial(o, cb, res, &c->d, err);
+	if (c->fd >= 0) {
+		r = send_params(c, err);
+		if (!r)
+			r = open_test(c, err);
+		if (!r)
+			r = run_test(c, err);
+		if (c->run_ok)
+			bench_run_fini(&c->run);
+		close(c->fd);
+	}
+	free(c->iv.s);
+	free(c->lres);
+	free(c->rres);
+	free(c->buf);
+	free(c);
 	if (r) {
 		free(res->streams);
 		res->streams = NULL;

@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: MIT
+/* What both clients (linerate and iperf3) share: the link facts, the interval clock, the test loop and its tail. */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "conn.h"
+#include "crypto.h"
+#include "link.h"
+#include "udp.h"
+#include "bench_int.h"
+#include "banned.h"
+
+uint64_t bench__tv_us(const struct timeval *tv)
+{
+	return (uint64_t)tv->tv_sec * 1000000 + (uint64_t)tv->tv_usec;
+}
+
+void bench_fill_link(const struct bench_opts *o, struct bench_run *run,
+		     struct bench_result *res)
+{
+	struct bench_stream *s = &run->streams[0];
+	struct net_tcp_stats st;
+	struct link_info li;
+	int v;
+	socklen_t sl = sizeof(v);
+
+	if (!getsockopt(s->fd, SOL_SOCKET, SO_SNDBUF, &v, &sl))
+		res->sndbuf = (uint32_t)v;
+	sl = sizeof(v);
+	if (!getsockopt(s->fd, SOL_SOCKET, SO_RCVBUF, &v, &sl))
+		res->rcvbuf = (uint32_t)v;
+	res->ipv6 = s->local.ss.ss_family == AF_INET6 &&
+		    !IN6_IS_ADDR_V4MAPPED(
+			    &((struct sockaddr_in6 *)&s->local.ss)->sin6_addr);
+	if (!run->req.udp && !net_tcp_stats(s->fd, &st)) {
+		res->timestamps = st.timestamps;
+		res->mss = st.snd_mss;
+	}
+	if (!link_lookup((struct sockaddr *)&s->local.ss, "/sys", &li)) {
+		res->link_known = true;
+		snprintf(res->link_if, sizeof(res->link_if), "%s", li.ifname);
+		res->link_speed_bps = li.speed_bps;
+		res->link_mtu = li.mtu;
+		res->link_wireless = li.wireless;
+		res->link_virtual = li.virtual_if;
+	}
+	if (o->link_speed_bps)
+		res->link_speed_bps = o->link_speed_bps;
+	if (!res->link_mtu)
+		res->link_mtu = 1500;
+	res->link_ceiling_bps = link_goodput_bps(
+		res->link_speed_bps, res->link_mtu, res->ipv6, res->timestamps);
+	if (!run->req.udp)
+		net_get_cc(s->fd, res->local_cc, sizeof(res->local_cc));
+}
+
+void bench_client_tick(struct bench_run *run, const struct bench_opts *o,
+		       const struct bench_callbacks *cb,
+		       struct bench_client_clock *clk, int64_t now_ms)
+{
+	if (!run->omit_done && now_ms >= run->omit_end_us / 1000) {
+		/* the omitted phase ends: report its last part, then the
+		 * interval clock restarts at zero */
+		bench_run_sample(run, clk->iv, clk->iv_start);
+		if (o->interval_ms && cb->interval &&
+		    clk->iv->end - clk->iv->start >= 0.001)
+			cb->interval(cb->ctx, clk->iv);
+		clk->iv_start = 0;
+		clk->next_iv = run->omit_end_us / 1000 + clk->tick;
+	} else if (now_ms >= clk->next_iv) {
+		bench_run_sample(run, clk->iv, clk->iv_start);
+		if (o->interval_ms && cb->interval)
+			cb->interval(cb->ctx, clk->iv);
+		clk->iv_start = clk->iv->end;
+		clk->next_iv += clk->tick;
+	}
+}
+
+int64_t bench_client_wake(const struct bench_run *run,
+			  const struct bench_client_clock *clk, int64_t end_ms,
+			  int64_t hard_end)
+{
+	int64_t wake = clk->next_iv;
+
+	if (end_ms && end_ms < wake)
+		wake = end_ms;
+	if (hard_end < wake)
+		wake = hard_end;
+	if (!run->omit_done && run->omit_end_us / 1000 < wake)
+		wake = run->omit_end_us / 1000;
+	return wake;
+}
+
+int bench_client_turn(struct bench_run *run, const struct bench_opts *o,
+		      const struct bench_callbacks *cb,
+		      struct bench_client_clock *clk, bool woken,
+		      int64_t end_ms, int64_t hard_end, int64_t *now_ms,
+		      bool *truncated, struct lr_err *err)
+{
+	uint64_t ev;
+	int r;
+
+	if (woken && read(run->evfd, &ev, sizeof(ev)) < 0) {
+		/* nothing to drain */
+	}
+	*now_ms = net_now_ms();
+	bench_client_tick(run, o, cb, clk, *now_ms);
+	r = bench_run_error(run, true, err);
+	if (r)
+		return r;
+	if (o->req.duration_ms && *now_ms >= end_ms)
+		return 1;
+	if (*now_ms >= hard_end) {
+		*truncated = true;
+		return 1;
+	}
+	return 0;
+}
+
+int bench__client_dial(const struct bench_opts *o,
+		       const struct bench_callbacks *cb,
+		       struct bench_result *res, struct bench__dial *d,
+		       struct lr_err *err)
+{
+	struct net_sockopts ctrl_so = { .nodelay = true };
+	int r;
+
+	d->bindp = NULL;
+	r = net_resolve(o->host, o->port, o->family, false, &d->addr, err);
+	if (r)
+		return r;
+	if (o->bind_addr) {
+		r = net_resolve(o->bind_addr, 0, d->addr.ss.ss_family, true,
+				&d->bindaddr, err);
+		if (r)
+			return r;
+		d->bindp = &d->bindaddr;
+	}
+	net_addr_str((struct sockaddr *)&d->addr.ss, d->where,
+		     sizeof(d->where));
+	net_addr_host((struct sockaddr *)&d->addr.ss, res->remote_host,
+		      sizeof(res->remote_host), &res->remote_port);
+	res->req = o->req;
+	res->start_time = time(NULL);
+	if (cb->connecting)
+		cb->connecting(cb->ctx, res->remote_host, res->remote_port);
+	getrusage(RUSAGE_SELF, &d->ru0);
+	d->t_wall0 = net_now_us();
+	return net_connect(&d->addr, d->bindp, &ctrl_so, o->connect_timeout_ms,
+			   err);
+}
+
+int bench__client_start(struct bench_run *run, const struct bench_opts *o,
+			const struct bench_callbacks *cb,
+			struct bench_result *res, struct bench_interval *iv,
+			struct lr_err *err)
+{
+	int r;
+
+	res->nstreams = run->nstreams;
+	res->streams = calloc(run->nstreams, sizeof(*res->streams));
+	iv->s = calloc(run->nstreams, sizeof(*iv->s));
+	if (!res->streams || !iv->s)
+		return lr_err_setc(err, -ENOMEM, "result tables");
+	r = bench_run_start(run, err);
+	if (r)
+		return r;
+	bench_fill_link(o, run, res);
+	if (cb->started)
+		cb->started(cb->ctx, run, res);
+	return 0;
+}
+
+void bench__client_clock_init(struct bench_client_clock *clk,
+			      const struct bench_run *run,
+			      const struct bench_opts *o,
+			      struct bench_interval *iv, uint64_t max_ms)
+{
+	clk->iv = iv;
+	clk->iv_start = 0;
+	clk->tick = o->interval_ms ? (int64_t)o->interval_ms : 1000;
+	clk->end_ms = run->omit_end_us / 1000 + (int64_t)o->req.duration_ms;
+	clk->hard_end =
+		run->t0_us / 1000 + (int64_t)o->req.omit_ms + (int64_t)max_ms;
+	clk->next_iv = run->t0_us / 1000 + clk->tick;
+}
+
+int bench__client_loop(struct bench_run *run, const struct bench_opts *o,
+		       const struct bench_callbacks *cb,
+		       struct bench_client_clock *clk, int ctrl,
+		       struct bench_result *res,
+		       const struct bench__client_ops *ops, void *ctx,
+		       struct lr_err *err)
+{
+	int64_t wake, now;
+	int r;
+
+	for (;;) {
+		struct pollfd pf[2] = {
+			{ .fd = ctrl, .events = POLLIN },
+			{ .fd = run->evfd, .events = POLLIN },
+		};
+
+		wake = bench_client_wake(run, clk,
+					 o->req.duration_ms ? clk->end_ms : 0,
+					 clk->hard_end);
+		if (ops->max_wait_ms && wake > net_now_ms() + ops->max_wait_ms)
+			wake = net_now_ms() + ops->max_wait_ms;
+		now = net_now_ms();
+		if (wake > now && poll(pf, 2, (int)(wake - now)) < 0 &&
+		    errno != EINTR)
+			return lr_err_setc(err, -errno, "poll");
+		if (pf[0].revents)
+			return ops->ctrl_readable(ctx, err);
+		r = bench_client_turn(run, o, cb, clk, pf[1].revents,
+				      clk->end_ms, clk->hard_end, &now,
+				      &res->truncated, err);
+		if (r)
+			return r < 0 ? r : 0;
+		r = ops->after_turn ? ops->after_turn(ctx, now, err) : 0;
+		if (r)
+			return r < 0 ? r : 0;
+	}
+}
+
+void bench__client_tail(struct bench_run *run, const struct bench_opts *o,
+			const struct bench_callbacks *cb,
+			struct bench_client_clock *clk, bool need_data,
+			void (*fix)(const struct bench_run *run,
+				    struct bench_interval *iv))
+{
+	struct bench_interval *iv = clk->iv;
+	bool moved = !need_data;
+	unsigned j;
+
+	if (!o->interval_ms || !cb->interval)
+		return;
+	bench_run_sample(run, iv, clk->iv_start);
+	if (fix)
+		fix(run, iv);
+	/* the tail after the timer: only when data came in it */
+	for (j = 0; j < iv->n && !moved; j++)
+		if (iv->s[j].bytes)
+			moved = true;
+	if (moved &&
+	    (iv->end - iv->start) * 1000.0 >= (double)o->interval_ms * 0.05)
+		cb->interval(cb->ctx, iv);
+}

@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: MIT
+/* send, get and recv: progress, files and the end. */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/units.h"
+#include "report_int.h"
+#include "banned.h"
+
+struct report_xfer {
+	FILE *out;
+	enum report_format fmt;
+	bool quiet, tty;
+	const char *verb; /* "sent" or "received" */
+	int64_t last_plain_ms;
+	bool line_open; /* a progress line waits for its end */
+	pthread_mutex_t lock;
+};
+
+struct report_xfer *report_xfer_new(FILE *out, enum report_format fmt,
+				    bool quiet, bool tty, const char *verb)
+{
+	struct report_xfer *rx = calloc(1, sizeof(*rx));
+
+	if (!rx)
+		return NULL;
+	rx->out = out;
+	rx->fmt = fmt;
+	rx->quiet = quiet;
+	rx->tty = tty;
+	rx->verb = verb;
+	pthread_mutex_init(&rx->lock, NULL);
+	return rx;
+}
+
+void report_xfer_free(struct report_xfer *rx)
+{
+	if (!rx)
+		return;
+	pthread_mutex_destroy(&rx->lock);
+	free(rx);
+}
+
+/* Decimal MB/s as pv and rsync users read it. */
+static void fmt_mbs(char *buf, size_t cap, double bytes_per_sec)
+{
+	if (bytes_per_sec >= 1e9)
+		snprintf(buf, cap, "%.2f GB/s", bytes_per_sec / 1e9);
+	else
+		snprintf(buf, cap, "%.1f MB/s", bytes_per_sec / 1e6);
+}
+
+static cJSON *progress_json(const char *event, const struct xfer_progress *p)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "event", event);
+	report__add_num(o, "bytes_done", (double)p->bytes_done);
+	if (p->total_known)
+		report__add_num(o, "bytes_total", (double)p->bytes_total);
+	report__add_num(o, "files_done", (double)p->files_done);
+	report__add_num(o, "files_total", (double)p->files_total);
+	report__add_num(o, "seconds", p->elapsed);
+	report__add_num(o, "bytes_per_second", p->rate_now);
+	return o;
+}
+
+static void progress_human(struct report_xfer *rx,
+			   const struct xfer_progress *p)
+{
+	char done[32], total[32], now[32], avg[32], eta[16], el[16];
+	double avg_bps = p->elapsed > 0 ? (double)p->bytes_done / p->elapsed
+					: 0;
+
+	units_fmt_bytes(done, sizeof(done), (double)p->bytes_done);
+	fmt_mbs(now, sizeof(now), p->rate_now);
+	fmt_mbs(avg, sizeof(avg), avg_bps);
+	report__fmt_hms(el, sizeof(el), p->elapsed);
+	if (p->total_known) {
+		double pct = p->bytes_total ? 100.0 * (double)p->bytes_done /
+						      (double)p->bytes_total
+					    : 100.0;
+
+		units_fmt_bytes(total, sizeof(total), (double)p->bytes_total);
+		if (avg_bps > 0)
+			report__fmt_hms(
+				eta, sizeof(eta),
+				(double)(p->bytes_total - p->bytes_done) /
+					avg_bps);
+		else
+			snprintf(eta, sizeof(eta), "-:--");
+		fprintf(rx->out,
+			"%s%10s / %-10s %3.0f%%  %11s  avg %11s  ETA %s  "
+			"%s  files %llu/%llu%s",
+			rx->tty ? "\r" : "", done, total, pct, now, avg, eta,
+			el, (unsigned long long)p->files_done,
+			(unsigned long long)p->files_total,
+			rx->tty ? "\033[K" : "\n");
+	} else {
+		fprintf(rx->out, "%s%10s  %11s  avg %11s  %s%s",
+			rx->tty ? "\r" : "", done, now, avg, el,
+			rx->tty ? "\033[K" : "\n");
+	}
+	rx->line_open = rx->tty;
+	fflush(rx->out);
+}
+
+static void xfer_event_cb(void *ctx, const struct xfer_event *ev)
+{
+	struct report_xfer *rx = ctx;
+	cJSON *o;
+
+	if (rx->quiet)
+		return;
+	pthread_mutex_lock(&rx->lock);
+	if (rx->fmt != REPORT_HUMAN) {
+		switch (ev->kind) {
+		case XFER_EV_START:
+			report__json_line(rx->out,
+					  progress_json("start", &ev->p));
+			break;
+		case XFER_EV_PROGRESS:
+			report__json_line(rx->out,
+					  progress_json("progress", &ev->p));
+			break;
+		case XFER_EV_FILE:
+			o = cJSON_CreateObject();
+			if (!o)
+				break;
+			cJSON_AddStringToObject(o, "event", "file");
+			cJSON_AddStringToObject(o, "path", ev->path);
+			report__add_num(
+				o, "size",
+				ev->size == UINT64_MAX ? -1 : (double)ev->size);
+			cJSON_AddStringToObject(o, "status",
+						!ev->ok	      ? "failed"
+						: ev->skipped ? "skipped"
+							      : "done");
+			if (ev->reason)
+				cJSON_AddStringToObject(o, "error", ev->reason);
+			report__json_line(rx->out, o);
+			break;
+		case XFER_EV_END: break;
+		}
+		pthread_mutex_unlock(&rx->lock);
+		return;
+	}
+	switch (ev->kind) {
+	case XFER_EV_START: rx->last_plain_ms = 0; break;
+	case XFER_EV_PROGRESS:
+		if (!rx->tty) {
+			/* one plain line every few seconds in a log */
+			int64_t ms = (int64_t)(ev->p.elapsed * 1000);
+
+			if (ms - rx->last_plain_ms < 5000)
+				break;
+			rx->last_plain_ms = ms;
+		}
+		progress_human(rx, &ev->p);
+		break;
+	case XFER_EV_FILE:
+		if (!ev->ok) {
+			if (rx->line_open)
+				fputc('\n', rx->out);
+			rx->line_open = false;
+			fprintf(rx->out, "linerate: %s: %s\n", ev->path,
+				ev->reason ? ev->reason : "failed");
+		}
+		break;
+	case XFER_EV_END:
+		if (rx->tty || ev->p.elapsed >= 5) {
+			struct xfer_progress p = ev->p;
+
+			/* the last line: the average, not the last instant */
+			p.rate_now = p.elapsed > 0
+					     ? (double)p.bytes_done / p.elapsed
+					     : 0;
+			progress_human(rx, &p);
+		}
+		if (rx->line_open)
+			fputc('\n', rx->out);
+		rx->line_open = false;
+		break;
+	}
+	fflush(rx->out);
+	pthread_mutex_unlock(&rx->lock);
+}
+
+void report_xfer_callbacks(struct report_xfer *rx, struct xfer_callbacks *cb)
+{
+	cb->ctx = rx;
+	cb->event = xfer_event_cb;
+}
+
+void report_xfer_end(struct report_xfer *rx, const struct xfer_result *res,
+		     uint64_t link_speed_bps, const char *error)
+{
+	uint64_t speed = link_speed_bps ? link_speed_bps : res->link_speed_bps;
+	double bps = res->seconds > 0 ? (double)res->bytes / res->seconds : 0;
+	double ceiling = xfer_ceiling_bps(res, link_speed_bps) / 8.0;
+	double share = 0;
+	const char *neck = xfer_bottleneck(res, &share);
+	char b1[32], b2[32], b3[32], b4[32];
+	cJSON *o;
+
+	if (rx->fmt != REPORT_HUMAN) {
+		o = cJSON_CreateObject();
+		if (!o)
+			return;
+		cJSON_AddStringToObject(o, "event", "end");
+		cJSON_AddBoolToObject(o, "ok", !error);
+		if (error)
+			cJSON_AddStringToObject(o, "error", error);
+		report__add_num(o, "bytes", (double)res->bytes);
+		report__add_num(o, "bytes_already_held",
+				(double)res->bytes_held);
+		report__add_num(o, "seconds", report__json_num(res->seconds));
+		report__add_num(o, "bytes_per_second", report__json_num(bps));
+		report__add_num(o, "files_ok", (double)res->files_ok);
+		report__add_num(o, "files_failed", (double)res->files_failed);
+		report__add_num(o, "files_skipped", (double)res->files_skipped);
+		report__add_num(o, "streams", res->streams);
+		report__add_num(o, "chunk_size", res->chunk_size);
+		cJSON_AddStringToObject(
+			o, "cipher",
+			res->authenticated ? crypto_cipher_name(res->cipher)
+					   : "none");
+		if (ceiling > 0) {
+			report__add_num(o, "link_speed_bps", (double)speed);
+			report__add_num(o, "tcp_ceiling_bytes_per_second",
+					ceiling);
+			report__add_num(o, "percent_of_ceiling",
+					100.0 * bps / ceiling);
+		}
+		if (!error || res->seconds > 0) {
+			cJSON_AddStringToObject(o, "limited_by", neck);
+			report__add_num(o, "limited_by_share",
+					report__json_num(share));
+		}
+		report__json_line(rx->out, o);
+		return;
+	}
+	if (error) {
+		fprintf(rx->out, "linerate: error - ");
+		report_escaped(rx->out, error);
+		fputc('\n', rx->out);
+		if (!res->seconds)
+			return;
+	}
+	if (rx->quiet && !error)
+		return;
+	units_fmt_bytes(b1, sizeof(b1), (double)res->bytes);
+	fmt_mbs(b2, sizeof(b2), bps);
+	fprintf(rx->out, "%s %s in %.2f s: %s", rx->verb, b1, res->seconds, b2);
+	if (ceiling > 0) {
+		fmt_mbs(b4, sizeof(b4), ceiling);
+		fprintf(rx->out, " (%.1f%% of the %s link's TCP ceiling, %s)",
+			100.0 * bps / ceiling,
+			units_fmt_rate(b3, sizeof(b3), (double)speed), b4);
+	}
+	fprintf(rx->out, "; %llu file%s", (unsigned long long)res->files_ok,
+		res->files_ok == 1 ? "" : "s");
+	if (res->files_skipped)
+		fprintf(rx->out, ", %llu up to date",
+			(unsigned long long)res->files_skipped);
+	if (res->files_failed)
+		fprintf(rx->out, ", %llu FAILED",
+			(unsigned long long)res->files_failed);
+	if (res->bytes_held) {
+		units_fmt_bytes(b1, sizeof(b1), (double)res->bytes_held);
+		fprintf(rx->out, ", %s already there", b1);
+	}
+	fprintf(rx->out, "; %s, %u stream%s\n",
+		res->authenticated ? crypto_cipher_name(res->cipher) : "none",
+		res->streams, res->streams == 1 ? "" : "s");
+	if (res->seconds > 0.2)
+		fprintf(rx->out, "limited by: %s (%.0f%% of the time)\n", neck,
+			100.0 * share);
+	fflush(rx->out);
+}
