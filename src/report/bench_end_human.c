@@ -48,11 +48,14 @@ static void human_total_line(struct report *rp, const char *id, const char *tag,
 	report__print(rp, "             %s\n", what);
 }
 
-void report__human_end(struct report *rp, const struct bench_result *res)
+/* The table of totals: a sender and a receiver line per stream, then the
+ * sums per direction; rcv gets the receivers' sums. */
+static void human_totals(struct report *rp, const struct bench_result *res,
+			 struct sums rcv[2])
 {
-	struct sums snd[2] = { 0 }, rcv[2] = { 0 };
-	unsigned i, per_dir = res->req.streams;
-	char id[8], rb[32], cb[32];
+	struct sums snd[2] = { 0 };
+	unsigned i;
+	char id[8];
 	int k;
 
 	if (!rp->sep_done)
@@ -74,45 +77,54 @@ void report__human_end(struct report *rp, const struct bench_result *res)
 		report__sum_add(&snd[k], &s->sender);
 		report__sum_add(&rcv[k], &s->receiver);
 	}
-	if (per_dir > 1) {
-		for (k = 0; k < (rp->bidir ? 2 : 1); k++) {
-			struct bench_side ds = report__sums_side(&snd[k]);
-			struct bench_side dr = report__sums_side(&rcv[k]);
-			const char *tag = rp->bidir ? (k ? "[RX-C]" : "[TX-C]")
-						    : "";
+	if (res->req.streams <= 1)
+		return;
+	for (k = 0; k < (rp->bidir ? 2 : 1); k++) {
+		struct bench_side ds = report__sums_side(&snd[k]);
+		struct bench_side dr = report__sums_side(&rcv[k]);
+		const char *tag = rp->bidir ? (k ? "[RX-C]" : "[TX-C]") : "";
 
-			human_total_line(rp, "SUM", tag, &ds, true, "sender");
-			human_total_line(rp, "SUM", tag, &dr, false,
-					 "receiver");
-		}
+		human_total_line(rp, "SUM", tag, &ds, true, "sender");
+		human_total_line(rp, "SUM", tag, &dr, false, "receiver");
 	}
+}
+
+/* Both ends' CPU, and TCP's congestion control. */
+static void human_cpu(struct report *rp, const struct bench_result *res)
+{
+	const struct proto_cpu *l = &res->local_cpu, *r = &res->remote_cpu;
+
 	report__print(
 		rp,
 		"CPU Utilization: local %.1f%% (%.1f%%u/%.1f%%s), "
 		"remote %.1f%% (%.1f%%u/%.1f%%s); %.2f + %.2f CPU seconds\n",
-		report__cpu_pct(res->local_cpu.user_us + res->local_cpu.sys_us,
-				res->local_cpu.wall_us),
-		report__cpu_pct(res->local_cpu.user_us, res->local_cpu.wall_us),
-		report__cpu_pct(res->local_cpu.sys_us, res->local_cpu.wall_us),
-		report__cpu_pct(res->remote_cpu.user_us +
-					res->remote_cpu.sys_us,
-				res->remote_cpu.wall_us),
-		report__cpu_pct(res->remote_cpu.user_us,
-				res->remote_cpu.wall_us),
-		report__cpu_pct(res->remote_cpu.sys_us,
-				res->remote_cpu.wall_us),
-		(double)(res->local_cpu.user_us + res->local_cpu.sys_us) / 1e6,
-		(double)(res->remote_cpu.user_us + res->remote_cpu.sys_us) /
-			1e6);
+		report__cpu_pct(l->user_us + l->sys_us, l->wall_us),
+		report__cpu_pct(l->user_us, l->wall_us),
+		report__cpu_pct(l->sys_us, l->wall_us),
+		report__cpu_pct(r->user_us + r->sys_us, r->wall_us),
+		report__cpu_pct(r->user_us, r->wall_us),
+		report__cpu_pct(r->sys_us, r->wall_us),
+		(double)(l->user_us + l->sys_us) / 1e6,
+		(double)(r->user_us + r->sys_us) / 1e6);
 	if (!res->req.udp)
 		report__print(rp,
 			      "TCP congestion control: local %s, remote %s\n",
 			      res->local_cc[0] ? res->local_cc : "?",
 			      res->remote_cc[0] ? res->remote_cc : "?");
-	if (res->req.udp) {
-		/* a paced test: the TCP ceiling says nothing about it */
-	} else if (res->link_ceiling_bps > 0) {
-		for (k = 0; k < (rp->bidir ? 2 : 1); k++) {
+}
+
+/* The local link and how much of its TCP ceiling the receivers got (a
+ * paced UDP test: the ceiling says nothing about it). */
+static void human_link(struct report *rp, const struct bench_result *res,
+		       const struct sums rcv[2])
+{
+	char rb[32], cb[32];
+	int k;
+
+	if (res->req.udp)
+		return;
+	if (res->link_ceiling_bps > 0) {
+		for (k = 0; k < (rp->bidir ? 2 : 1); k++)
 			report__print(
 				rp,
 				"Link %s%s: %s, MTU %u, TCP ceiling "
@@ -129,7 +141,6 @@ void report__human_end(struct report *rp, const struct bench_result *res)
 					report__rate(rcv[k].bytes,
 						     rcv[k].seconds) /
 					res->link_ceiling_bps);
-		}
 	} else if (res->link_known) {
 		report__print(rp,
 			      "Link %s: %s, speed not known (--link-speed "
@@ -140,6 +151,11 @@ void report__human_end(struct report *rp, const struct bench_result *res)
 							   : "loopback")
 						: "physical interface");
 	}
+}
+
+/* What protected the test, and what else the reader should know. */
+static void human_security(struct report *rp, const struct bench_result *res)
+{
 	if (res->iperf3)
 		report__print(rp, "Security: none (iperf3 protocol: not "
 				  "authenticated, not encrypted)\n");
@@ -166,27 +182,41 @@ void report__human_end(struct report *rp, const struct bench_result *res)
 			      "Note: %u other test%s ran on the server during "
 			      "this one and shared its CPU and link\n",
 			      res->overlap, res->overlap == 1 ? "" : "s");
-	if (res->server_output) {
-		/* as iperf3 --get-server-output: the peer's own text, not
-		 * prefixed with the title */
-		report__print(rp, "\n");
-		if (res->server_output_json) {
-			/* iperf3 prints a -J server's document formatted */
-			cJSON *doc = cJSON_Parse(res->server_output);
-			char *pretty = doc ? cJSON_Print(doc) : NULL;
+}
 
-			fputs("Server JSON output:\n", rp->out);
-			report__text_out(rp->out,
-					 pretty ? pretty : res->server_output);
-			free(pretty);
-			cJSON_Delete(doc);
-		} else {
-			fputs("Server output:\n", rp->out);
-			report__text_out(rp->out, res->server_output);
-		}
-		fputc('\n', rp->out);
-		rp->bol = true;
+/* As iperf3 --get-server-output: the peer's own text, not prefixed with
+ * the title; a -J server's document formatted, as iperf3 prints it. */
+static void human_server_output(struct report *rp,
+				const struct bench_result *res)
+{
+	if (!res->server_output)
+		return;
+	report__print(rp, "\n");
+	if (res->server_output_json) {
+		cJSON *doc = cJSON_Parse(res->server_output);
+		char *pretty = doc ? cJSON_Print(doc) : NULL;
+
+		fputs("Server JSON output:\n", rp->out);
+		report__text_out(rp->out, pretty ? pretty : res->server_output);
+		free(pretty);
+		cJSON_Delete(doc);
+	} else {
+		fputs("Server output:\n", rp->out);
+		report__text_out(rp->out, res->server_output);
 	}
+	fputc('\n', rp->out);
+	rp->bol = true;
+}
+
+void report__human_end(struct report *rp, const struct bench_result *res)
+{
+	struct sums rcv[2] = { 0 };
+
+	human_totals(rp, res, rcv);
+	human_cpu(rp, res);
+	human_link(rp, res, rcv);
+	human_security(rp, res);
+	human_server_output(rp, res);
 	report__print(rp, "\nlinerate Done.\n");
 	fflush(rp->out);
 }

@@ -148,14 +148,15 @@ static bool local_sends(uint8_t dir)
 	return dir == BENCH_DIR_C2S;
 }
 
-cJSON *report__end_json(const struct bench_result *res)
+/* end.streams: each stream's sender and receiver (UDP: one object); the
+ * sums per direction into snd and rcv. */
+static void end_streams(cJSON *end, const struct bench_result *res,
+			struct sums snd[2], struct sums rcv[2])
 {
-	cJSON *end = cJSON_CreateObject(), *arr, *o, *cpu, *lr, *link;
-	struct sums snd[2] = { 0 }, rcv[2] = { 0 };
+	cJSON *arr = cJSON_AddArrayToObject(end, "streams"), *o;
 	unsigned i;
 	int k;
 
-	arr = cJSON_AddArrayToObject(end, "streams");
 	for (i = 0; i < res->nstreams; i++) {
 		const struct bench_stream_result *s = &res->streams[i];
 		bool ls = local_sends(s->dir);
@@ -179,6 +180,14 @@ cJSON *report__end_json(const struct bench_result *res)
 		report__sum_add(&snd[k], &s->sender);
 		report__sum_add(&rcv[k], &s->receiver);
 	}
+}
+
+/* end.sum (UDP), sum_sent, sum_received, and their _bidir_reverse. */
+static void end_sums(cJSON *end, const struct bench_result *res,
+		     const struct sums snd[2], const struct sums rcv[2])
+{
+	int k;
+
 	for (k = 0; k < (res->req.mode == BENCH_MODE_BIDIR ? 2 : 1); k++) {
 		bool ls = res->req.mode == BENCH_MODE_FORWARD ||
 			  (res->req.mode == BENCH_MODE_BIDIR && k == 0);
@@ -198,41 +207,42 @@ cJSON *report__end_json(const struct bench_result *res)
 			end, k ? "sum_received_bidir_reverse" : "sum_received",
 			sum_json(&rcv[k], false, ls, res->req.udp));
 	}
-	cpu = cJSON_AddObjectToObject(end, "cpu_utilization_percent");
-	report__add_num(
-		cpu, "host_total",
-		report__cpu_pct(res->local_cpu.user_us + res->local_cpu.sys_us,
-				res->local_cpu.wall_us));
+}
+
+/* end.cpu_utilization_percent, and the congestion control of each side
+ * (UDP: none to name). */
+static void end_cpu(cJSON *end, const struct bench_result *res)
+{
+	const struct proto_cpu *l = &res->local_cpu, *r = &res->remote_cpu;
+	cJSON *cpu = cJSON_AddObjectToObject(end, "cpu_utilization_percent");
+	bool rev = res->req.mode == BENCH_MODE_REVERSE;
+
+	report__add_num(cpu, "host_total",
+			report__cpu_pct(l->user_us + l->sys_us, l->wall_us));
 	report__add_num(cpu, "host_user",
-			report__cpu_pct(res->local_cpu.user_us,
-					res->local_cpu.wall_us));
+			report__cpu_pct(l->user_us, l->wall_us));
 	report__add_num(cpu, "host_system",
-			report__cpu_pct(res->local_cpu.sys_us,
-					res->local_cpu.wall_us));
+			report__cpu_pct(l->sys_us, l->wall_us));
 	report__add_num(cpu, "remote_total",
-			report__cpu_pct(res->remote_cpu.user_us +
-						res->remote_cpu.sys_us,
-					res->remote_cpu.wall_us));
+			report__cpu_pct(r->user_us + r->sys_us, r->wall_us));
 	report__add_num(cpu, "remote_user",
-			report__cpu_pct(res->remote_cpu.user_us,
-					res->remote_cpu.wall_us));
+			report__cpu_pct(r->user_us, r->wall_us));
 	report__add_num(cpu, "remote_system",
-			report__cpu_pct(res->remote_cpu.sys_us,
-					res->remote_cpu.wall_us));
-	if (res->req.udp) {
-		/* no congestion control to name */
-	} else if (res->req.mode == BENCH_MODE_REVERSE) {
-		cJSON_AddStringToObject(end, "sender_tcp_congestion",
-					res->remote_cc);
-		cJSON_AddStringToObject(end, "receiver_tcp_congestion",
-					res->local_cc);
-	} else {
-		cJSON_AddStringToObject(end, "sender_tcp_congestion",
-					res->local_cc);
-		cJSON_AddStringToObject(end, "receiver_tcp_congestion",
-					res->remote_cc);
-	}
-	lr = cJSON_AddObjectToObject(end, "linerate");
+			report__cpu_pct(r->sys_us, r->wall_us));
+	if (res->req.udp)
+		return;
+	cJSON_AddStringToObject(end, "sender_tcp_congestion",
+				rev ? res->remote_cc : res->local_cc);
+	cJSON_AddStringToObject(end, "receiver_tcp_congestion",
+				rev ? res->local_cc : res->remote_cc);
+}
+
+/* end.linerate: what iperf3 does not have, the link among it. */
+static void end_linerate(cJSON *end, const struct bench_result *res,
+			 const struct sums rcv[2])
+{
+	cJSON *lr = cJSON_AddObjectToObject(end, "linerate"), *link;
+
 	cJSON_AddStringToObject(lr, "server_version", res->server_software);
 	cJSON_AddBoolToObject(lr, "iperf3_server", res->iperf3);
 	cJSON_AddNumberToObject(lr, "overlapping_tests", res->overlap);
@@ -266,5 +276,16 @@ cJSON *report__end_json(const struct bench_result *res)
 			link, "percent_of_ceiling",
 			100.0 * report__rate(rcv[0].bytes, rcv[0].seconds) /
 				res->link_ceiling_bps);
+}
+
+cJSON *report__end_json(const struct bench_result *res)
+{
+	cJSON *end = cJSON_CreateObject();
+	struct sums snd[2] = { 0 }, rcv[2] = { 0 };
+
+	end_streams(end, res, snd, rcv);
+	end_sums(end, res, snd, rcv);
+	end_cpu(end, res);
+	end_linerate(end, res, rcv);
 	return end;
 }
