@@ -87,3 +87,18 @@ def serve(linerate_bin):
     yield start
     for srv in servers:
         srv.stop()
+
+
+@pytest.fixture
+def xenv(hosts, linerate_bin, serve, tmp_path):
+    """Two test hosts with a source and a destination tree for transfers
+    (xferutil.XferEnv)."""
+    from xferutil import XferEnv
+    return XferEnv(hosts, linerate_bin, serve, tmp_path)
+
+
+@pytest.fixture
+def xsrv(xenv):
+    """xenv with `linerate serve --root` running in host B."""
+    xenv.start_server()
+    return xenv

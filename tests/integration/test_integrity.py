@@ -16,27 +16,13 @@ import pytest
 
 from lrproc import describe
 from util import wait_until
-from xferutil import (MiB, XferEnv, compare_tree, end_event, json_events,
+from xferutil import (MiB, output, compare_tree, end_event, json_events,
                       kill_and_reap, make_tree, same_file, temp_leftovers,
                       tree_files, wait_partial, write_random)
 
 T_NS = 1_650_000_000_000_000_001  # a fixed mtime the source keeps
 
 
-@pytest.fixture
-def xenv(hosts, linerate_bin, serve, tmp_path):
-    return XferEnv(hosts, linerate_bin, serve, tmp_path)
-
-
-@pytest.fixture
-def xsrv(xenv):
-    xenv.start_server()
-    return xenv
-
-
-def output(res):
-    out = res.stdout + res.stderr
-    return out if isinstance(out, str) else out.decode(errors="replace")
 
 
 def journal_chunks(path):

@@ -17,27 +17,12 @@ import pytest
 
 from lrproc import LineCollector, describe
 from util import wait_until
-from xferutil import (MiB, XferEnv, compare_tree, end_event, env_without_token,
+from xferutil import (MiB, output, compare_tree, end_event, env_without_token,
                       json_events, kill_and_reap, make_tree, same_file,
                       set_link, sh_quote, sha256_file, temp_leftovers,
                       tree_files, wait_exit, wait_partial, write_random)
 
 
-@pytest.fixture
-def xenv(hosts, linerate_bin, serve, tmp_path):
-    return XferEnv(hosts, linerate_bin, serve, tmp_path)
-
-
-@pytest.fixture
-def xsrv(xenv):
-    """xenv with `linerate serve --root` running in host B."""
-    xenv.start_server()
-    return xenv
-
-
-def output(res):
-    out = res.stdout + res.stderr
-    return out if isinstance(out, str) else out.decode(errors="replace")
 
 
 # 1 ---------------------------------------------------------------------

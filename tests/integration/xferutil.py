@@ -25,6 +25,12 @@ MiB = 1 << 20
 BASE_NS = 1_600_000_000_123_456_789
 
 
+def output(res):
+    """A finished process's stdout and stderr, as text."""
+    out = res.stdout + res.stderr
+    return out if isinstance(out, str) else out.decode(errors="replace")
+
+
 def write_random(path, size, chunk=4 * MiB):
     """SIZE random bytes into PATH."""
     with open(path, "wb") as f:
