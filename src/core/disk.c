@@ -377,26 +377,30 @@ static int set_direct(int fd, bool on)
 	return fcntl(fd, F_SETFL, fl) ? -errno : 0;
 }
 
-int disk_run(const char *dir, uint64_t size, uint32_t bs,
-	     const volatile sig_atomic_t *stop,
-	     void (*progress)(enum disk_phase phase, uint64_t done, void *arg),
-	     void *arg, struct disk_result *out, struct lr_err *err)
-{
-	struct disk_result res = { 0 };
-	char name[PATH_MAX];
-	uint64_t i, blocks;
-	struct statvfs vfs;
-	struct gen *g;
+/* One run's state, for its steps. */
+struct disk_job {
+	const char *name;
+	int fd;
 	uint8_t *buf;
-	double t0;
-	int fd, r;
+	uint32_t bs;
+	uint64_t blocks;
+	const volatile sig_atomic_t *stop;
+	void (*progress)(enum disk_phase phase, uint64_t done, void *arg);
+	void *arg;
+	struct disk_result res;
+};
+
+/* A size of whole blocks, and the room for it in dir. */
+static int check_room(const char *dir, uint64_t size, uint32_t bs,
+		      struct lr_err *err)
+{
+	struct statvfs vfs;
 
 	if (bs < DISK_MIN_BS || bs > DISK_MAX_BS || !size || size % bs)
 		return lr_err_set(err, -EINVAL,
 				  "size %llu is not a multiple of block size "
 				  "%u",
 				  (unsigned long long)size, bs);
-	blocks = size / bs;
 	if (statvfs(dir, &vfs))
 		return lr_err_setc(err, -errno, "statvfs %s", dir);
 	if ((uint64_t)vfs.f_bavail * vfs.f_frsize < size)
@@ -405,126 +409,150 @@ int disk_run(const char *dir, uint64_t size, uint32_t bs,
 			"%s has %llu bytes free, the test needs %llu", dir,
 			(unsigned long long)vfs.f_bavail * vfs.f_frsize,
 			(unsigned long long)size);
-	r = posix_memalign((void **)&buf, 4096, bs);
+	return 0;
+}
+
+/* An aligned block of test data. */
+static int make_block(uint8_t **buf, uint32_t bs, struct lr_err *err)
+{
+	struct gen *g;
+	int r;
+
+	r = posix_memalign((void **)buf, 4096, bs);
 	if (r)
 		return lr_err_setc(err, -r, "block buffer");
 	r = gen_new(NULL, 0, &g);
 	if (r) {
-		lr_err_setc(err, r, "test data");
-		goto out_free_buf;
+		free(*buf);
+		return lr_err_setc(err, r, "test data");
 	}
-	gen_fill(g, buf, bs);
+	gen_fill(g, *buf, bs);
 	gen_free(g);
-
-	snprintf(name, sizeof(name), "%s/.linerate-disk-%ld.tmp", dir,
-		 (long)getpid());
-	fd = open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-		  0600);
-	if (fd < 0) {
-		r = lr_err_setc(err, -errno, "create %s", name);
-		goto out_free_buf;
-	}
-	/* fcntl refuses O_DIRECT where the file system has no direct I/O. */
-	res.write_direct = !set_direct(fd, true);
-
-	t0 = now_sec();
-	for (i = 0; i < blocks; i++) {
-		if (*stop) {
-			r = lr_err_set(err, -EINTR, "interrupted");
-			goto out_unlink;
-		}
-		stamp(buf, i);
-		r = write_block(fd, buf, bs, (off_t)(i * bs));
-		if (r == -EINVAL && res.write_direct && i == 0) {
-			/* direct I/O accepted at open, refused at write */
-			res.write_direct = false;
-			r = set_direct(fd, false);
-			if (!r)
-				r = write_block(fd, buf, bs, 0);
-		}
-		if (r) {
-			lr_err_setc(err, r, "write %s", name);
-			goto out_unlink;
-		}
-		if (progress)
-			progress(DISK_PHASE_WRITE, (i + 1) * bs, arg);
-	}
-	/* Direct I/O too: block allocation is only durable after this. */
-	if (fdatasync(fd)) {
-		r = lr_err_setc(err, -errno, "fdatasync %s", name);
-		goto out_unlink;
-	}
-	res.write_sec = now_sec() - t0;
-
-	res.read_direct = res.write_direct;
-	if (!res.read_direct) {
-		/* Clean now (fdatasync above), so the pages can be dropped. */
-		r = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-		if (r) {
-			r = lr_err_setc(err, -r, "posix_fadvise %s", name);
-			goto out_unlink;
-		}
-	}
-	t0 = now_sec();
-	for (i = 0; i < blocks; i++) {
-		uint64_t got;
-
-		if (*stop) {
-			r = lr_err_set(err, -EINTR, "interrupted");
-			goto out_unlink;
-		}
-		r = read_block(fd, buf, bs, (off_t)(i * bs));
-		if (r) {
-			lr_err_setc(err, r, "read %s", name);
-			goto out_unlink;
-		}
-		memcpy(&got, buf, sizeof(got));
-		if (got != i) {
-			r = lr_err_set(err, -EIO,
-				       "read %s: block %llu came back as "
-				       "block %llu",
-				       name, (unsigned long long)i,
-				       (unsigned long long)got);
-			goto out_unlink;
-		}
-		if (progress)
-			progress(DISK_PHASE_READ, (i + 1) * bs, arg);
-	}
-	res.read_sec = now_sec() - t0;
-	if (*stop) {
-		/* a signal during the last block still counts */
-		r = lr_err_set(err, -EINTR, "interrupted");
-		goto out_unlink;
-	}
-	res.bytes = size;
-	r = 0;
-
-out_unlink:
-	close(fd);
-	if (unlink(name) && !r)
-		r = lr_err_setc(err, -errno, "remove %s", name);
-out_free_buf:
-	free(buf);
-	if (!r)
-		*out = res;
-	return r;
+	return 0;
 }
 
-int disk_read_file(const char *path, uint64_t size_limit, uint32_t bs,
-		   const volatile sig_atomic_t *stop,
-		   void (*progress)(enum disk_phase phase, uint64_t done,
-				    void *arg),
-		   void *arg, struct disk_result *out, struct lr_err *err)
+/* Every block written, each stamped with its index, then fdatasync:
+ * with direct I/O too, block allocation is only durable after it. */
+static int write_phase(struct disk_job *j, struct lr_err *err)
 {
-	struct disk_result res = { 0 };
-	uint64_t total, done = 0;
-	struct stat st;
-	uint8_t *buf;
+	double t0 = now_sec();
+	uint64_t i;
+	int r;
+
+	for (i = 0; i < j->blocks; i++) {
+		if (*j->stop)
+			return lr_err_set(err, -EINTR, "interrupted");
+		stamp(j->buf, i);
+		r = write_block(j->fd, j->buf, j->bs, (off_t)(i * j->bs));
+		if (r == -EINVAL && j->res.write_direct && i == 0) {
+			/* direct I/O accepted at open, refused at write */
+			j->res.write_direct = false;
+			r = set_direct(j->fd, false);
+			if (!r)
+				r = write_block(j->fd, j->buf, j->bs, 0);
+		}
+		if (r)
+			return lr_err_setc(err, r, "write %s", j->name);
+		if (j->progress)
+			j->progress(DISK_PHASE_WRITE, (i + 1) * j->bs, j->arg);
+	}
+	if (fdatasync(j->fd))
+		return lr_err_setc(err, -errno, "fdatasync %s", j->name);
+	j->res.write_sec = now_sec() - t0;
+	return 0;
+}
+
+/* Every block read back and its stamp checked; without direct I/O the
+ * (clean) pages are dropped first, so that the disk is read. */
+static int read_phase(struct disk_job *j, struct lr_err *err)
+{
+	uint64_t i, got;
 	double t0;
+	int r;
+
+	j->res.read_direct = j->res.write_direct;
+	if (!j->res.read_direct) {
+		r = posix_fadvise(j->fd, 0, 0, POSIX_FADV_DONTNEED);
+		if (r)
+			return lr_err_setc(err, -r, "posix_fadvise %s",
+					   j->name);
+	}
+	t0 = now_sec();
+	for (i = 0; i < j->blocks; i++) {
+		if (*j->stop)
+			return lr_err_set(err, -EINTR, "interrupted");
+		r = read_block(j->fd, j->buf, j->bs, (off_t)(i * j->bs));
+		if (r)
+			return lr_err_setc(err, r, "read %s", j->name);
+		memcpy(&got, j->buf, sizeof(got));
+		if (got != i)
+			return lr_err_set(err, -EIO,
+					  "read %s: block %llu came back as "
+					  "block %llu",
+					  j->name, (unsigned long long)i,
+					  (unsigned long long)got);
+		if (j->progress)
+			j->progress(DISK_PHASE_READ, (i + 1) * j->bs, j->arg);
+	}
+	j->res.read_sec = now_sec() - t0;
+	/* a signal during the last block still counts */
+	if (*j->stop)
+		return lr_err_set(err, -EINTR, "interrupted");
+	return 0;
+}
+
+int disk_run(const char *dir, uint64_t size, uint32_t bs,
+	     const volatile sig_atomic_t *stop,
+	     void (*progress)(enum disk_phase phase, uint64_t done, void *arg),
+	     void *arg, struct disk_result *out, struct lr_err *err)
+{
+	struct disk_job j = {
+		.bs = bs, .stop = stop, .progress = progress, .arg = arg
+	};
+	char name[PATH_MAX];
+	int r;
+
+	r = check_room(dir, size, bs, err);
+	if (!r)
+		r = make_block(&j.buf, bs, err);
+	if (r)
+		return r;
+	j.blocks = size / bs;
+	j.name = name;
+	snprintf(name, sizeof(name), "%s/.linerate-disk-%ld.tmp", dir,
+		 (long)getpid());
+	j.fd = open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+		    0600);
+	if (j.fd < 0) {
+		r = lr_err_setc(err, -errno, "create %s", name);
+		free(j.buf);
+		return r;
+	}
+	/* fcntl refuses O_DIRECT where the file system has no direct I/O. */
+	j.res.write_direct = !set_direct(j.fd, true);
+	r = write_phase(&j, err);
+	if (!r)
+		r = read_phase(&j, err);
+	close(j.fd);
+	if (unlink(name) && !r)
+		r = lr_err_setc(err, -errno, "remove %s", name);
+	free(j.buf);
+	if (r)
+		return r;
+	j.res.bytes = size;
+	*out = j.res;
+	return 0;
+}
+
+/* path opened for reading, a regular file, not through a symlink; *total
+ * the bytes to read (at most size_limit when it is set). The fd, or an
+ * error with err set. */
+static int open_source(const char *path, uint64_t size_limit, uint64_t *total,
+		       struct lr_err *err)
+{
+	struct stat st;
 	int fd, fl, r;
 
-	if (bs < DISK_MIN_BS || bs > DISK_MAX_BS || bs % DISK_MIN_BS)
-		return lr_err_set(err, -EINVAL, "bad block size %u", bs);
 	/* O_NONBLOCK: opening a FIFO must not wait for a writer. */
 	fd = open(path,
 		  O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
@@ -535,102 +563,130 @@ int disk_read_file(const char *path, uint64_t size_limit, uint32_t bs,
 				  path);
 	if (fd < 0)
 		return lr_err_setc(err, -errno, "open %s", path);
-	if (fstat(fd, &st)) {
+	if (fstat(fd, &st))
 		r = lr_err_setc(err, -errno, "stat %s", path);
-		goto out_close;
-	}
-	if (!S_ISREG(st.st_mode)) {
+	else if (!S_ISREG(st.st_mode))
 		r = lr_err_set(err, -EINVAL, "%s is not a regular file", path);
-		goto out_close;
-	}
-	total = (uint64_t)st.st_size;
-	if (size_limit && size_limit < total)
-		total = size_limit;
-	if (!total) {
+	else if (!st.st_size)
 		r = lr_err_set(err, -ENODATA, "%s is empty: nothing to read",
 			       path);
-		goto out_close;
-	}
-	fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK)) {
+	else if ((fl = fcntl(fd, F_GETFL)) < 0 ||
+		 fcntl(fd, F_SETFL, fl & ~O_NONBLOCK))
 		r = lr_err_setc(err, -errno, "fcntl %s", path);
-		goto out_close;
-	}
-	r = posix_memalign((void **)&buf, 4096, bs);
+	else
+		r = 0;
 	if (r) {
-		r = lr_err_setc(err, -r, "block buffer");
-		goto out_close;
+		close(fd);
+		return r;
 	}
-	/* fcntl refuses O_DIRECT where the file system has no direct I/O. */
-	res.read_direct = !set_direct(fd, true);
-	if (!res.read_direct) {
-		/* Only clean pages go: nothing is written to make more so. */
-		r = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-		if (r) {
-			r = lr_err_setc(err, -r, "posix_fadvise %s", path);
-			goto out_free_buf;
-		}
-	}
+	*total = (uint64_t)st.st_size;
+	if (size_limit && size_limit < *total)
+		*total = size_limit;
+	return fd;
+}
 
-	t0 = now_sec();
+/* The next need bytes at done into j->buf; direct I/O refused at read
+ * (or a short direct read, FUSE and NFS, whose rest would be unaligned)
+ * goes on through the page cache, and *t0 restarts if nothing was read
+ * yet. */
+static int read_next(struct disk_job *j, uint64_t done, uint32_t need,
+		     uint32_t *got, double *t0)
+{
+	int r;
+
+	/* Under O_DIRECT the length stays bs (aligned) for a short last
+	 * block; the read stops at the end of the file. */
+	r = read_upto(j->fd, j->buf, j->res.read_direct ? j->bs : need, need,
+		      (off_t)done, got);
+	if (r != -EINVAL || !j->res.read_direct)
+		return r;
+	j->res.read_direct = false;
+	r = set_direct(j->fd, false);
+	if (!r)
+		r = -posix_fadvise(j->fd, 0, 0, POSIX_FADV_DONTNEED);
+	if (done == 0)
+		*t0 = now_sec();
+	if (!r)
+		r = read_upto(j->fd, j->buf, need, need, (off_t)done, got);
+	return r;
+}
+
+/* The file read once, block by block, timed. */
+static int read_file_phase(struct disk_job *j, uint64_t total,
+			   struct lr_err *err)
+{
+	double t0 = now_sec();
+	uint64_t done = 0;
+	int r;
+
 	while (done < total) {
 		uint64_t left = total - done;
-		uint32_t need = left < bs ? (uint32_t)left : bs, got = 0;
+		uint32_t need = left < j->bs ? (uint32_t)left : j->bs, got = 0;
 
-		if (*stop) {
-			r = lr_err_set(err, -EINTR, "interrupted");
-			goto out_free_buf;
-		}
-		/* Under O_DIRECT the length stays bs (aligned) for a short
-		 * last block; the read stops at the end of the file. */
-		r = read_upto(fd, buf, res.read_direct ? bs : need, need,
-			      (off_t)done, &got);
-		if (r == -EINVAL && res.read_direct) {
-			/* direct I/O accepted by fcntl, refused at read, or
-			 * a short direct read (FUSE, NFS) whose rest would be
-			 * unaligned: read on through the page cache */
-			res.read_direct = false;
-			r = set_direct(fd, false);
-			if (!r)
-				r = -posix_fadvise(fd, 0, 0,
-						   POSIX_FADV_DONTNEED);
-			if (done == 0)
-				t0 = now_sec();
-			if (!r)
-				r = read_upto(fd, buf, need, need, (off_t)done,
-					      &got);
-		}
-		if (r) {
-			lr_err_setc(err, r, "read %s", path);
-			goto out_free_buf;
-		}
-		if (got < need) {
-			r = lr_err_set(err, -EIO,
-				       "read %s: the file ended at %llu bytes, "
-				       "%llu expected (truncated while read?)",
-				       path, (unsigned long long)(done + got),
-				       (unsigned long long)total);
-			goto out_free_buf;
-		}
+		if (*j->stop)
+			return lr_err_set(err, -EINTR, "interrupted");
+		r = read_next(j, done, need, &got, &t0);
+		if (r)
+			return lr_err_setc(err, r, "read %s", j->name);
+		if (got < need)
+			return lr_err_set(err, -EIO,
+					  "read %s: the file ended at %llu "
+					  "bytes, %llu expected (truncated "
+					  "while read?)",
+					  j->name,
+					  (unsigned long long)(done + got),
+					  (unsigned long long)total);
 		done += need;
-		if (progress)
-			progress(DISK_PHASE_READ, done, arg);
+		if (j->progress)
+			j->progress(DISK_PHASE_READ, done, j->arg);
 	}
-	res.read_sec = now_sec() - t0;
-	if (*stop) {
-		/* a signal during the last block still counts */
-		r = lr_err_set(err, -EINTR, "interrupted");
-		goto out_free_buf;
-	}
-	res.bytes = total;
-	res.read_only = true;
-	r = 0;
+	j->res.read_sec = now_sec() - t0;
+	/* a signal during the last block still counts */
+	if (*j->stop)
+		return lr_err_set(err, -EINTR, "interrupted");
+	return 0;
+}
 
-out_free_buf:
-	free(buf);
-out_close:
-	close(fd);
+int disk_read_file(const char *path, uint64_t size_limit, uint32_t bs,
+		   const volatile sig_atomic_t *stop,
+		   void (*progress)(enum disk_phase phase, uint64_t done,
+				    void *arg),
+		   void *arg, struct disk_result *out, struct lr_err *err)
+{
+	struct disk_job j = { .name = path,
+			      .bs = bs,
+			      .stop = stop,
+			      .progress = progress,
+			      .arg = arg };
+	uint64_t total = 0;
+	int r;
+
+	if (bs < DISK_MIN_BS || bs > DISK_MAX_BS || bs % DISK_MIN_BS)
+		return lr_err_set(err, -EINVAL, "bad block size %u", bs);
+	j.fd = open_source(path, size_limit, &total, err);
+	if (j.fd < 0)
+		return j.fd;
+	r = posix_memalign((void **)&j.buf, 4096, bs);
+	if (r) {
+		close(j.fd);
+		return lr_err_setc(err, -r, "block buffer");
+	}
+	/* fcntl refuses O_DIRECT where the file system has no direct I/O;
+	 * without it only clean pages go: nothing is written to make more
+	 * so. */
+	j.res.read_direct = !set_direct(j.fd, true);
+	r = j.res.read_direct ? 0
+			      : posix_fadvise(j.fd, 0, 0, POSIX_FADV_DONTNEED);
+	if (r)
+		r = lr_err_setc(err, -r, "posix_fadvise %s", path);
 	if (!r)
-		*out = res;
-	return r;
+		r = read_file_phase(&j, total, err);
+	free(j.buf);
+	close(j.fd);
+	if (r)
+		return r;
+	j.res.bytes = total;
+	j.res.read_only = true;
+	*out = j.res;
+	return 0;
 }

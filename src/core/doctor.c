@@ -663,150 +663,171 @@ static int net_stage(const struct doctor_opts *o, bool reverse,
 	return 0;
 }
 
-int doctor_run(const struct doctor_opts *o, const struct doctor_callbacks *cb,
-	       struct doctor_report *rep, struct lr_err *err)
+static void say_stage(const struct doctor_callbacks *cb, const char *what)
 {
-	char src[512] = "", dir[PROTO_XFER_MAX_PATH + 1] = "";
-	const char *slash = NULL;
-	double gen_bps = 0;
-	bool made = false;
+	if (cb && cb->stage)
+		cb->stage(cb->ctx, what);
+}
+
+/* Both sides' facts: the server's by probe (its disk written in dir),
+ * this side's here. */
+static int both_sides(const struct doctor_opts *o,
+		      const struct doctor_callbacks *cb,
+		      struct doctor_report *rep, char *dir, struct lr_err *err)
+{
 	int r;
 
-	memset(rep, 0, sizeof(*rep));
-	rep->bottleneck = -1;
-	rep->streams = o->streams;
-	if (cb && cb->stage)
-		cb->stage(cb->ctx, "the server's CPU, ciphers and disk");
+	say_stage(cb, "the server's CPU, ciphers and disk");
 	r = probe(o, dir, &rep->remote.p, err);
 	if (r)
 		return r;
 	rep->remote.cores = side_cores(&rep->remote.p);
-	if (cb && cb->stage)
-		cb->stage(cb->ctx, "this side's CPU and ciphers");
+	say_stage(cb, "this side's CPU and ciphers");
 	doctor_local_facts(&rep->local.p, o->source ? o->source : ".");
 	cipher_rates(150, &rep->local.p);
 	rep->local.cores = side_cores(&rep->local.p);
+	return 0;
+}
 
-	/* source */
-	if (cb && cb->stage)
-		cb->stage(cb->ctx, "source read");
+/* The source: the user's file read, or data made (*made) into src. */
+static int source_stage(const struct doctor_opts *o,
+			const struct doctor_callbacks *cb,
+			struct doctor_report *rep, char *src, size_t cap,
+			bool *made, struct lr_err *err)
+{
+	struct doctor_stage *s = &rep->stage[DOCTOR_SOURCE];
+	double gen_bps = 0;
+	int r;
+
+	say_stage(cb, "source read");
 	if (o->source) {
-		struct doctor_stage *s = &rep->stage[DOCTOR_SOURCE];
-
 		r = source_read(o->source, o->size, &s->bps, s->detail,
 				sizeof(s->detail), err);
 		if (r)
 			return r;
 		s->measured = true;
-		snprintf(src, sizeof(src), "%s", o->source);
+		snprintf(src, cap, "%s", o->source);
 		snprintf(rep->source_desc, sizeof(rep->source_desc), "%s",
 			 o->source);
-	} else {
-		r = make_source(o->size, src, sizeof(src), &gen_bps, err);
-		if (r)
-			return r;
-		made = true;
-		snprintf(rep->source_desc, sizeof(rep->source_desc),
-			 "generated data (%.0f MB/s from linerate gen)",
-			 gen_bps / 1e6);
+		return 0;
 	}
-	(void)slash;
-
-	/* network, both ways */
-	if (cb && cb->stage)
-		cb->stage(cb->ctx, "network, this side to the server");
-	r = net_stage(o, false, rep, &rep->stage[DOCTOR_NET], err);
-	if (!r) {
-		if (cb && cb->stage)
-			cb->stage(cb->ctx, "network, the server to this side");
-		r = net_stage(o, true, rep, &rep->stage[DOCTOR_NET_BACK], err);
-	}
+	r = make_source(o->size, src, cap, &gen_bps, err);
 	if (r)
-		goto out;
+		return r;
+	*made = true;
+	snprintf(rep->source_desc, sizeof(rep->source_desc),
+		 "generated data (%.0f MB/s from linerate gen)", gen_bps / 1e6);
+	return 0;
+}
+
+/* The network both ways, the BDP, the link's duplex. */
+static int network_stage(const struct doctor_opts *o,
+			 const struct doctor_callbacks *cb,
+			 struct doctor_report *rep, struct lr_err *err)
+{
+	struct link_info li;
+	int r;
+
+	say_stage(cb, "network, this side to the server");
+	r = net_stage(o, false, rep, &rep->stage[DOCTOR_NET], err);
+	if (r)
+		return r;
+	say_stage(cb, "network, the server to this side");
+	r = net_stage(o, true, rep, &rep->stage[DOCTOR_NET_BACK], err);
+	if (r)
+		return r;
 	if (rep->ceiling_bps > 0 && rep->rtt_us)
 		rep->bdp_bytes = rep->ceiling_bps * rep->rtt_us / 1e6;
-	if (rep->link_known && rep->link.ifname[0]) {
-		struct link_info li;
+	if (rep->link_known && rep->link.ifname[0] &&
+	    !link_read_sysfs("/sys", rep->link.ifname, &li))
+		memcpy(rep->link.duplex, li.duplex, sizeof(rep->link.duplex));
+	return 0;
+}
 
-		if (!link_read_sysfs("/sys", rep->link.ifname, &li))
-			memcpy(rep->link.duplex, li.duplex,
-			       sizeof(rep->link.duplex));
-	}
+/* The cipher: this side seals, the server opens, each on the streams'
+ * threads, as many as there are usable cores. */
+static void cipher_stage(const struct doctor_opts *o, struct doctor_report *rep)
+{
+	const struct proto_probe_rate *a, *b;
+	struct doctor_stage *s = &rep->stage[DOCTOR_CIPHER];
+	double lc, rc, ls, ro;
 
-	/* cipher: this side seals, the server opens, each on the streams'
-	 * threads, as many as there are usable cores */
-	if (rep->cipher != CRYPTO_NONE) {
-		const struct proto_probe_rate *a =
-			rate_of(&rep->local.p, rep->cipher);
-		const struct proto_probe_rate *b =
-			rate_of(&rep->remote.p, rep->cipher);
-		double lc = rep->local.cores < o->streams ? rep->local.cores
-							  : o->streams;
-		double rc = rep->remote.cores < o->streams ? rep->remote.cores
-							   : o->streams;
+	if (rep->cipher == CRYPTO_NONE)
+		return;
+	a = rate_of(&rep->local.p, rep->cipher);
+	b = rate_of(&rep->remote.p, rep->cipher);
+	if (!a || !b)
+		return;
+	lc = rep->local.cores < o->streams ? rep->local.cores : o->streams;
+	rc = rep->remote.cores < o->streams ? rep->remote.cores : o->streams;
+	ls = (double)a->seal * lc;
+	ro = (double)b->open * rc;
+	s->measured = true;
+	s->bps = ls < ro ? ls : ro;
+	snprintf(s->detail, sizeof(s->detail),
+		 "%s; %s at %.0f MB/s per core x %.2f cores",
+		 cryptobench_cipher_label(rep->cipher),
+		 ls < ro ? "this side seals" : "the server opens",
+		 (double)(ls < ro ? a->seal : b->open) / 1e6,
+		 ls < ro ? lc : rc);
+}
 
-		if (a && b) {
-			double ls = (double)a->seal * lc,
-			       ro = (double)b->open * rc;
-			struct doctor_stage *s = &rep->stage[DOCTOR_CIPHER];
+/* The destination: the server's disk write of the probe. */
+static void dest_stage(struct doctor_report *rep)
+{
+	struct doctor_stage *s = &rep->stage[DOCTOR_DEST];
 
-			s->measured = true;
-			s->bps = ls < ro ? ls : ro;
-			snprintf(s->detail, sizeof(s->detail),
-				 "%s; %s at %.0f MB/s per core x %.2f cores",
-				 cryptobench_cipher_label(rep->cipher),
-				 ls < ro ? "this side seals"
-					 : "the server opens",
-				 (double)(ls < ro ? a->seal : b->open) / 1e6,
-				 ls < ro ? lc : rc);
-		}
-	}
+	if (!rep->remote.p.disk_bytes || !rep->remote.p.disk_usec)
+		return;
+	s->measured = true;
+	s->bps = (double)rep->remote.p.disk_bytes * 1e6 /
+		 (double)rep->remote.p.disk_usec;
+	snprintf(s->detail, sizeof(s->detail), "%s",
+		 rep->remote.p.storage[0] ? rep->remote.p.storage
+					  : "the server's disk");
+}
 
-	/* destination */
-	if (rep->remote.p.disk_bytes && rep->remote.p.disk_usec) {
-		struct doctor_stage *s = &rep->stage[DOCTOR_DEST];
+/* A real transfer of src into dir, verified, never named on the server. */
+static int transfer_stage(const struct doctor_opts *o,
+			  const struct doctor_callbacks *cb,
+			  struct doctor_report *rep, const char *dir,
+			  const char *src, struct lr_err *err)
+{
+	struct xfer_client_opts xo = { 0 };
+	struct xfer_callbacks xcb = { 0 };
+	struct xfer_result xr;
+	const char *paths[1] = { src };
+	int r;
 
-		s->measured = true;
-		s->bps = (double)rep->remote.p.disk_bytes * 1e6 /
-			 (double)rep->remote.p.disk_usec;
-		snprintf(s->detail, sizeof(s->detail), "%s",
-			 rep->remote.p.storage[0] ? rep->remote.p.storage
-						  : "the server's disk");
-	}
+	say_stage(cb, "a transfer");
+	xo.host = o->host;
+	xo.port = o->port;
+	xo.family = o->family;
+	xo.psk = o->psk;
+	xo.cipher_wish = o->cipher_wish;
+	xo.streams = o->streams;
+	xo.connect_timeout_ms = 10000;
+	xo.op = XFER_PUSH;
+	xo.npaths = 1;
+	xo.paths[0] = dir;
+	xo.x.flags = XFER_F_SCRATCH;
+	xo.x.cancel = o->cancel;
+	xo.src.rootfd = -1;
+	xo.src.npaths = 1;
+	xo.src.paths = paths;
+	xo.outfd = xo.dest.dirfd = -1;
+	r = xfer_client_run(&xo, &xcb, &xr, err);
+	if (r)
+		return r;
+	rep->xfer_done = true;
+	rep->xfer_bytes = xr.bytes;
+	rep->xfer_bps = xr.seconds > 0 ? (double)xr.bytes / xr.seconds : 0;
+	return 0;
+}
 
-	/* a real transfer, verified, never named on the server */
-	if (cb && cb->stage)
-		cb->stage(cb->ctx, "a transfer");
-	{
-		struct xfer_client_opts xo = { 0 };
-		struct xfer_callbacks xcb = { 0 };
-		struct xfer_result xr;
-		const char *paths[1] = { src };
-
-		xo.host = o->host;
-		xo.port = o->port;
-		xo.family = o->family;
-		xo.psk = o->psk;
-		xo.cipher_wish = o->cipher_wish;
-		xo.streams = o->streams;
-		xo.connect_timeout_ms = 10000;
-		xo.op = XFER_PUSH;
-		xo.npaths = 1;
-		xo.paths[0] = dir;
-		xo.x.flags = XFER_F_SCRATCH;
-		xo.x.cancel = o->cancel;
-		xo.src.rootfd = -1;
-		xo.src.npaths = 1;
-		xo.src.paths = paths;
-		xo.outfd = xo.dest.dirfd = -1;
-		r = xfer_client_run(&xo, &xcb, &xr, err);
-		if (r)
-			goto out;
-		rep->xfer_done = true;
-		rep->xfer_bytes = xr.bytes;
-		rep->xfer_bps = xr.seconds > 0 ? (double)xr.bytes / xr.seconds
-					       : 0;
-	}
+/* Which stage limits, by how much, and what to do about it. */
+static void verdict(struct doctor_report *rep)
+{
 	rep->bottleneck = doctor_pick(rep->stage);
 	stage_label(rep);
 	if (rep->bottleneck >= 0)
@@ -814,7 +835,31 @@ int doctor_run(const struct doctor_opts *o, const struct doctor_callbacks *cb,
 	if (rep->limit_bps > 0)
 		rep->xfer_share = rep->xfer_bps / rep->limit_bps;
 	doctor_advise(rep);
-out:
+}
+
+int doctor_run(const struct doctor_opts *o, const struct doctor_callbacks *cb,
+	       struct doctor_report *rep, struct lr_err *err)
+{
+	char src[512] = "", dir[PROTO_XFER_MAX_PATH + 1] = "";
+	bool made = false;
+	int r;
+
+	memset(rep, 0, sizeof(*rep));
+	rep->bottleneck = -1;
+	rep->streams = o->streams;
+	r = both_sides(o, cb, rep, dir, err);
+	if (!r)
+		r = source_stage(o, cb, rep, src, sizeof(src), &made, err);
+	if (r)
+		return r;
+	r = network_stage(o, cb, rep, err);
+	if (!r) {
+		cipher_stage(o, rep);
+		dest_stage(rep);
+		r = transfer_stage(o, cb, rep, dir, src, err);
+	}
+	if (!r)
+		verdict(rep);
 	if (made)
 		unlink(src);
 	return r;
