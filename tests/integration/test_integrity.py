@@ -435,6 +435,14 @@ def rewrite_keeping_mtime(path, offsets, data):
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
+def acked_bytes(lines):
+    """The highest bytes_done of the progress events printed so far."""
+    done = [int(m.group(1)) for ln in lines
+            for m in [re.search(r'"event":"progress".*"bytes_done":(\d+)',
+                                ln)] if m]
+    return max(done, default=0)
+
+
 def test_file_changed_while_read_is_read_again(xsrv):
     """A file overwritten at 1 MiB and at 35 MiB while it is read, its
     mtime put back: never a mix that never existed; it is read again and
@@ -444,11 +452,9 @@ def test_file_changed_while_read_is_read_again(xsrv):
     proc, out, err = x.popen_send("--json", "--limit", "10M", src,
                                   x.dest())
     try:
-        wait_until(lambda: any('"event":"progress"' in ln and
-                               '"bytes_done":0,' not in ln
-                               for ln in out.lines), 20,
-                   what="the first bytes acknowledged")
-        time.sleep(0.5)
+        # past the first rewritten region, far from the second
+        wait_until(lambda: acked_bytes(out.lines) >= 4 * MiB, 20,
+                   what="4 MiB acknowledged")
         rewrite_keeping_mtime(src, [1 * MiB, 35 * MiB], b"X" * 4096)
         rc = proc.wait(timeout=60)
     finally:
