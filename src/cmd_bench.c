@@ -12,6 +12,7 @@
 #include "core/cipher.h"
 #include "core/token.h"
 #include "opts.h"
+#include "opts_common.h"
 #include "report.h"
 #include "banned.h"
 
@@ -62,10 +63,10 @@ const char cmd_bench_usage[] =
 
 struct bench_cli_opts {
 	struct bench_opts b;
+	struct opts_common net;
 	bool have_time, have_bytes, reverse, bidir, have_token;
-	bool have_port, have_len, have_rate, iperf3;
+	bool have_len, have_rate, iperf3;
 	struct ip3_client_opts ip3;
-	const char *token_file, *cipher;
 	uint8_t psk[SESSION_PSK_LEN];
 	enum report_format fmt;
 	char hostbuf[256];
@@ -76,19 +77,22 @@ enum {
 	OPT_JSON_STREAM,
 	OPT_LINK_SPEED,
 	OPT_CONNECT_TIMEOUT,
-	OPT_TOKEN_FILE,
-	OPT_CIPHER,
 	OPT_IPERF3,
 	OPT_GET_SERVER_OUTPUT,
 	OPT_UDP_COUNTERS64,
 };
 
+static const struct opts_common_spec common_spec = {
+	.take = OPTS_PORT | OPTS_PARALLEL | OPTS_FAMILY | OPTS_BIND |
+		OPTS_TOKEN | OPTS_CIPHER,
+	.min_port = 1,
+	.max_streams = BENCH_MAX_STREAMS,
+};
+
 static const struct option long_opts[] = {
-	{ "port", required_argument, NULL, 'p' },
 	{ "time", required_argument, NULL, 't' },
 	{ "bytes", required_argument, NULL, 'n' },
 	{ "interval", required_argument, NULL, 'i' },
-	{ "parallel", required_argument, NULL, 'P' },
 	{ "reverse", no_argument, NULL, 'R' },
 	{ "bidir", no_argument, NULL, OPT_BIDIR },
 	{ "omit", required_argument, NULL, 'O' },
@@ -97,15 +101,10 @@ static const struct option long_opts[] = {
 	{ "congestion", required_argument, NULL, 'C' },
 	{ "set-mss", required_argument, NULL, 'M' },
 	{ "zerocopy", optional_argument, NULL, 'Z' },
-	{ "ipv4", no_argument, NULL, '4' },
-	{ "ipv6", no_argument, NULL, '6' },
-	{ "bind", required_argument, NULL, 'B' },
 	{ "json", no_argument, NULL, 'J' },
 	{ "json-stream", no_argument, NULL, OPT_JSON_STREAM },
 	{ "link-speed", required_argument, NULL, OPT_LINK_SPEED },
 	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
-	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
-	{ "cipher", required_argument, NULL, OPT_CIPHER },
 	{ "iperf3", no_argument, NULL, OPT_IPERF3 },
 	{ "udp", no_argument, NULL, 'u' },
 	{ "bitrate", required_argument, NULL, 'b' },
@@ -138,7 +137,7 @@ static int bench_opts_check(struct bench_cli_opts *o, struct lr_err *err)
 		return lr_err_set(err, -EINVAL,
 				  "--get-server-output and "
 				  "--udp-counters-64bit go with --iperf3");
-	if (o->iperf3 && (o->token_file || o->cipher))
+	if (o->iperf3 && (o->net.token_file || o->net.cipher))
 		return lr_err_set(err, -EINVAL,
 				  "--token-file and --cipher do not go with "
 				  "--iperf3: an iperf3 server has no tokens "
@@ -166,8 +165,6 @@ static int bench_opts_check(struct bench_cli_opts *o, struct lr_err *err)
 		return lr_err_set(err, -EINVAL,
 				  "--iperf3 takes at most %u streams in all",
 				  BENCH_IP3_MAX_STREAMS);
-	if (!o->have_port)
-		o->b.port = o->iperf3 ? BENCH_IP3_PORT : BENCH_DEFAULT_PORT;
 	if (o->have_bytes)
 		q->duration_ms = 0;
 	q->mode = o->bidir     ? BENCH_MODE_BIDIR
@@ -183,192 +180,186 @@ static int bench_opts_check(struct bench_cli_opts *o, struct lr_err *err)
 	return 0;
 }
 
+/* -Z, -Z=HOW, --zerocopy=HOW: MSG_ZEROCOPY by default, 10-15% ahead of
+ * sendfile here (docs/BENCHMARKS.md). */
+static int parse_zerocopy(const char *arg, uint8_t *out, struct lr_err *err)
+{
+	if (arg && arg[0] == '=')
+		arg++; /* -Z=msg */
+	if (!arg || !strcmp(arg, "msg"))
+		*out = BENCH_ZC_MSG;
+	else if (!strcmp(arg, "sendfile"))
+		*out = BENCH_ZC_SENDFILE;
+	else
+		return lr_err_set(err, -EINVAL, "-Z '%s': use sendfile or msg",
+				  arg);
+	return 0;
+}
+
+/* The options of how the test runs: its length, streams, TCP. */
+static int test_option(int c, struct bench_cli_opts *o, struct lr_err *err)
+{
+	struct proto_test_request *q = &o->b.req;
+	uint64_t v;
+
+	switch (c) {
+	case 't':
+		o->have_time = true;
+		return opts_ms("-t", optarg, 100, BENCH_MAX_DURATION_MS,
+			       &q->duration_ms, err);
+	case 'n':
+		o->have_bytes = true;
+		return opts_bytes("-n", optarg, 1, UINT64_MAX / 2, &q->bytes,
+				  err);
+	case 'R': o->reverse = true; return 0;
+	case OPT_BIDIR: o->bidir = true; return 0;
+	case 'O':
+		return opts_ms("-O", optarg, 0, 3600 * 1000, &q->omit_ms, err);
+	case 'l':
+		if (opts_bytes("-l", optarg, 1, BENCH_MAX_BLKSIZE, &v, err))
+			return -EINVAL;
+		q->blksize = (uint32_t)v;
+		o->have_len = true;
+		return 0;
+	case 'w':
+		if (opts_bytes("-w", optarg, 1024, BENCH_MAX_WINDOW, &v, err))
+			return -EINVAL;
+		q->window = (uint32_t)v;
+		return 0;
+	case 'C':
+		if (strlen(optarg) >= sizeof(q->cc) || !optarg[0])
+			return lr_err_set(err, -EINVAL,
+					  "-C '%s' is not a congestion "
+					  "control name",
+					  optarg);
+		snprintf(q->cc, sizeof(q->cc), "%s", optarg);
+		return 0;
+	case 'M':
+		if (opts_uint("-M", optarg, 88, 65535, &v, err))
+			return -EINVAL;
+		q->mss = (uint32_t)v;
+		return 0;
+	case 'Z': return parse_zerocopy(optarg, &q->zerocopy, err);
+	case 'u': q->udp = 1; return 0;
+	case 'b':
+		o->have_rate = true;
+		return opts_rate("-b", optarg, 0, UINT64_MAX / 2, &q->rate_bps,
+				 err);
+	}
+	return 1;
+}
+
+/* The options of what is reported, and of the iperf3 peer. */
+static int report_option(int c, char **argv, struct bench_cli_opts *o,
+			 struct lr_err *err)
+{
+	uint64_t v;
+
+	switch (c) {
+	case 'i':
+		if (opts_ms("-i", optarg, 0, 3600 * 1000, &o->b.interval_ms,
+			    err))
+			return -EINVAL;
+		if (o->b.interval_ms && o->b.interval_ms < 100)
+			return lr_err_set(err, -EINVAL,
+					  "-i '%s' is below 0.1 s", optarg);
+		return 0;
+	case 'J': o->fmt = REPORT_JSON; return 0;
+	case OPT_JSON_STREAM: o->fmt = REPORT_JSON_STREAM; return 0;
+	case OPT_LINK_SPEED:
+		return opts_rate("--link-speed", optarg, 1000, UINT64_MAX / 2,
+				 &o->b.link_speed_bps, err);
+	case OPT_CONNECT_TIMEOUT:
+		if (opts_ms("--connect-timeout", optarg, 100, 3600 * 1000, &v,
+			    err))
+			return -EINVAL;
+		o->b.connect_timeout_ms = (int)v;
+		return 0;
+	case OPT_IPERF3: o->iperf3 = true; return 0;
+	case 'T':
+		/* res.title and iperf3's parameter hold 127 */
+		if (strlen(optarg) > 127)
+			return lr_err_set(err, -EINVAL,
+					  "-T: a title has at most 127 bytes");
+		o->ip3.title = optarg;
+		return 0;
+	case OPT_GET_SERVER_OUTPUT: o->ip3.get_server_output = true; return 0;
+	case OPT_UDP_COUNTERS64: o->ip3.counters64 = true; return 0;
+	case 'h': return 1;
+	default: return opts_getopt_error(c, argv, err);
+	}
+}
+
+/* One of bench's own options. */
+static int bench_own(int c, char **argv, void *ctx, struct lr_err *err)
+{
+	int r = test_option(c, ctx, err);
+
+	return r > 0 ? report_option(c, argv, ctx, err) : r;
+}
+
+/* HOST or HOST:PORT, the one operand. */
+static int bench_host(int argc, char **argv, struct bench_cli_opts *o,
+		      struct lr_err *err)
+{
+	uint16_t port = 0;
+
+	if (optind != argc - 1)
+		return lr_err_set(err, -EINVAL,
+				  optind == argc ? "missing HOST"
+						 : "one HOST expected");
+	if (opts_host_port(argv[optind], o->hostbuf, sizeof(o->hostbuf),
+			   &o->b.host, &port, err))
+		return -EINVAL;
+	if (port) {
+		o->net.port = port;
+		o->net.have_port = true;
+	}
+	return 0;
+}
+
 static int bench_parse(int argc, char **argv, struct bench_cli_opts *o,
 		       struct lr_err *err)
 {
 	struct proto_test_request *q = &o->b.req;
-	uint64_t v;
-	int c;
+	int r;
 
 	memset(o, 0, sizeof(*o));
-	o->b.port = BENCH_DEFAULT_PORT;
-	o->b.family = AF_UNSPEC;
 	o->b.interval_ms = 1000;
 	o->b.connect_timeout_ms = 5000;
 	q->streams = 1;
 	q->duration_ms = 10000;
 	q->blksize = BENCH_DEFAULT_BLKSIZE;
-	optind = 1;
-	while ((c = getopt_long(argc, argv,
-				":p:t:n:i:P:RO:l:w:C:M:Z::46B:JhuT:b:",
-				long_opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			if (opts_uint("-p", optarg, 1, 65535, &v, err))
-				return -EINVAL;
-			o->b.port = (uint16_t)v;
-			o->have_port = true;
-			break;
-		case 't':
-			if (opts_ms("-t", optarg, 100, BENCH_MAX_DURATION_MS,
-				    &q->duration_ms, err))
-				return -EINVAL;
-			o->have_time = true;
-			break;
-		case 'n':
-			if (opts_bytes("-n", optarg, 1, UINT64_MAX / 2,
-				       &q->bytes, err))
-				return -EINVAL;
-			o->have_bytes = true;
-			break;
-		case 'i':
-			if (opts_ms("-i", optarg, 0, 3600 * 1000,
-				    &o->b.interval_ms, err))
-				return -EINVAL;
-			if (o->b.interval_ms && o->b.interval_ms < 100)
-				return lr_err_set(err, -EINVAL,
-						  "-i '%s' is "
-						  "below 0.1 s",
-						  optarg);
-			break;
-		case 'P':
-			if (opts_uint("-P", optarg, 1, BENCH_MAX_STREAMS, &v,
-				      err))
-				return -EINVAL;
-			q->streams = (uint16_t)v;
-			break;
-		case 'R': o->reverse = true; break;
-		case OPT_BIDIR: o->bidir = true; break;
-		case 'O':
-			if (opts_ms("-O", optarg, 0, 3600 * 1000, &q->omit_ms,
-				    err))
-				return -EINVAL;
-			break;
-		case 'l':
-			if (opts_bytes("-l", optarg, 1, BENCH_MAX_BLKSIZE, &v,
-				       err))
-				return -EINVAL;
-			q->blksize = (uint32_t)v;
-			o->have_len = true;
-			break;
-		case 'w':
-			if (opts_bytes("-w", optarg, 1024, BENCH_MAX_WINDOW, &v,
-				       err))
-				return -EINVAL;
-			q->window = (uint32_t)v;
-			break;
-		case 'C':
-			if (strlen(optarg) >= sizeof(q->cc) || !optarg[0])
-				return lr_err_set(err, -EINVAL,
-						  "-C '%s' is not "
-						  "a congestion control name",
-						  optarg);
-			snprintf(q->cc, sizeof(q->cc), "%s", optarg);
-			break;
-		case 'M':
-			if (opts_uint("-M", optarg, 88, 65535, &v, err))
-				return -EINVAL;
-			q->mss = (uint32_t)v;
-			break;
-		case 'Z':
-			if (optarg && optarg[0] == '=')
-				optarg++; /* -Z=msg */
-			/* MSG_ZEROCOPY by default: 10-15% ahead of sendfile
-			 * here (docs/BENCHMARKS.md) */
-			if (!optarg || !strcmp(optarg, "msg"))
-				q->zerocopy = BENCH_ZC_MSG;
-			else if (!strcmp(optarg, "sendfile"))
-				q->zerocopy = BENCH_ZC_SENDFILE;
-			else
-				return lr_err_set(err, -EINVAL,
-						  "-Z '%s': use "
-						  "sendfile or msg",
-						  optarg);
-			break;
-		case '4': o->b.family = AF_INET; break;
-		case '6': o->b.family = AF_INET6; break;
-		case 'B': o->b.bind_addr = optarg; break;
-		case 'J': o->fmt = REPORT_JSON; break;
-		case OPT_JSON_STREAM: o->fmt = REPORT_JSON_STREAM; break;
-		case OPT_LINK_SPEED:
-			if (opts_rate("--link-speed", optarg, 1000,
-				      UINT64_MAX / 2, &o->b.link_speed_bps,
-				      err))
-				return -EINVAL;
-			break;
-		case OPT_CONNECT_TIMEOUT:
-			if (opts_ms("--connect-timeout", optarg, 100,
-				    3600 * 1000, &v, err))
-				return -EINVAL;
-			o->b.connect_timeout_ms = (int)v;
-			break;
-		case OPT_TOKEN_FILE: o->token_file = optarg; break;
-		case OPT_CIPHER: o->cipher = optarg; break;
-		case OPT_IPERF3: o->iperf3 = true; break;
-		case 'u': q->udp = 1; break;
-		case 'b':
-			if (opts_rate("-b", optarg, 0, UINT64_MAX / 2,
-				      &q->rate_bps, err))
-				return -EINVAL;
-			o->have_rate = true;
-			break;
-		case 'T':
-			/* res.title and iperf3's parameter hold 127 */
-			if (strlen(optarg) > 127)
-				return lr_err_set(err, -EINVAL,
-						  "-T: a title has at most "
-						  "127 bytes");
-			o->ip3.title = optarg;
-			break;
-		case OPT_GET_SERVER_OUTPUT:
-			o->ip3.get_server_output = true;
-			break;
-		case OPT_UDP_COUNTERS64: o->ip3.counters64 = true; break;
-		case 'h': return 1;
-		default: return opts_getopt_error(c, argv, err);
-		}
-	}
-	if (optind != argc - 1)
-		return lr_err_set(err, -EINVAL,
-				  optind == argc ? "missing HOST"
-						 : "one HOST expected");
-	{
-		uint16_t port = 0;
-
-		if (opts_host_port(argv[optind], o->hostbuf, sizeof(o->hostbuf),
-				   &o->b.host, &port, err))
-			return -EINVAL;
-		if (port) {
-			o->b.port = port;
-			o->have_port = true;
-		}
-	}
+	r = opts_parse(&common_spec, "t:n:i:RO:l:w:C:M:Z::JhuT:b:", long_opts,
+		       bench_own, o, argc, argv, &o->net, err);
+	if (r)
+		return r;
+	if (bench_host(argc, argv, o, err))
+		return -EINVAL;
+	opts_common_addr(&o->net, o->iperf3 ? LR_IP3_PORT : LR_DEFAULT_PORT,
+			 &o->b.port, &o->b.family, &o->b.bind_addr);
+	if (o->net.streams)
+		q->streams = (uint16_t)o->net.streams;
 	return bench_opts_check(o, err);
 }
 
 /* The token (file or environment) and the cipher asked for. */
 static int bench_security(struct bench_cli_opts *o, struct lr_err *err)
 {
-	enum crypto_cipher c;
 	int r;
 
-	r = opts_token_psk(o->token_file, true, o->psk, &o->have_token, err);
+	r = opts_token_psk(o->net.token_file, true, o->psk, &o->have_token,
+			   err);
 	if (r)
 		return r;
 	o->b.psk = o->have_token ? o->psk : NULL;
-	o->b.cipher_wish = CRYPTO_CIPHER_AUTO;
-	if (!o->cipher || !strcmp(o->cipher, "auto"))
-		return 0;
-	if (crypto_cipher_parse(o->cipher, &c))
-		return lr_err_set(err, -EINVAL,
-				  "--cipher '%s': use auto, "
-				  "aes-256-gcm, chacha20-poly1305 or none",
-				  o->cipher);
-	if (!o->have_token)
+	r = opts_cipher_wish(&o->net, true, &o->b.cipher_wish, err);
+	if (r)
+		return r;
+	if (o->b.cipher_wish != CRYPTO_CIPHER_AUTO && !o->have_token)
 		return lr_err_set(err, -EINVAL,
 				  "--cipher needs a token "
 				  "(LINERATE_TOKEN or --token-file)");
-	o->b.cipher_wish = (uint8_t)c;
 	return 0;
 }
 

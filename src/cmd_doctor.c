@@ -15,6 +15,7 @@
 #include "core/doctor.h"
 #include "core/token.h"
 #include "opts.h"
+#include "opts_common.h"
 #include "report.h"
 #include "banned.h"
 
@@ -46,22 +47,21 @@ const char cmd_doctor_usage[] =
 	"Exit status: 0 measured, 1 failure, 2 usage error.\n";
 
 enum {
-	OPT_TOKEN_FILE = 256,
-	OPT_CIPHER,
-	OPT_SOURCE,
+	OPT_SOURCE = 256,
 	OPT_SIZE,
 	OPT_LINK_SPEED,
 	OPT_JSON,
 };
 
+static const struct opts_common_spec common_spec = {
+	.take = OPTS_PORT | OPTS_PARALLEL | OPTS_FAMILY | OPTS_TOKEN |
+		OPTS_CIPHER,
+	.min_port = 1,
+	.max_streams = DOCTOR_MAX_STREAMS,
+};
+
 static const struct option long_opts[] = {
-	{ "port", required_argument, NULL, 'p' },
-	{ "parallel", required_argument, NULL, 'P' },
-	{ "ipv4", no_argument, NULL, '4' },
-	{ "ipv6", no_argument, NULL, '6' },
 	{ "time", required_argument, NULL, 't' },
-	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
-	{ "cipher", required_argument, NULL, OPT_CIPHER },
 	{ "source", required_argument, NULL, OPT_SOURCE },
 	{ "size", required_argument, NULL, OPT_SIZE },
 	{ "link-speed", required_argument, NULL, OPT_LINK_SPEED },
@@ -72,7 +72,7 @@ static const struct option long_opts[] = {
 
 struct doctor_cli {
 	struct doctor_opts d;
-	const char *token_file, *cipher;
+	struct opts_common net;
 	bool json, have_token;
 	char hostbuf[256];
 	uint8_t psk[SESSION_PSK_LEN];
@@ -96,65 +96,31 @@ static void on_stage(void *ctx, const char *what)
 	}
 }
 
-static int doctor_parse(int argc, char **argv, struct doctor_cli *o,
-			struct lr_err *err)
+/* One of doctor's own options. */
+static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 {
-	const char *arg, *colon;
-	uint64_t v;
-	int c;
-
-	o->d.port = LINERATE_DEFAULT_PORT;
-	o->d.family = AF_UNSPEC;
-	o->d.streams = XFER_DEFAULT_STREAMS;
-	o->d.size = 256ull << 20;
-	o->d.net_ms = 3000;
-	o->d.cancel = &cancelled;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":p:P:46t:h", long_opts, NULL)) !=
-	       -1) {
-		switch (c) {
-		case 'p':
-			if (opts_uint("-p", optarg, 1, 65535, &v, err))
-				return -EINVAL;
-			o->d.port = (uint16_t)v;
-			break;
-		case 'P':
-			if (opts_uint("-P", optarg, 1, DOCTOR_MAX_STREAMS, &v,
-				      err))
-				return -EINVAL;
-			o->d.streams = (unsigned)v;
-			break;
-		case '4': o->d.family = AF_INET; break;
-		case '6': o->d.family = AF_INET6; break;
-		case 't':
-			if (opts_ms("-t", optarg, 500, 60000, &o->d.net_ms,
-				    err))
-				return -EINVAL;
-			break;
-		case OPT_TOKEN_FILE: o->token_file = optarg; break;
-		case OPT_CIPHER: o->cipher = optarg; break;
-		case OPT_SOURCE: o->d.source = optarg; break;
-		case OPT_SIZE:
-			if (opts_bytes("--size", optarg, 1u << 20,
-				       DOCTOR_MAX_DISK, &o->d.size, err))
-				return -EINVAL;
-			break;
-		case OPT_LINK_SPEED:
-			if (opts_rate("--link-speed", optarg, 1000,
-				      UINT64_MAX / 2, &o->d.link_speed_bps,
-				      err))
-				return -EINVAL;
-			break;
-		case OPT_JSON: o->json = true; break;
-		case 'h': return 1;
-		default: return opts_getopt_error(c, argv, err);
-		}
+	struct doctor_cli *o = ctx;
+	switch (c) {
+	case 't': return opts_ms("-t", optarg, 500, 60000, &o->d.net_ms, err);
+	case OPT_SOURCE: o->d.source = optarg; return 0;
+	case OPT_SIZE:
+		return opts_bytes("--size", optarg, 1u << 20, DOCTOR_MAX_DISK,
+				  &o->d.size, err);
+	case OPT_LINK_SPEED:
+		return opts_rate("--link-speed", optarg, 1000, UINT64_MAX / 2,
+				 &o->d.link_speed_bps, err);
+	case OPT_JSON: o->json = true; return 0;
+	case 'h': return 1;
+	default: return opts_getopt_error(c, argv, err);
 	}
-	if (argc - optind != 1)
-		return lr_err_set(err, -EINVAL,
-				  optind == argc ? "missing HOST"
-						 : "one HOST[:] expected");
-	arg = argv[optind];
+}
+
+/* HOST, HOST: or [v6]:, nothing below the root yet. */
+static int doctor_host(const char *arg, struct doctor_cli *o,
+		       struct lr_err *err)
+{
+	const char *colon;
+
 	if (arg[0] == '[') {
 		const char *end = strchr(arg, ']');
 
@@ -177,6 +143,43 @@ static int doctor_parse(int argc, char **argv, struct doctor_cli *o,
 	return 0;
 }
 
+static int doctor_parse(int argc, char **argv, struct doctor_cli *o,
+			struct lr_err *err)
+{
+	int r;
+
+	o->d.size = 256ull << 20;
+	o->d.net_ms = 3000;
+	o->d.cancel = &cancelled;
+	r = opts_parse(&common_spec, "t:h", long_opts, own_option, o, argc,
+		       argv, &o->net, err);
+	if (r)
+		return r;
+	opts_common_addr(&o->net, LR_DEFAULT_PORT, &o->d.port, &o->d.family,
+			 NULL);
+	o->d.streams = o->net.streams ? o->net.streams : XFER_DEFAULT_STREAMS;
+	if (argc - optind != 1)
+		return lr_err_set(err, -EINVAL,
+				  optind == argc ? "missing HOST"
+						 : "one HOST[:] expected");
+	return doctor_host(argv[optind], o, err);
+}
+
+/* The token (file, environment or a prompt) and the cipher asked for. */
+static int doctor_security(struct doctor_cli *o, struct lr_err *err)
+{
+	int r;
+
+	r = opts_token_psk(o->net.token_file, true, o->psk, &o->have_token,
+			   err);
+	if (!r && !o->have_token && opts_prompt_token("Token: ", o->psk, err))
+		r = lr_err_set(err, -EINVAL,
+			       "no token: set LINERATE_TOKEN or use "
+			       "--token-file");
+	o->d.psk = o->psk;
+	return r ?: opts_cipher_wish(&o->net, false, &o->d.cipher_wish, err);
+}
+
 int cmd_doctor(int argc, char **argv)
 {
 	struct doctor_callbacks cb = { .stage = on_stage };
@@ -184,7 +187,6 @@ int cmd_doctor(int argc, char **argv)
 	struct lr_err err = { 0 };
 	struct sigaction sa;
 	struct doctor_cli o;
-	enum crypto_cipher ci;
 	int r;
 
 	memset(&o, 0, sizeof(o));
@@ -194,26 +196,7 @@ int cmd_doctor(int argc, char **argv)
 		return EXIT_OK;
 	}
 	if (!r)
-		r = opts_token_psk(o.token_file, true, o.psk, &o.have_token,
-				   &err);
-	if (!r && !o.have_token) {
-		r = opts_prompt_token("Token: ", o.psk, &err);
-		if (r)
-			r = lr_err_set(&err, -EINVAL,
-				       "no token: set LINERATE_TOKEN or use "
-				       "--token-file");
-	}
-	o.d.psk = o.psk;
-	o.d.cipher_wish = CRYPTO_CIPHER_AUTO;
-	if (!r && o.cipher && strcmp(o.cipher, "auto")) {
-		if (crypto_cipher_parse(o.cipher, &ci) || ci == CRYPTO_NONE)
-			r = lr_err_set(&err, -EINVAL,
-				       "--cipher '%s': use auto, aes-256-gcm "
-				       "or chacha20-poly1305",
-				       o.cipher);
-		else
-			o.d.cipher_wish = (uint8_t)ci;
-	}
+		r = doctor_security(&o, &err);
 	if (r) {
 		fprintf(stderr,
 			"linerate doctor: %s\nTry 'linerate doctor --help'.\n",

@@ -15,6 +15,7 @@
 #include "core/server.h"
 #include "core/token.h"
 #include "opts.h"
+#include "opts_common.h"
 #include "report.h"
 #include "banned.h"
 
@@ -43,8 +44,7 @@ const char cmd_recv_usage[] =
 	"Exit status: 0 every file written and verified, 1 failure, 2 usage.\n";
 
 enum {
-	OPT_TOKEN_FILE = 256,
-	OPT_ALLOW_PLAINTEXT,
+	OPT_ALLOW_PLAINTEXT = 256,
 	OPT_OVERWRITE,
 	OPT_UPDATE,
 	OPT_NO_FSYNC,
@@ -53,12 +53,12 @@ enum {
 	OPT_JSON,
 };
 
+static const struct opts_common_spec common_spec = {
+	.take = OPTS_PORT | OPTS_FAMILY | OPTS_BIND | OPTS_TOKEN,
+	.min_port = 0, /* any free port */
+};
+
 static const struct option long_opts[] = {
-	{ "port", required_argument, NULL, 'p' },
-	{ "bind", required_argument, NULL, 'B' },
-	{ "ipv4", no_argument, NULL, '4' },
-	{ "ipv6", no_argument, NULL, '6' },
-	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 	{ "allow-plaintext", no_argument, NULL, OPT_ALLOW_PLAINTEXT },
 	{ "overwrite", no_argument, NULL, OPT_OVERWRITE },
 	{ "update", no_argument, NULL, OPT_UPDATE },
@@ -73,7 +73,8 @@ static const struct option long_opts[] = {
 
 struct recv_cli {
 	struct server_opts s;
-	const char *dir, *token_file;
+	struct opts_common net;
+	const char *dir;
 	bool json, quiet;
 	char token[SESSION_TOKEN_CHARS];
 	uint8_t psk[SESSION_PSK_LEN];
@@ -135,54 +136,31 @@ static void on_event(void *ctx, const struct server_event *ev)
 		report_server_event(o->msg, o->msg, ev);
 }
 
-static int recv_parse(int argc, char **argv, struct recv_cli *o,
+/* One of recv's own options. */
+static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
+{
+	struct recv_cli *o = ctx;
+	switch (c) {
+	case OPT_ALLOW_PLAINTEXT: o->s.allow_plaintext = true; return 0;
+	case OPT_OVERWRITE: o->s.xfer_flags |= XFER_F_OVERWRITE; return 0;
+	case OPT_UPDATE: o->s.xfer_flags |= XFER_F_UPDATE; return 0;
+	case OPT_NO_FSYNC: o->s.xfer_flags |= XFER_F_NO_FSYNC; return 0;
+	case OPT_KEEP_SETID: o->s.xfer_flags |= XFER_F_KEEP_SETID; return 0;
+	case OPT_STDOUT:
+		o->s.xfer_flags |= XFER_F_STDOUT;
+		o->s.outfd = STDOUT_FILENO;
+		return 0;
+	case OPT_JSON: o->json = true; return 0;
+	case 'q': o->quiet = true; return 0;
+	case 'h': return 1;
+	default: return opts_getopt_error(c, argv, err);
+	}
+}
+
+/* DIR, and what excludes what. */
+static int recv_check(int argc, char **argv, struct recv_cli *o,
 		      struct lr_err *err)
 {
-	uint64_t v;
-	int c;
-
-	o->s.port = LINERATE_DEFAULT_PORT;
-	o->s.family = AF_UNSPEC;
-	o->s.max_tests = 1;
-	o->s.once = true;
-	o->s.push_only = true;
-	o->s.max_duration_ms = SERVER_DEFAULT_MAX_DURATION_MS;
-	o->s.handshake_ms = SERVER_DEFAULT_HANDSHAKE_MS;
-	o->s.rootfd = -1;
-	o->s.outfd = -1;
-	o->s.progress_ms = 250;
-	o->s.cancel = &cancelled;
-	o->dir = ".";
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":p:B:46qh", long_opts, NULL)) !=
-	       -1) {
-		switch (c) {
-		case 'p':
-			if (opts_uint("-p", optarg, 0, 65535, &v, err))
-				return -EINVAL;
-			o->s.port = (uint16_t)v;
-			break;
-		case 'B': o->s.bind_addr = optarg; break;
-		case '4': o->s.family = AF_INET; break;
-		case '6': o->s.family = AF_INET6; break;
-		case OPT_TOKEN_FILE: o->token_file = optarg; break;
-		case OPT_ALLOW_PLAINTEXT: o->s.allow_plaintext = true; break;
-		case OPT_OVERWRITE: o->s.xfer_flags |= XFER_F_OVERWRITE; break;
-		case OPT_UPDATE: o->s.xfer_flags |= XFER_F_UPDATE; break;
-		case OPT_NO_FSYNC: o->s.xfer_flags |= XFER_F_NO_FSYNC; break;
-		case OPT_KEEP_SETID:
-			o->s.xfer_flags |= XFER_F_KEEP_SETID;
-			break;
-		case OPT_STDOUT:
-			o->s.xfer_flags |= XFER_F_STDOUT;
-			o->s.outfd = STDOUT_FILENO;
-			break;
-		case OPT_JSON: o->json = true; break;
-		case 'q': o->quiet = true; break;
-		case 'h': return 1;
-		default: return opts_getopt_error(c, argv, err);
-		}
-	}
 	if (argc - optind > 1)
 		return lr_err_set(err, -EINVAL, "unexpected argument '%s'",
 				  argv[optind + 1]);
@@ -199,6 +177,27 @@ static int recv_parse(int argc, char **argv, struct recv_cli *o,
 			err, -EINVAL,
 			"--overwrite and --update exclude each other");
 	return 0;
+}
+
+static int recv_parse(int argc, char **argv, struct recv_cli *o,
+		      struct lr_err *err)
+{
+	int r;
+
+	server_opts_init(&o->s);
+	o->s.max_tests = 1;
+	o->s.once = true;
+	o->s.push_only = true;
+	o->s.progress_ms = 250;
+	o->s.cancel = &cancelled;
+	o->dir = ".";
+	r = opts_parse(&common_spec, "qh", long_opts, own_option, o, argc, argv,
+		       &o->net, err);
+	if (r)
+		return r;
+	opts_common_addr(&o->net, LR_DEFAULT_PORT, &o->s.port, &o->s.family,
+			 &o->s.bind_addr);
+	return recv_check(argc, argv, o, err);
 }
 
 /* The token of an unfinished transfer into DIR, kept in DIR (mode 0600)
@@ -238,7 +237,7 @@ static void token_save(struct recv_cli *o)
 {
 	int fd, i;
 
-	if (o->token_saved || o->token_file || o->s.outfd >= 0)
+	if (o->token_saved || o->net.token_file || o->s.outfd >= 0)
 		return;
 	/* DIR below its parent as the transfer makes it: never through a
 	 * symlink, and there already when the transfer made it first */
@@ -291,10 +290,11 @@ static int recv_token(struct recv_cli *o, struct lr_err *err)
 	bool have;
 	int r;
 
-	if (o->token_file) {
-		FILE *f = fopen(o->token_file, "r");
+	if (o->net.token_file) {
+		FILE *f = fopen(o->net.token_file, "r");
 
-		r = opts_token_psk(o->token_file, false, o->psk, &have, err);
+		r = opts_token_psk(o->net.token_file, false, o->psk, &have,
+				   err);
 		if (!r && f && fgets(o->token, sizeof(o->token), f))
 			o->token[strcspn(o->token, "\r\n")] = 0;
 		if (f)

@@ -17,6 +17,7 @@
 #include "core/token.h"
 #include "core/xfer.h"
 #include "opts.h"
+#include "opts_common.h"
 #include "report.h"
 #include "banned.h"
 
@@ -71,7 +72,7 @@ const char cmd_get_usage[] =
 struct send_cli {
 	bool pull;
 	struct xfer_client_opts c;
-	const char *token_file, *cipher;
+	struct opts_common net;
 	bool have_token, json, quiet;
 	uint64_t link_speed;
 	char hostbuf[256];
@@ -83,9 +84,7 @@ struct send_cli {
 };
 
 enum {
-	OPT_TOKEN_FILE = 256,
-	OPT_CIPHER,
-	OPT_LIMIT,
+	OPT_LIMIT = 256,
 	OPT_CHUNK,
 	OPT_OVERWRITE,
 	OPT_UPDATE,
@@ -95,15 +94,15 @@ enum {
 	OPT_JSON,
 };
 
+static const struct opts_common_spec common_spec = {
+	.take = OPTS_PORT | OPTS_PARALLEL | OPTS_FAMILY | OPTS_BIND |
+		OPTS_TOKEN | OPTS_CIPHER,
+	.min_port = 1,
+	.max_streams = XFER_MAX_STREAMS,
+};
+
 static const struct option long_opts[] = {
-	{ "port", required_argument, NULL, 'p' },
-	{ "parallel", required_argument, NULL, 'P' },
-	{ "ipv4", no_argument, NULL, '4' },
-	{ "ipv6", no_argument, NULL, '6' },
-	{ "bind", required_argument, NULL, 'B' },
 	{ "window", required_argument, NULL, 'w' },
-	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
-	{ "cipher", required_argument, NULL, OPT_CIPHER },
 	{ "limit", required_argument, NULL, OPT_LIMIT },
 	{ "chunk", required_argument, NULL, OPT_CHUNK },
 	{ "overwrite", no_argument, NULL, OPT_OVERWRITE },
@@ -168,208 +167,199 @@ static const char *clean_remote(const char *p)
 	return strcmp(p, ".") ? p : "";
 }
 
+/* --limit: bytes/s as rsync --bwlimit and pv -L read it; a "bit" suffix
+ * (400mbit) gives bits/s. */
+static int parse_limit(const char *arg, uint64_t *out, struct lr_err *err)
+{
+	uint64_t v;
+
+	if (strstr(arg, "bit")) {
+		if (opts_rate("--limit", arg, 8000, UINT64_MAX / 2, &v, err))
+			return -EINVAL;
+		*out = v / 8;
+		return 0;
+	}
+	return opts_bytes("--limit", arg, 1000, UINT64_MAX / 2, out, err);
+}
+
+/* One of send's and get's own options. */
+static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
+{
+	struct send_cli *o = ctx;
+	uint64_t v;
+
+	switch (c) {
+	case 'w':
+		if (opts_bytes("-w", optarg, 4096, XFER_MAX_SOCKBUF, &v, err))
+			return -EINVAL;
+		o->c.window = (uint32_t)v;
+		return 0;
+	case OPT_LIMIT: return parse_limit(optarg, &o->c.x.rate, err);
+	case OPT_CHUNK:
+		if (opts_bytes("--chunk", optarg, XFER_MIN_CHUNK,
+			       XFER_MAX_CHUNK, &v, err))
+			return -EINVAL;
+		o->c.x.chunk_size = (uint32_t)v;
+		return 0;
+	case OPT_OVERWRITE: o->c.x.flags |= XFER_F_OVERWRITE; return 0;
+	case OPT_UPDATE: o->c.x.flags |= XFER_F_UPDATE; return 0;
+	case OPT_NO_FSYNC: o->c.x.flags |= XFER_F_NO_FSYNC; return 0;
+	case OPT_KEEP_SETID: o->c.x.flags |= XFER_F_KEEP_SETID; return 0;
+	case OPT_LINK_SPEED:
+		return opts_rate("--link-speed", optarg, 1000, UINT64_MAX / 2,
+				 &o->link_speed, err);
+	case OPT_JSON: o->json = true; return 0;
+	case 'q': o->quiet = true; return 0;
+	case 'h': return 1;
+	default: return opts_getopt_error(c, argv, err);
+	}
+}
+
+/* `send - HOST:DIR/NAME`: NAME names the file, DIR is its parent. */
+static int stdin_dest(const char *path, struct send_cli *o, struct lr_err *err)
+{
+	const char *slash = strrchr(path, '/');
+	size_t n;
+
+	if (!*path || (slash && !slash[1]))
+		return lr_err_set(err, -EINVAL,
+				  "sending standard input needs a name: "
+				  "HOST:NAME");
+	o->c.src.stdin_name = slash ? slash + 1 : path;
+	if (!slash) {
+		o->dest = "";
+		return 0;
+	}
+	n = (size_t)(slash - path);
+	if (n >= sizeof(o->destbuf))
+		return lr_err_set(err, -ENAMETOOLONG, "%s: too long", path);
+	memcpy(o->destbuf, path, n);
+	o->destbuf[n] = '\0';
+	o->dest = o->destbuf;
+	return 0;
+}
+
+/* send's operands: PATH... HOST:[DIR]. */
+static int push_args(int argc, char **argv, int first, struct send_cli *o,
+		     struct lr_err *err)
+{
+	const char *host, *path;
+	int i, last = argc - 1;
+
+	if (argc - first < 2)
+		return lr_err_set(err, -EINVAL, "need PATH... and HOST:[DIR]");
+	if (split_remote(argv[last], o->hostbuf, sizeof(o->hostbuf), &host,
+			 &path, err))
+		return -EINVAL;
+	if (last - first > (int)XFER_MAX_PATHS)
+		return lr_err_set(err, -E2BIG,
+				  "at most %u PATH arguments (name their "
+				  "directory instead)",
+				  XFER_MAX_PATHS);
+	for (i = first; i < last; i++) {
+		if (!strcmp(argv[i], "-") && last - first != 1)
+			return lr_err_set(err, -EINVAL,
+					  "'-' (standard input) goes alone");
+		o->paths[i - first] = argv[i];
+	}
+	o->c.src.npaths = (unsigned)(last - first);
+	o->c.src.paths = o->paths;
+	path = clean_remote(path);
+	o->dest = path;
+	if (!strcmp(argv[first], "-") && stdin_dest(path, o, err))
+		return -EINVAL;
+	o->c.op = XFER_PUSH;
+	o->c.npaths = 1;
+	o->c.paths[0] = o->dest;
+	o->c.host = host;
+	return 0;
+}
+
+/* get's operands: HOST:PATH... [DEST]. */
+static int pull_args(int argc, char **argv, int first, struct send_cli *o,
+		     struct lr_err *err)
+{
+	int i, last = argc - 1;
+	const char *host, *path;
+
+	if (argc - first < 1)
+		return lr_err_set(err, -EINVAL, "need HOST:PATH");
+	/* the last argument is DEST unless it is remote */
+	if (argc - first >= 2 && (!strchr(argv[last], ':') ||
+				  argv[last][0] == '/' || argv[last][0] == '.'))
+		o->dest = argv[last--];
+	else
+		o->dest = ".";
+	if (last - first + 1 > (int)XFER_MAX_PATHS)
+		return lr_err_set(err, -E2BIG, "at most %u HOST:PATH arguments",
+				  XFER_MAX_PATHS);
+	for (i = first; i <= last; i++) {
+		char hb[256];
+
+		if (split_remote(argv[i], hb, sizeof(hb), &host, &path, err))
+			return -EINVAL;
+		if (i == first)
+			snprintf(o->hostbuf, sizeof(o->hostbuf), "%s", hb);
+		else if (strcmp(o->hostbuf, hb))
+			return lr_err_set(err, -EINVAL,
+					  "all HOST:PATH arguments must name "
+					  "one host");
+		path = clean_remote(path);
+		if (!*path)
+			return lr_err_set(err, -EINVAL,
+					  "'%s': name a file or directory "
+					  "below the root",
+					  argv[i]);
+		o->c.paths[o->c.npaths++] = path;
+	}
+	o->c.host = o->hostbuf;
+	o->c.op = XFER_PULL;
+	if (!strcmp(o->dest, "-")) {
+		if (o->c.npaths != 1)
+			return lr_err_set(err, -EINVAL, "'-' takes one file");
+		o->c.x.flags |= XFER_F_STDOUT;
+	}
+	return 0;
+}
+
 static int send_parse(int argc, char **argv, struct send_cli *o,
 		      struct lr_err *err)
 {
-	uint64_t v;
-	int c, i, first, last;
-	const char *host = NULL, *path;
+	int r;
 
-	o->c.port = LINERATE_DEFAULT_PORT;
-	o->c.family = AF_UNSPEC;
-	o->c.streams = 0; /* chosen from the sources */
-	o->c.connect_timeout_ms = 10000;
 	o->c.dest.dirfd = o->c.outfd = -1;
 	o->c.src.rootfd = -1;
+	o->c.connect_timeout_ms = 10000;
 	o->c.x.progress_ms = 250;
 	o->c.x.cancel = &cancelled;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":p:P:46B:w:qh", long_opts,
-				NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			if (opts_uint("-p", optarg, 1, 65535, &v, err))
-				return -EINVAL;
-			o->c.port = (uint16_t)v;
-			break;
-		case 'P':
-			if (opts_uint("-P", optarg, 1, XFER_MAX_STREAMS, &v,
-				      err))
-				return -EINVAL;
-			o->c.streams = (unsigned)v;
-			break;
-		case '4': o->c.family = AF_INET; break;
-		case '6': o->c.family = AF_INET6; break;
-		case 'B': o->c.bind_addr = optarg; break;
-		case 'w':
-			if (opts_bytes("-w", optarg, 4096, XFER_MAX_SOCKBUF, &v,
-				       err))
-				return -EINVAL;
-			o->c.window = (uint32_t)v;
-			break;
-		case OPT_TOKEN_FILE: o->token_file = optarg; break;
-		case OPT_CIPHER: o->cipher = optarg; break;
-		case OPT_LIMIT:
-			/* bytes/s as rsync --bwlimit and pv -L read it; a
-			 * "bit" suffix (400mbit) gives bits/s */
-			if (strstr(optarg, "bit")) {
-				if (opts_rate("--limit", optarg, 8000,
-					      UINT64_MAX / 2, &v, err))
-					return -EINVAL;
-				v /= 8;
-			} else if (opts_bytes("--limit", optarg, 1000,
-					      UINT64_MAX / 2, &v, err)) {
-				return -EINVAL;
-			}
-			o->c.x.rate = v;
-			break;
-		case OPT_CHUNK:
-			if (opts_bytes("--chunk", optarg, XFER_MIN_CHUNK,
-				       XFER_MAX_CHUNK, &v, err))
-				return -EINVAL;
-			o->c.x.chunk_size = (uint32_t)v;
-			break;
-		case OPT_OVERWRITE: o->c.x.flags |= XFER_F_OVERWRITE; break;
-		case OPT_UPDATE: o->c.x.flags |= XFER_F_UPDATE; break;
-		case OPT_NO_FSYNC: o->c.x.flags |= XFER_F_NO_FSYNC; break;
-		case OPT_KEEP_SETID: o->c.x.flags |= XFER_F_KEEP_SETID; break;
-		case OPT_LINK_SPEED:
-			if (opts_rate("--link-speed", optarg, 1000,
-				      UINT64_MAX / 2, &o->link_speed, err))
-				return -EINVAL;
-			break;
-		case OPT_JSON: o->json = true; break;
-		case 'q': o->quiet = true; break;
-		case 'h': return 1;
-		default: return opts_getopt_error(c, argv, err);
-		}
-	}
-	first = optind;
-	last = argc - 1;
-	if (!o->pull) {
-		if (argc - first < 2)
-			return lr_err_set(err, -EINVAL,
-					  "need PATH... and HOST:[DIR]");
-		if (split_remote(argv[last], o->hostbuf, sizeof(o->hostbuf),
-				 &host, &path, err))
-			return -EINVAL;
-		if (last - first > (int)XFER_MAX_PATHS)
-			return lr_err_set(err, -E2BIG,
-					  "at most %u PATH arguments (name "
-					  "their directory instead)",
-					  XFER_MAX_PATHS);
-		for (i = first; i < last; i++) {
-			if (!strcmp(argv[i], "-") && last - first != 1)
-				return lr_err_set(err, -EINVAL,
-						  "'-' (standard input) "
-						  "goes alone");
-			o->paths[i - first] = argv[i];
-		}
-		o->c.src.npaths = (unsigned)(last - first);
-		o->c.src.paths = o->paths;
-		path = clean_remote(path);
-		if (!strcmp(argv[first], "-")) {
-			/* HOST:NAME names the file; its parent is DIR */
-			const char *slash = strrchr(path, '/');
-
-			if (!*path || (slash && !slash[1]))
-				return lr_err_set(err, -EINVAL,
-						  "sending standard input "
-						  "needs a name: HOST:NAME");
-			o->c.src.stdin_name = slash ? slash + 1 : path;
-			o->dest = path;
-			if (slash) {
-				size_t n = (size_t)(slash - path);
-
-				if (n >= sizeof(o->destbuf))
-					return lr_err_set(err, -ENAMETOOLONG,
-							  "%s: too long", path);
-				memcpy(o->destbuf, path, n);
-				o->destbuf[n] = '\0';
-				o->dest = o->destbuf;
-			} else {
-				o->dest = "";
-			}
-		} else {
-			o->dest = path;
-		}
-		o->c.op = XFER_PUSH;
-		o->c.npaths = 1;
-		o->c.paths[0] = o->dest;
-	} else {
-		int n = argc - first;
-		const char *h0 = NULL;
-
-		if (n < 1)
-			return lr_err_set(err, -EINVAL, "need HOST:PATH");
-		/* the last argument is DEST unless it is remote */
-		if (n >= 2 && (!strchr(argv[last], ':') ||
-			       argv[last][0] == '/' || argv[last][0] == '.'))
-			o->dest = argv[last--];
-		else
-			o->dest = ".";
-		if (last - first + 1 > (int)XFER_MAX_PATHS)
-			return lr_err_set(err, -E2BIG,
-					  "at most %u HOST:PATH arguments",
-					  XFER_MAX_PATHS);
-		for (i = first; i <= last; i++) {
-			char hb[256];
-
-			if (split_remote(argv[i], hb, sizeof(hb), &host, &path,
-					 err))
-				return -EINVAL;
-			if (!h0) {
-				snprintf(o->hostbuf, sizeof(o->hostbuf), "%s",
-					 hb);
-				h0 = o->hostbuf;
-			} else if (strcmp(h0, hb)) {
-				return lr_err_set(err, -EINVAL,
-						  "all HOST:PATH arguments "
-						  "must name one host");
-			}
-			path = clean_remote(path);
-			if (!*path)
-				return lr_err_set(err, -EINVAL,
-						  "'%s': name a file or "
-						  "directory below the root",
-						  argv[i]);
-			o->c.paths[o->c.npaths++] = path;
-		}
-		host = o->hostbuf;
-		o->c.op = XFER_PULL;
-		if (!strcmp(o->dest, "-")) {
-			if (o->c.npaths != 1)
-				return lr_err_set(err, -EINVAL,
-						  "'-' takes one file");
-			o->c.x.flags |= XFER_F_STDOUT;
-		}
-	}
-	o->c.host = host;
+	r = opts_parse(&common_spec, "w:qh", long_opts, own_option, o, argc,
+		       argv, &o->net, err);
+	if (r)
+		return r;
+	opts_common_addr(&o->net, LR_DEFAULT_PORT, &o->c.port, &o->c.family,
+			 &o->c.bind_addr);
+	o->c.streams = o->net.streams; /* 0: chosen from the sources */
+	r = o->pull ? pull_args(argc, argv, optind, o, err)
+		    : push_args(argc, argv, optind, o, err);
+	if (r)
+		return -EINVAL;
 	if ((o->c.x.flags & XFER_F_OVERWRITE) && (o->c.x.flags & XFER_F_UPDATE))
-		return lr_err_set(
-			err, -EINVAL,
-			"--overwrite and --update exclude each other");
+		return lr_err_set(err, -EINVAL,
+				  "--overwrite and --update exclude each "
+				  "other");
 	return 0;
 }
 
 static int send_security(struct send_cli *o, struct lr_err *err)
 {
-	enum crypto_cipher c;
 	int r;
 
-	r = opts_token_psk(o->token_file, true, o->psk, &o->have_token, err);
+	r = opts_token_psk(o->net.token_file, true, o->psk, &o->have_token,
+			   err);
+	if (!r)
+		r = opts_cipher_wish(&o->net, true, &o->c.cipher_wish, err);
 	if (r)
 		return r;
-	o->c.cipher_wish = CRYPTO_CIPHER_AUTO;
-	if (o->cipher && strcmp(o->cipher, "auto")) {
-		if (crypto_cipher_parse(o->cipher, &c))
-			return lr_err_set(err, -EINVAL,
-					  "--cipher '%s': use auto, "
-					  "aes-256-gcm, chacha20-poly1305 or "
-					  "none",
-					  o->cipher);
-		o->c.cipher_wish = (uint8_t)c;
-	}
 	if (!o->have_token) {
 		r = opts_prompt_token("Token: ", o->psk, err);
 		if (r)

@@ -19,6 +19,7 @@
 #include "core/units.h"
 #include "core/xfer.h"
 #include "opts.h"
+#include "opts_common.h"
 #include "report.h"
 #include "banned.h"
 
@@ -74,7 +75,7 @@ const char cmd_serve_usage[] =
 
 struct serve_opts {
 	struct server_opts s;
-	const char *token_file;
+	struct opts_common net;
 	const char *root;
 	uint8_t psk[SESSION_PSK_LEN];
 	bool list_partial, clean_partial;
@@ -88,7 +89,6 @@ enum {
 	OPT_MAX_TESTS = 256,
 	OPT_MAX_DURATION,
 	OPT_HANDSHAKE,
-	OPT_TOKEN_FILE,
 	OPT_ALLOW_PLAINTEXT,
 	OPT_ALLOW_SETID,
 	OPT_ROOT,
@@ -105,16 +105,16 @@ enum {
  * interrupted push is usually re-run the same day. */
 #define PARTIAL_DEFAULT_MAX_AGE_S (7 * 86400)
 
+static const struct opts_common_spec common_spec = {
+	.take = OPTS_PORT | OPTS_FAMILY | OPTS_BIND | OPTS_TOKEN,
+	.min_port = 0, /* any free port */
+};
+
 static const struct option long_opts[] = {
-	{ "port", required_argument, NULL, 'p' },
-	{ "bind", required_argument, NULL, 'B' },
-	{ "ipv4", no_argument, NULL, '4' },
-	{ "ipv6", no_argument, NULL, '6' },
 	{ "once", no_argument, NULL, '1' },
 	{ "max-tests", required_argument, NULL, OPT_MAX_TESTS },
 	{ "max-duration", required_argument, NULL, OPT_MAX_DURATION },
 	{ "handshake-timeout", required_argument, NULL, OPT_HANDSHAKE },
-	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 	{ "allow-plaintext", no_argument, NULL, OPT_ALLOW_PLAINTEXT },
 	{ "allow-setid", no_argument, NULL, OPT_ALLOW_SETID },
 	{ "root", required_argument, NULL, OPT_ROOT },
@@ -144,8 +144,7 @@ static void on_signal(int sig)
 
 /* --get-server-output: the server's human report of an iperf3 test, in
  * a malloc'd string for the core to send. */
-static char *render_ip3(void *ctx, const struct bench_run *run,
-			const struct bench_result *res,
+static char *render_ip3(void *ctx, const struct bench_result *res,
 			const struct bench_interval *ivs, unsigned niv)
 {
 	struct bench_callbacks cb = { 0 };
@@ -163,7 +162,7 @@ static char *render_ip3(void *ctx, const struct bench_run *run,
 	if (rp) {
 		report_bench_callbacks(rp, &cb);
 		if (cb.started)
-			cb.started(cb.ctx, run, res);
+			cb.started(cb.ctx, res);
 		for (i = 0; cb.interval && i < niv; i++)
 			cb.interval(cb.ctx, &ivs[i]);
 		if (cb.finished)
@@ -194,94 +193,71 @@ static void on_event(void *ctx, const struct server_event *ev)
 	report_server_event(stdout, stderr, ev);
 }
 
-static int serve_parse(int argc, char **argv, struct serve_opts *o,
-		       struct lr_err *err)
+/* --partial-max-age and --partial-max-size. */
+static int partial_option(int c, const char *arg, struct serve_opts *o,
+			  struct lr_err *err)
 {
 	uint64_t v;
-	int c, r;
 
-	memset(o, 0, sizeof(*o));
-	o->s.partial.max_age_s = PARTIAL_DEFAULT_MAX_AGE_S;
-	o->s.port = LINERATE_DEFAULT_PORT;
-	o->s.family = AF_UNSPEC;
-	o->s.max_tests = SERVER_DEFAULT_MAX_TESTS;
-	o->s.max_duration_ms = SERVER_DEFAULT_MAX_DURATION_MS;
-	o->s.handshake_ms = SERVER_DEFAULT_HANDSHAKE_MS;
-	o->s.rootfd = -1;
-	o->s.outfd = -1;
-	o->ip3 = true;
-	o->ip3_port = SERVER_IP3_PORT;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":p:B:461h", long_opts, NULL)) !=
-	       -1) {
-		switch (c) {
-		case 'p':
-			if (opts_uint("-p", optarg, 0, 65535, &v, err))
-				return -EINVAL;
-			o->s.port = (uint16_t)v;
-			break;
-		case 'B': o->s.bind_addr = optarg; break;
-		case '4': o->s.family = AF_INET; break;
-		case '6': o->s.family = AF_INET6; break;
-		case '1': o->s.once = true; break;
-		case OPT_MAX_TESTS:
-			if (opts_uint("--max-tests", optarg, 1, 64, &v, err))
-				return -EINVAL;
-			o->s.max_tests = (unsigned)v;
-			break;
-		case OPT_MAX_DURATION:
-			if (opts_ms("--max-duration", optarg, 1000,
-				    BENCH_MAX_DURATION_MS,
-				    &o->s.max_duration_ms, err))
-				return -EINVAL;
-			break;
-		case OPT_HANDSHAKE:
-			if (opts_ms("--handshake-timeout", optarg, 100, 600000,
-				    &v, err))
-				return -EINVAL;
-			o->s.handshake_ms = (int)v;
-			break;
-		case OPT_TOKEN_FILE: o->token_file = optarg; break;
-		case OPT_ALLOW_PLAINTEXT: o->s.allow_plaintext = true; break;
-		case OPT_ROOT: o->root = optarg; break;
-		case OPT_READ_ONLY: o->s.read_only = true; break;
-		case OPT_ALLOW_SETID: o->s.allow_setid = true; break;
-		case OPT_IPERF3_PORT:
-			if (opts_uint("--iperf3-port", optarg, 0, 65535, &v,
-				      err))
-				return -EINVAL;
-			o->ip3_port = (uint16_t)v;
-			o->ip3_explicit = true;
-			break;
-		case OPT_NO_IPERF3: o->ip3 = false; break;
-		case OPT_PARTIAL_MAX_AGE:
-			r = units_parse_age(optarg, 0, 100ull * 365 * 86400,
-					    &v);
-			if (r)
-				return lr_err_set(err, -EINVAL,
-						  "--partial-max-age '%s' is "
-						  "not an age (90s, 30m, 12h, "
-						  "7d; 0 = keep)",
-						  optarg);
-			o->s.partial.max_age_s = (int64_t)v;
-			o->partial_set = true;
-			break;
-		case OPT_PARTIAL_MAX_SIZE:
-			if (opts_bytes("--partial-max-size", optarg, 0,
-				       UINT64_MAX / 2, &v, err))
-				return -EINVAL;
-			o->s.partial.max_bytes = v;
-			o->partial_set = true;
-			break;
-		case OPT_LIST_PARTIAL: o->list_partial = true; break;
-		case OPT_CLEAN_PARTIAL: o->clean_partial = true; break;
-		case 'h': return 1;
-		default: return opts_getopt_error(c, argv, err);
-		}
+	o->partial_set = true;
+	if (c == OPT_PARTIAL_MAX_SIZE)
+		return opts_bytes("--partial-max-size", arg, 0, UINT64_MAX / 2,
+				  &o->s.partial.max_bytes, err);
+	if (units_parse_age(arg, 0, 100ull * 365 * 86400, &v))
+		return lr_err_set(err, -EINVAL,
+				  "--partial-max-age '%s' is not an age (90s, "
+				  "30m, 12h, 7d; 0 = keep)",
+				  arg);
+	o->s.partial.max_age_s = (int64_t)v;
+	return 0;
+}
+
+/* One of serve's own options. */
+static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
+{
+	struct serve_opts *o = ctx;
+	uint64_t v;
+
+	switch (c) {
+	case '1': o->s.once = true; return 0;
+	case OPT_MAX_TESTS:
+		if (opts_uint("--max-tests", optarg, 1, 64, &v, err))
+			return -EINVAL;
+		o->s.max_tests = (unsigned)v;
+		return 0;
+	case OPT_MAX_DURATION:
+		return opts_ms("--max-duration", optarg, 1000,
+			       SERVER_MAX_DURATION_MS, &o->s.max_duration_ms,
+			       err);
+	case OPT_HANDSHAKE:
+		if (opts_ms("--handshake-timeout", optarg, 100, 600000, &v,
+			    err))
+			return -EINVAL;
+		o->s.handshake_ms = (int)v;
+		return 0;
+	case OPT_ALLOW_PLAINTEXT: o->s.allow_plaintext = true; return 0;
+	case OPT_ROOT: o->root = optarg; return 0;
+	case OPT_READ_ONLY: o->s.read_only = true; return 0;
+	case OPT_ALLOW_SETID: o->s.allow_setid = true; return 0;
+	case OPT_IPERF3_PORT:
+		if (opts_uint("--iperf3-port", optarg, 0, 65535, &v, err))
+			return -EINVAL;
+		o->ip3_port = (uint16_t)v;
+		o->ip3_explicit = true;
+		return 0;
+	case OPT_NO_IPERF3: o->ip3 = false; return 0;
+	case OPT_PARTIAL_MAX_AGE:
+	case OPT_PARTIAL_MAX_SIZE: return partial_option(c, optarg, o, err);
+	case OPT_LIST_PARTIAL: o->list_partial = true; return 0;
+	case OPT_CLEAN_PARTIAL: o->clean_partial = true; return 0;
+	case 'h': return 1;
+	default: return opts_getopt_error(c, argv, err);
 	}
-	if (optind != argc)
-		return lr_err_set(err, -EINVAL, "unexpected argument '%s'",
-				  argv[optind]);
+}
+
+/* What excludes what among the options. */
+static int serve_check(struct serve_opts *o, struct lr_err *err)
+{
 	if ((o->list_partial || o->clean_partial || o->partial_set) && !o->root)
 		return lr_err_set(err, -EINVAL, "--%s needs --root DIR",
 				  o->list_partial    ? "list-partial"
@@ -303,6 +279,28 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o,
 	if (o->s.once && !o->ip3_explicit)
 		o->ip3 = false;
 	return 0;
+}
+
+static int serve_parse(int argc, char **argv, struct serve_opts *o,
+		       struct lr_err *err)
+{
+	int r;
+
+	memset(o, 0, sizeof(*o));
+	server_opts_init(&o->s);
+	o->s.partial.max_age_s = PARTIAL_DEFAULT_MAX_AGE_S;
+	o->ip3 = true;
+	o->ip3_port = LR_IP3_PORT;
+	r = opts_parse(&common_spec, "1h", long_opts, own_option, o, argc, argv,
+		       &o->net, err);
+	if (r)
+		return r;
+	opts_common_addr(&o->net, LR_DEFAULT_PORT, &o->s.port, &o->s.family,
+			 &o->s.bind_addr);
+	if (optind != argc)
+		return lr_err_set(err, -EINVAL, "unexpected argument '%s'",
+				  argv[optind]);
+	return serve_check(o, err);
 }
 
 /* Tests at once times streams needs many descriptors: raise the soft
@@ -371,110 +369,119 @@ static int partial_cmd(const struct serve_opts *o)
 	return c.failed ? EXIT_RUNTIME : EXIT_OK;
 }
 
-int cmd_serve(int argc, char **argv)
+/* The token, and what needs it or --root. */
+static int serve_security(struct serve_opts *o, struct lr_err *err)
 {
-	struct server_callbacks cb = { .event = on_event };
-	struct sigaction sa;
-	struct serve_opts o;
-	struct lr_err err = { 0 };
-	struct ip3srv *ip3 = NULL;
-	pthread_t ip3_thread;
-	bool ip3_running = false;
-	struct server *srv;
+	bool have;
 	int r;
 
-	r = serve_parse(argc, argv, &o, &err);
-	if (r == 1) {
-		fputs(cmd_serve_usage, stdout);
-		return EXIT_OK;
+	if (o->net.token_file) {
+		r = opts_token_psk(o->net.token_file, false, o->psk, &have,
+				   err);
+		if (r)
+			return r;
+		o->s.psk = o->psk;
 	}
-	if (!r && o.token_file) {
-		bool have;
+	if (o->s.allow_plaintext && !o->s.psk)
+		return lr_err_set(err, -EINVAL,
+				  "--allow-plaintext needs --token-file: "
+				  "without a token every test is in clear "
+				  "anyway");
+	if (o->s.read_only && !o->root)
+		return lr_err_set(err, -EINVAL, "--read-only needs --root");
+	if (o->s.allow_setid && !o->root)
+		return lr_err_set(err, -EINVAL, "--allow-setid needs --root");
+	return 0;
+}
 
-		r = opts_token_psk(o.token_file, false, o.psk, &have, &err);
-		o.s.psk = o.psk;
+/* --root DIR, opened; a server with one needs the token. */
+static int serve_root(struct serve_opts *o, struct lr_err *err)
+{
+	if (!o->root)
+		return 0;
+	if (!o->s.psk)
+		return lr_err_set(err, -EINVAL,
+				  "--root needs --token-file: files are only "
+				  "ever written for a client that proves it "
+				  "holds the token");
+	o->s.rootfd = open(o->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (o->s.rootfd < 0)
+		return lr_err_setc(err, -errno, "--root %s", o->root);
+	return 0;
+}
+
+/* --list-partial and --clean-partial, which need no server. */
+static int serve_partial(struct serve_opts *o)
+{
+	int r;
+
+	o->s.rootfd = open(o->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (o->s.rootfd < 0) {
+		fprintf(stderr, "linerate serve: --root %s: %s\n", o->root,
+			lr_strerror(-errno));
+		return EXIT_RUNTIME;
 	}
-	if (!r && o.s.allow_plaintext && !o.s.psk)
-		r = lr_err_set(&err, -EINVAL,
-			       "--allow-plaintext needs "
-			       "--token-file: without a token every test is "
-			       "in clear anyway");
-	if (!r && o.s.read_only && !o.root)
-		r = lr_err_set(&err, -EINVAL, "--read-only needs --root");
-	if (!r && o.s.allow_setid && !o.root)
-		r = lr_err_set(&err, -EINVAL, "--allow-setid needs --root");
-	if (!r && o.root && (o.list_partial || o.clean_partial)) {
-		o.s.rootfd = open(o.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (o.s.rootfd < 0) {
-			fprintf(stderr, "linerate serve: --root %s: %s\n",
-				o.root, lr_strerror(-errno));
-			return EXIT_RUNTIME;
-		}
-		r = partial_cmd(&o);
-		close(o.s.rootfd);
-		return r;
-	}
-	if (!r && o.root && !o.s.psk)
-		r = lr_err_set(&err, -EINVAL,
-			       "--root needs --token-file: files are only "
-			       "ever written for a client that proves it holds "
-			       "the token");
-	if (!r && o.root) {
-		o.s.rootfd = open(o.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (o.s.rootfd < 0)
-			r = lr_err_setc(&err, -errno, "--root %s", o.root);
-	}
-	if (r) {
-		fprintf(stderr,
-			"linerate serve: %s\nTry 'linerate serve "
-			"--help'.\n",
-			err.msg);
-		return EXIT_USAGE;
-	}
-	/* a token is asked of every client; iperf3 has none to give, so
-	 * its port stays closed unless asked for by name */
-	if (o.s.psk && o.ip3 && !o.ip3_explicit)
-		o.ip3 = false;
-	else if (o.s.psk && o.ip3)
+	r = partial_cmd(o);
+	close(o->s.rootfd);
+	return r;
+}
+
+/* A token is asked of every client; iperf3 has none to give, so its port
+ * stays closed unless asked for by name (then with a warning). */
+static void ip3_with_token(struct serve_opts *o)
+{
+	if (o->s.psk && o->ip3 && !o->ip3_explicit)
+		o->ip3 = false;
+	else if (o->s.psk && o->ip3)
 		fprintf(stderr,
 			"linerate serve: warning: --iperf3-port: iperf3 "
 			"clients are served without the token (iperf3 has "
 			"none to give)\n");
-	signal(SIGPIPE, SIG_IGN);
-	raise_nofile();
-	r = server_new(&o.s, &cb, &srv, &err);
-	if (r) {
-		fprintf(stderr, "linerate serve: %s\n", err.msg);
-		return EXIT_RUNTIME;
-	}
-	if (o.ip3) {
-		struct ip3srv_opts io = {
-			.bind_addr = o.s.bind_addr,
-			.port = o.ip3_port,
-			.family = o.s.family,
-			.max_tests = o.s.max_tests,
-			.max_duration_ms = o.s.max_duration_ms,
-			.handshake_ms = o.s.handshake_ms,
-		};
-		struct ip3srv_callbacks icb = { .event = on_event,
-						.render = render_ip3 };
+}
 
-		r = ip3srv_new(&io, &icb, &ip3, &err);
-		if (r && o.ip3_explicit) {
-			fprintf(stderr, "linerate serve: iperf3 port %u: %s\n",
-				o.ip3_port, err.msg);
-			server_free(srv);
-			return EXIT_RUNTIME;
-		}
-		if (r) {
-			fprintf(stderr,
-				"linerate serve: warning: not answering iperf3 "
-				"clients: port %u: %s (--iperf3-port PORT "
-				"picks another, --no-iperf3 silences this)\n",
-				o.ip3_port, err.msg);
-			ip3 = NULL;
-		}
+/* The iperf3 server beside linerate's, when it is wanted: NULL when it
+ * is not or cannot be (a warning), -1 when a port asked for by name is
+ * not free (an error). */
+static int ip3_start(struct serve_opts *o, struct ip3srv **out)
+{
+	struct ip3srv_opts io = {
+		.bind_addr = o->s.bind_addr,
+		.port = o->ip3_port,
+		.family = o->s.family,
+		.max_tests = o->s.max_tests,
+		.max_duration_ms = o->s.max_duration_ms,
+		.handshake_ms = o->s.handshake_ms,
+	};
+	struct ip3srv_callbacks icb = { .event = on_event,
+					.render = render_ip3 };
+	struct lr_err err = { 0 };
+
+	*out = NULL;
+	if (!o->ip3 || !ip3srv_new(&io, &icb, out, &err))
+		return 0;
+	*out = NULL;
+	if (o->ip3_explicit) {
+		fprintf(stderr, "linerate serve: iperf3 port %u: %s\n",
+			o->ip3_port, err.msg);
+		return -1;
 	}
+	fprintf(stderr,
+		"linerate serve: warning: not answering iperf3 clients: port "
+		"%u: %s (--iperf3-port PORT picks another, --no-iperf3 "
+		"silences this)\n",
+		o->ip3_port, err.msg);
+	return 0;
+}
+
+/* Both servers until a signal (or --once); the iperf3 one in a thread. */
+static int serve_both(struct server *srv, struct ip3srv *ip3)
+{
+	struct lr_err err = { 0 };
+	struct sigaction sa;
+	pthread_t ip3_thread;
+	bool ip3_running = false;
+	int r;
+
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
@@ -487,7 +494,6 @@ int cmd_serve(int argc, char **argv)
 	else if (ip3)
 		fprintf(stderr, "linerate serve: warning: cannot start the "
 				"iperf3 thread; linerate only\n");
-	memset(&err, 0, sizeof(err));
 	r = server_run(srv, &err);
 	if (r && err.msg[0])
 		fprintf(stderr, "linerate serve: %s\n", err.msg);
@@ -498,6 +504,48 @@ int cmd_serve(int argc, char **argv)
 	}
 	the_ip3srv = NULL;
 	the_server = NULL;
+	return r;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	struct server_callbacks cb = { .event = on_event };
+	struct serve_opts o;
+	struct lr_err err = { 0 };
+	struct ip3srv *ip3 = NULL;
+	struct server *srv;
+	int r;
+
+	r = serve_parse(argc, argv, &o, &err);
+	if (r == 1) {
+		fputs(cmd_serve_usage, stdout);
+		return EXIT_OK;
+	}
+	if (!r)
+		r = serve_security(&o, &err);
+	if (!r && o.root && (o.list_partial || o.clean_partial))
+		return serve_partial(&o);
+	if (!r)
+		r = serve_root(&o, &err);
+	if (r) {
+		fprintf(stderr,
+			"linerate serve: %s\nTry 'linerate serve --help'.\n",
+			err.msg);
+		return EXIT_USAGE;
+	}
+	ip3_with_token(&o);
+	signal(SIGPIPE, SIG_IGN);
+	raise_nofile();
+	r = server_new(&o.s, &cb, &srv, &err);
+	if (r) {
+		fprintf(stderr, "linerate serve: %s\n", err.msg);
+		return EXIT_RUNTIME;
+	}
+	if (ip3_start(&o, &ip3)) {
+		server_free(srv);
+		return EXIT_RUNTIME;
+	}
+	r = serve_both(srv, ip3);
 	ip3srv_free(ip3);
 	server_free(srv);
 	if (o.s.rootfd >= 0)

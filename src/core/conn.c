@@ -383,110 +383,130 @@ static int early_error(const uint8_t *body, size_t len, const char *where,
 	return lr_err_set(err, LR_EPEER, "server error: %s", pe.text);
 }
 
-int conn_client_open(int fd, const uint8_t *psk, uint8_t wish,
-		     const char *where, int64_t deadline_ms, struct conn *c,
-		     struct lr_err *err)
+/* The preamble and, with a token, HS_INIT after it, in one write; hs is
+ * set up when psk is given (wiped again on failure). */
+static int client_hello(int fd, const uint8_t *psk, uint8_t wish,
+			const char *where, int64_t deadline_ms,
+			struct session_hs *hs, struct lr_err *err)
 {
 	uint8_t out[PROTO_PREAMBLE_LEN + PROTO_HDR_LEN + SESSION_HS_LEN];
-	uint8_t body[PROTO_HDR_LEN + PROTO_MAX_TEXT + 64];
-	uint8_t c2s[CRYPTO_KEY_LEN], s2c[CRYPTO_KEY_LEN];
-	struct session_hello me = { .version = 1, .cipher = wish }, srv;
-	struct session_hs hs;
-	struct proto_buf b;
-	struct proto_hdr h;
+	struct session_hello me = { .version = 1, .cipher = wish };
 	size_t n = PROTO_PREAMBLE_LEN;
+	struct proto_buf b;
 	int r;
 
 	proto_encode_preamble(out, PROTO_VERSION_MIN, PROTO_VERSION_MAX, 0);
 	if (psk) {
 		me.flags = crypto_cpu_has_aes() ? SESSION_F_HAS_AES : 0;
-		r = session_hs_init(&hs, psk, out, PROTO_PREAMBLE_LEN);
+		r = session_hs_init(hs, psk, out, PROTO_PREAMBLE_LEN);
 		if (r)
 			return lr_err_setc(err, r, "handshake");
 		proto_buf_init(&b, out + n, sizeof(out) - n);
 		proto_msg_begin(&b, PROTO_HS_INIT);
 		b.len += SESSION_HS_LEN; /* the body is raw */
 		proto_msg_end(&b);
-		r = session_hs_write_init(&hs, &me, out + n + PROTO_HDR_LEN);
+		r = session_hs_write_init(hs, &me, out + n + PROTO_HDR_LEN);
 		if (r) {
-			session_hs_wipe(&hs);
+			session_hs_wipe(hs);
 			return lr_err_setc(err, r, "handshake");
 		}
 		n += b.len;
 	}
 	r = net_write_full(fd, out, n, deadline_ms);
 	if (r) {
-		lr_err_setc(err, r, "%s", where);
-		goto out_wipe;
+		if (psk)
+			session_hs_wipe(hs);
+		return lr_err_setc(err, r, "%s", where);
 	}
-	r = read_preamble(fd, where, deadline_ms, err);
+	return 0;
+}
+
+/* The server's HS_RESP, read and checked against hs; its hello in srv. */
+static int client_read_resp(int fd, const char *where, int64_t deadline_ms,
+			    struct session_hs *hs, struct session_hello *srv,
+			    struct lr_err *err)
+{
+	uint8_t body[PROTO_HDR_LEN + PROTO_MAX_TEXT + 64];
+	struct proto_hdr h;
+	int r;
+
+	r = net_recv_msg(fd, body, sizeof(body), &h, deadline_ms, err);
+	if (r == LR_ECLOSED)
+		return lr_err_set(err, LR_EAUTH,
+				  "authentication failed: %s closed the "
+				  "connection during the handshake",
+				  where);
 	if (r)
-		goto out_wipe;
-	if (!psk) {
+		return r;
+	if (h.type == PROTO_ERROR)
+		return early_error(body, h.len, where, err);
+	if (h.type != PROTO_HS_RESP)
+		return lr_err_set(err, LR_EBADMSG,
+				  "expected HS_RESP from %s, got %s", where,
+				  proto_type_name(h.type));
+	r = session_hs_read_resp(hs, body, h.len, srv);
+	if (r == -EACCES)
+		return lr_err_set(err, LR_EAUTH,
+				  "authentication failed: %s does not hold "
+				  "the same token",
+				  where);
+	if (r)
+		return lr_err_set(err, LR_EBADMSG, "malformed HS_RESP from %s",
+				  where);
+	return 0;
+}
+
+/* The cipher the server chose: one we know, the one asked for, and
+ * never data in clear unless asked for by name. */
+static int client_check_cipher(uint8_t chosen, uint8_t wish, struct lr_err *err)
+{
+	if (chosen == SESSION_CIPHER_REFUSED)
+		return lr_err_set(err, LR_EPEER,
+				  "the server does not allow --cipher none "
+				  "(it must be started with "
+				  "--allow-plaintext)");
+	if (chosen != CRYPTO_AES256GCM && chosen != CRYPTO_CHACHA20POLY1305 &&
+	    chosen != CRYPTO_NONE)
+		return lr_err_set(err, LR_EBADMSG,
+				  "server chose an unknown cipher %u", chosen);
+	if (wish != SESSION_CIPHER_AUTO && chosen != wish)
+		return lr_err_set(err, LR_EBADMSG,
+				  "server chose %s, not the %s asked for",
+				  crypto_cipher_name(chosen),
+				  crypto_cipher_name(wish));
+	/* auto means one of the two ciphers, never data in clear */
+	if (wish == SESSION_CIPHER_AUTO && chosen == CRYPTO_NONE)
+		return lr_err_set(err, LR_EBADMSG,
+				  "server chose none, not a cipher as asked "
+				  "for");
+	return 0;
+}
+
+int conn_client_open(int fd, const uint8_t *psk, uint8_t wish,
+		     const char *where, int64_t deadline_ms, struct conn *c,
+		     struct lr_err *err)
+{
+	uint8_t c2s[CRYPTO_KEY_LEN], s2c[CRYPTO_KEY_LEN];
+	struct session_hello srv;
+	struct session_hs hs;
+	int r;
+
+	r = client_hello(fd, psk, wish, where, deadline_ms, &hs, err);
+	if (r)
+		return r;
+	r = read_preamble(fd, where, deadline_ms, err);
+	if (!r && !psk) {
 		conn_init_plain(c, fd);
 		return 0;
 	}
-	r = net_recv_msg(fd, body, sizeof(body), &h, deadline_ms, err);
-	if (r == LR_ECLOSED)
-		r = lr_err_set(err, LR_EAUTH,
-			       "authentication failed: %s "
-			       "closed the connection during the handshake",
-			       where);
-	if (r)
-		goto out_wipe;
-	if (h.type == PROTO_ERROR) {
-		r = early_error(body, h.len, where, err);
-		goto out_wipe;
-	}
-	if (h.type != PROTO_HS_RESP) {
-		r = lr_err_set(err, LR_EBADMSG,
-			       "expected HS_RESP from %s, got "
-			       "%s",
-			       where, proto_type_name(h.type));
-		goto out_wipe;
-	}
-	r = session_hs_read_resp(&hs, body, h.len, &srv);
-	if (r == -EACCES) {
-		r = lr_err_set(err, LR_EAUTH,
-			       "authentication failed: %s does "
-			       "not hold the same token",
-			       where);
-		goto out_wipe;
-	}
+	if (!r)
+		r = client_read_resp(fd, where, deadline_ms, &hs, &srv, err);
+	if (!r)
+		r = client_check_cipher(srv.cipher, wish, err);
 	if (r) {
-		r = lr_err_set(err, LR_EBADMSG, "malformed HS_RESP from %s",
-			       where);
-		goto out_wipe;
-	}
-	if (srv.cipher == SESSION_CIPHER_REFUSED) {
-		r = lr_err_set(err, LR_EPEER,
-			       "the server does not allow "
-			       "--cipher none (it must be started with "
-			       "--allow-plaintext)");
-		goto out_wipe;
-	}
-	if (srv.cipher != CRYPTO_AES256GCM &&
-	    srv.cipher != CRYPTO_CHACHA20POLY1305 &&
-	    srv.cipher != CRYPTO_NONE) {
-		r = lr_err_set(err, LR_EBADMSG,
-			       "server chose an unknown "
-			       "cipher %u",
-			       srv.cipher);
-		goto out_wipe;
-	}
-	if (wish != SESSION_CIPHER_AUTO && srv.cipher != wish) {
-		r = lr_err_set(err, LR_EBADMSG,
-			       "server chose %s, not the %s "
-			       "asked for",
-			       crypto_cipher_name(srv.cipher),
-			       crypto_cipher_name(wish));
-		goto out_wipe;
-	}
-	/* auto means one of the two ciphers, never data in clear */
-	if (wish == SESSION_CIPHER_AUTO && srv.cipher == CRYPTO_NONE) {
-		r = lr_err_set(err, LR_EBADMSG,
-			       "server chose none, not a cipher as asked for");
-		goto out_wipe;
+		if (psk)
+			session_hs_wipe(&hs);
+		return r;
 	}
 	r = session_hs_split(&hs, c2s, s2c);
 	if (!r)
@@ -496,9 +516,4 @@ int conn_client_open(int fd, const uint8_t *psk, uint8_t wish,
 	if (r)
 		return lr_err_setc(err, r, "session keys");
 	return 0;
-
-out_wipe:
-	if (psk)
-		session_hs_wipe(&hs);
-	return r;
 }

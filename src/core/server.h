@@ -15,6 +15,7 @@
 
 #define SERVER_DEFAULT_MAX_TESTS       4
 #define SERVER_DEFAULT_MAX_DURATION_MS (60 * 1000)
+#define SERVER_MAX_DURATION_MS	       PROTO_MAX_DURATION_MS
 #define SERVER_DEFAULT_HANDSHAKE_MS    5000
 #define SERVER_MAX_PENDING	       256
 
@@ -90,6 +91,10 @@ struct server_callbacks {
 
 struct server;
 
+/* The defaults: port LR_DEFAULT_PORT on every address family, the
+ * SERVER_DEFAULT_* limits, no root, no token, nothing to stdout. */
+void server_opts_init(struct server_opts *o);
+
 /* Create and bind a server; nothing runs until server_run. */
 int server_new(const struct server_opts *o, const struct server_callbacks *cb,
 	       struct server **out, struct lr_err *err);
@@ -125,8 +130,6 @@ void server_free(struct server *srv);
  * tests still waiting for them are bounded per host the same way.
  */
 
-#define SERVER_IP3_PORT BENCH_IP3_PORT /* iperf3's */
-
 struct ip3srv_opts {
 	const char *bind_addr; /* NULL = all addresses, IPv4 and IPv6 */
 	uint16_t port;	       /* 0 = any (see ip3srv_port) */
@@ -145,13 +148,13 @@ struct ip3srv_callbacks {
 	void (*event)(void *ctx, const struct server_event *ev);
 	/*
 	 * --get-server-output: render the server's own report of a test as
-	 * human text: run (the server's side, its streams), res (the per
-	 * stream figures of both sides) and the niv interval samples. Returns
+	 * human text: res (the server's streams, described as the started
+	 * callback of bench.h has them, and the per stream figures of both
+	 * sides) and the niv interval samples. Returns
 	 * a malloc'd NUL-terminated string the core frees, or NULL. May be
 	 * NULL (then the client gets no text). Called from a test's thread.
 	 */
-	char *(*render)(void *ctx, const struct bench_run *run,
-			const struct bench_result *res,
+	char *(*render)(void *ctx, const struct bench_result *res,
 			const struct bench_interval *ivs, unsigned niv);
 };
 

@@ -13,7 +13,9 @@
  * (docs/ARCHITECTURE.md); implemented in session.c.
  */
 
-#define LINERATE_DEFAULT_PORT 7350
+/* The port of a linerate server, and of an iperf3 server (iperf3's). */
+#define LR_DEFAULT_PORT 7350
+#define LR_IP3_PORT	5201
 
 #define SESSION_TOKEN_BYTES 20 /* 160 bits */
 #define SESSION_TOKEN_CHARS 40 /* 32 base32 digits, 7 dashes, NUL */

@@ -22,8 +22,7 @@ void report__cb_connecting(void *ctx, const char *host, uint16_t port)
 	}
 }
 
-static cJSON *start_json(const struct bench_run *run,
-			 const struct bench_result *res)
+static cJSON *start_json(const struct bench_result *res)
 {
 	cJSON *start = cJSON_CreateObject(), *conn, *o, *ts, *tst;
 	char host[NET_ADDRSTR], tbuf[64];
@@ -34,8 +33,8 @@ static cJSON *start_json(const struct bench_run *run,
 	unsigned i;
 
 	conn = cJSON_AddArrayToObject(start, "connected");
-	for (i = 0; i < run->nstreams; i++) {
-		const struct bench_stream *s = &run->streams[i];
+	for (i = 0; i < res->nstreams; i++) {
+		const struct bench_stream_result *s = &res->streams[i];
 
 		o = cJSON_CreateObject();
 		cJSON_AddNumberToObject(o, "socket", i + 1);
@@ -93,42 +92,41 @@ static cJSON *start_json(const struct bench_run *run,
 	return start;
 }
 
-void report__cb_started(void *ctx, const struct bench_run *run,
-			const struct bench_result *res)
+void report__cb_started(void *ctx, const struct bench_result *res)
 {
 	struct report *rp = ctx;
 	char host[NET_ADDRSTR], rhost[NET_ADDRSTR];
 	uint16_t port, rport;
 	unsigned i;
 
-	rp->nstreams = run->nstreams;
+	rp->nstreams = res->nstreams;
 	rp->mode = res->req.mode;
 	rp->bidir = res->req.mode == BENCH_MODE_BIDIR;
 	rp->udp = res->req.udp;
 	if (res->title[0] && !rp->title[0])
 		report_set_title(rp, res->title);
-	rp->dirs = calloc(run->nstreams, 1);
-	rp->local_sender = calloc(run->nstreams, sizeof(bool));
-	for (i = 0; rp->dirs && rp->local_sender && i < run->nstreams; i++) {
-		rp->dirs[i] = run->streams[i].dir;
-		rp->local_sender[i] = run->streams[i].sender;
-		rp->any_sender = rp->any_sender || run->streams[i].sender;
+	rp->dirs = calloc(res->nstreams, 1);
+	rp->local_sender = calloc(res->nstreams, sizeof(bool));
+	for (i = 0; rp->dirs && rp->local_sender && i < res->nstreams; i++) {
+		rp->dirs[i] = res->streams[i].dir;
+		rp->local_sender[i] = res->streams[i].local_sender;
+		rp->any_sender = rp->any_sender || rp->local_sender[i];
 	}
 	if (rp->fmt == REPORT_JSON) {
-		rp->start = start_json(run, res);
+		rp->start = start_json(res);
 		cJSON_AddItemToObject(rp->root, "start", rp->start);
 		rp->intervals = cJSON_AddArrayToObject(rp->root, "intervals");
 		return;
 	}
 	if (rp->fmt == REPORT_JSON_STREAM) {
-		report__emit_stream_event(rp, "start", start_json(run, res));
+		report__emit_stream_event(rp, "start", start_json(res));
 		return;
 	}
 	if (res->req.mode == BENCH_MODE_REVERSE)
 		report__print(rp, "Reverse mode, remote host %s is sending\n",
 			      res->remote_host);
-	for (i = 0; i < run->nstreams; i++) {
-		const struct bench_stream *s = &run->streams[i];
+	for (i = 0; i < res->nstreams; i++) {
+		const struct bench_stream_result *s = &res->streams[i];
 
 		net_addr_host((const struct sockaddr *)&s->local.ss, host,
 			      sizeof(host), &port);

@@ -118,8 +118,8 @@ void report_recv_listening(FILE *out, const struct report_recv_banner *b,
 	fprintf(out,
 		"On the sender, run:\n  LINERATE_TOKEN=%s linerate "
 		"send%s%.0u %s %s:%s\n",
-		b->token, b->port != LINERATE_DEFAULT_PORT ? " -p " : "",
-		b->port != LINERATE_DEFAULT_PORT ? b->port : 0,
+		b->token, b->port != LR_DEFAULT_PORT ? " -p " : "",
+		b->port != LR_DEFAULT_PORT ? b->port : 0,
 		b->to_stdout ? "-" : "PATH...", addr,
 		b->to_stdout ? "NAME" : "");
 	fflush(out);

@@ -86,8 +86,7 @@ void report__json_line(FILE *out, cJSON *o);
 
 /* bench_start.c, bench_interval.c: bench's callbacks */
 void report__cb_connecting(void *ctx, const char *host, uint16_t port);
-void report__cb_started(void *ctx, const struct bench_run *run,
-			const struct bench_result *res);
+void report__cb_started(void *ctx, const struct bench_result *res);
 void report__cb_interval(void *ctx, const struct bench_interval *iv);
 double report__pct(uint64_t part, uint64_t whole);
 void report__human_ooo_line(struct report *rp, const char *id, const char *tag,

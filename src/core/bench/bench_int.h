@@ -3,9 +3,13 @@
 #define LINERATE_BENCH_INT_H
 
 /*
- * The bench engine's internal header. Only the files of src/core/bench/
- * include it (scripts/check-includes.sh checks); everyone else sees
- * ../bench.h. Helpers shared between the files carry the prefix bench__.
+ * The bench engine's internal header. The files of src/core/bench/
+ * include it, and those of src/core/server/, whose tests drive a run too:
+ * the one exception to "internal headers stay in their folders"
+ * (docs/ARCHITECTURE.md; scripts/check-includes.sh checks). Everyone else
+ * sees ../bench.h. Its first part is the run, which both sides use; the
+ * rest is the clients'. Helpers shared between the files carry the prefix
+ * bench__.
  *
  *   run.c         a run's streams: set up, started, stopped, freed
  *   stream.c      the stream threads: TCP (plain, sealed, zero-copy) and
@@ -22,13 +26,161 @@
  * are atomics; callbacks are called from the control thread only.
  */
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/resource.h>
 #include <sys/time.h>
 
 #include "bench.h"
+#include "conn.h"
 #include "net.h"
+#include "udp.h"
+
+/* ---- the run: one test's data streams on one side (client or server):
+ * a thread per stream, byte counters, TCP_INFO sampling, the omitted
+ * period, the graceful stop that lets every byte in flight reach the
+ * receiver, and the per-stream results ---- */
+
+#define BENCH_RECV_BUF	    (1u << 20)
+#define BENCH_RECV_BUF_MANY (256u << 10) /* above 16 connections */
+#define BENCH_RCVLOWAT	    (512u << 10)
+#define BENCH_MAX_CONNS	    (2 * PROTO_MAX_STREAMS)
+/* Rolling TCP figures of one stream. */
+struct bench_tcp_acc {
+	uint32_t retrans_base; /* total_retrans at start of totals */
+	uint32_t retrans_last;
+	uint32_t max_cwnd;
+	uint32_t min_rtt, max_rtt;
+	uint64_t rtt_sum;
+	uint32_t rtt_n;
+};
+
+struct bench_run;
+
+/* UDP counters of one stream at a moment (interval start, omit end). */
+struct bench_udp_mark {
+	uint64_t sent; /* datagrams sent (sending side) */
+	uint64_t packets, lost, ooo, dup, bytes; /* receiving side */
+};
+
+/* Silence after the stop that ends a UDP receiver (it has no EOF). */
+#define BENCH_UDP_SILENCE_MS 250
+/* Receive buffer of UDP receivers when req.window is not given. */
+#define BENCH_UDP_RCVBUF (4u << 20)
+
+struct bench_stream {
+	struct bench_run *run;
+	unsigned idx; /* unique in the test */
+	uint8_t dir;  /* enum proto_dir */
+	bool sender;  /* this side sends on it */
+	int fd;
+	struct conn conn; /* records on fd, once the handshake is done */
+	pthread_t thread;
+	bool started;
+	_Atomic uint64_t bytes;	 /* moved so far */
+	_Atomic int64_t last_us; /* time of the last byte moved */
+	_Atomic bool done;
+	int error;	     /* 0 or -errno, written by the thread */
+	uint64_t bytes_omit; /* bytes when the omitted period ended */
+	uint64_t iv_bytes;   /* bytes at the start of the interval */
+	uint32_t iv_retrans;
+	struct bench_tcp_acc tcp;
+	uint64_t cpu_user_us, cpu_sys_us; /* the thread's, at exit */
+	struct net_addr local, peer;
+	/* UDP (run->req.udp); read them with bench_stream_udp() */
+	pthread_mutex_t udp_lock; /* guards udp */
+	bool udp_lock_init;
+	struct udp_rx udp;		/* receiving side's figures */
+	_Atomic uint64_t udp_sent;	/* datagrams sent */
+	_Atomic uint64_t udp_bad;	/* received, shorter than the header */
+	_Atomic uint64_t udp_send_err;	/* sends refused (ECONNREFUSED,
+					  ENOBUFS): not counted, not fatal */
+	struct bench_udp_mark udp_iv;	/* at the start of the interval */
+	struct bench_udp_mark udp_omit; /* when the omitted period ended */
+};
+
+struct bench_run {
+	struct proto_test_request req;
+	bool is_client;
+	unsigned nstreams;
+	struct bench_stream *streams;
+	_Atomic bool stop;	    /* senders: finish and shut down writing */
+	_Atomic bool abort;	    /* everyone: give up now */
+	_Atomic uint64_t budget[2]; /* bytes left per direction (-n) */
+	int evfd;		    /* written when a stream thread ends */
+	int64_t t0_us;		    /* TEST_START */
+	int64_t omit_end_us;
+	bool omit_done;
+	int memfd; /* payload for sendfile (-Z) */
+	/* threads get ready (buffers filled), then wait for go: the clock
+	 * starts when every thread exists, not while they are created */
+	pthread_mutex_t gate_lock;
+	pthread_cond_t gate_cv;
+	unsigned ready;
+	bool go;
+	bool gate_init;
+	int64_t send_end_us; /* senders stop by themselves then; 0 = never */
+	/* UDP: 64-bit sequence numbers in the datagram header (iperf3's
+	 * --udp-counters-64bit). bench_run_init sets it true, as linerate's
+	 * own protocol wants; iperf3 callers set it after bench_run_init */
+	bool udp_counters64;
+};
+
+/* Set up a run for req on this side; streams get fds later. With
+ * req->udp the streams' fds must be connected UDP sockets, req->blksize
+ * (the datagram size) at least the header's and at most UDP_MAX_LEN
+ * (-EINVAL otherwise). req->rate_bps paces every sending stream, TCP
+ * or UDP. */
+int bench_run_init(struct bench_run *run, const struct proto_test_request *req,
+		   bool is_client, struct lr_err *err);
+/* Release threads' resources, close stream fds; safe on a partial init. */
+void bench_run_fini(struct bench_run *run);
+/* Direction of stream idx under req. */
+uint8_t bench_stream_dir(const struct proto_test_request *req, unsigned idx);
+/* Start one thread per stream; t0 is now. */
+int bench_run_start(struct bench_run *run, struct lr_err *err);
+/* Sample all streams: update TCP accumulators, handle the omit boundary and
+ * (if iv != NULL, with iv->s sized nstreams) fill an interval report. */
+void bench_run_sample(struct bench_run *run, struct bench_interval *iv,
+		      double iv_start);
+/* True when every stream thread has ended. */
+bool bench_run_all_done(const struct bench_run *run);
+/* Stop sending, wait up to grace_ms for receivers to reach EOF (UDP
+ * receivers: BENCH_UDP_SILENCE_MS without a datagram), then force the rest
+ * and join all threads. */
+void bench_run_stop(struct bench_run *run, int grace_ms);
+/* This side's per-stream results and CPU, for TEST_RESULTS. */
+void bench_run_results(const struct bench_run *run, struct proto_results *out,
+		       struct proto_stream_result *arr);
+/*
+ * UDP figures of stream s, counted from the end of the omitted period:
+ * the receiving side's struct udp_rx (packets, bytes, lost, ooo, dup,
+ * jitter_s; the duplicate window and transit state as they are) and the
+ * datagrams the sending side sent. Safe while the stream's thread runs.
+ * Either out-pointer may be NULL. On a TCP stream both read as zero.
+ */
+void bench_stream_udp(const struct bench_stream *s, struct udp_rx *rx_out,
+		      uint64_t *pkts_sent_out);
+/* This side's end figures of stream s (bytes and seconds after the
+ * omitted period; TCP figures on the sending side; UDP datagrams, and on
+ * the receiving side lost/ooo/dup/jitter), as the report wants them. */
+void bench_stream_side(const struct bench_run *run,
+		       const struct bench_stream *s, struct bench_side *out);
+/* Each stream's idx, dir, local_sender and addresses into out[0..n). */
+void bench_run_describe(const struct bench_run *run,
+			struct bench_stream_result *out);
+/* CPU used by this run's stream threads. */
+void bench_run_cpu(const struct bench_run *run, uint64_t *user_us,
+		   uint64_t *sys_us);
+
+/* The first stream that failed (with ended_only, only among those whose
+ * thread has ended): its error into err; 0 when none did. */
+int bench_run_error(const struct bench_run *run, bool ended_only,
+		    struct lr_err *err);
+
+/* ---- the bench engine's own ---- */
 
 #ifndef SO_ZEROCOPY
 #define SO_ZEROCOPY 60
@@ -158,6 +310,25 @@ int bench__client_loop(struct bench_run *run, const struct bench_opts *o,
 		       struct bench_result *res,
 		       const struct bench__client_ops *ops, void *ctx,
 		       struct lr_err *err);
+
+/* A client's steps once its control connection is up: ask for the test,
+ * open its streams, run it; close (may be NULL) lets go of what the
+ * client keeps on the control connection. */
+struct bench__client_steps {
+	int (*ask)(void *c, struct lr_err *err);
+	int (*open)(void *c, struct lr_err *err);
+	int (*run)(void *c, struct lr_err *err);
+	void (*close)(void *c);
+};
+
+/* Both clients' test, on the connection fd of bench__client_dial (a
+ * negative fd is its error, returned): the steps in turn, then the run
+ * finished when *run_ok, the connection closed. 0 or -errno. */
+int bench__client_session(int fd, const struct bench__client_steps *st, void *c,
+			  struct bench_run *run, const bool *run_ok,
+			  struct lr_err *err);
+/* A failed test's result: nothing of it kept. */
+void bench__result_drop(struct bench_result *res);
 
 /* After the loop: the last part of an interval, when it lasted 5% of one
  * or more; with need_data only when data came in it; fix (may be NULL)

@@ -272,8 +272,9 @@ struct lr_client {
 };
 
 /* The handshake, CTRL_OPEN and TEST_REQUEST, then TEST_ACCEPT. */
-static int request_test(struct lr_client *c, struct lr_err *err)
+static int request_test(void *arg, struct lr_err *err)
 {
+	struct lr_client *c = arg;
 	const struct bench_opts *o = c->o;
 	struct proto_ctrl_open co = { .features = 0 };
 	struct proto_hdr h;
@@ -330,8 +331,9 @@ static int request_test(struct lr_client *c, struct lr_err *err)
 }
 
 /* The run and its streams, then TEST_START. */
-static int open_test(struct lr_client *c, struct lr_err *err)
+static int open_test(void *arg, struct lr_err *err)
 {
+	struct lr_client *c = arg;
 	const struct bench_opts *o = c->o;
 	struct proto_hdr h;
 	int r;
@@ -473,10 +475,6 @@ static void fill_result(struct lr_client *c, const struct proto_results *lres,
 		struct bench_stream_result *sr = &res->streams[i];
 		const struct proto_stream_result *remote = NULL;
 
-		sr->idx = i;
-		sr->dir = run->streams[i].dir;
-		sr->local = run->streams[i].local;
-		sr->peer = run->streams[i].peer;
 		for (j = 0; j < pres->nstreams; j++)
 			if (c->rarr[j].stream == i && c->rarr[j].dir == sr->dir)
 				remote = &c->rarr[j];
@@ -493,8 +491,9 @@ static void fill_result(struct lr_client *c, const struct proto_results *lres,
 }
 
 /* The test once its streams run: the loop, the stop, the results. */
-static int run_test(struct lr_client *c, struct lr_err *err)
+static int run_test(void *arg, struct lr_err *err)
 {
+	struct lr_client *c = arg;
 	struct proto_results pres, lres;
 	int r;
 
@@ -516,6 +515,20 @@ static int run_test(struct lr_client *c, struct lr_err *err)
 	return 0;
 }
 
+static void close_ctrl(void *arg)
+{
+	struct lr_client *c = arg;
+
+	conn_fini(&c->ctrl);
+}
+
+static const struct bench__client_steps lr_steps = {
+	.ask = request_test,
+	.open = open_test,
+	.run = run_test,
+	.close = close_ctrl,
+};
+
 int bench_client_run(const struct bench_opts *o,
 		     const struct bench_callbacks *cb, struct bench_result *res,
 		     struct lr_err *err)
@@ -536,27 +549,16 @@ int bench_client_run(const struct bench_opts *o,
 	c->res = res;
 	c->run.evfd = c->run.memfd = -1;
 	conn_init_plain(&c->ctrl, -1);
-	c->fd = r = bench__client_dial(o, cb, res, &c->d, err);
-	if (c->fd >= 0) {
-		r = request_test(c, err);
-		if (!r)
-			r = open_test(c, err);
-		if (!r)
-			r = run_test(c, err);
-		if (c->run_ok)
-			bench_run_fini(&c->run);
-		conn_fini(&c->ctrl);
-		close(c->fd);
-	}
+	c->fd = bench__client_dial(o, cb, res, &c->d, err);
+	r = bench__client_session(c->fd, &lr_steps, c, &c->run, &c->run_ok,
+				  err);
 	free(c->iv.s);
 	free(c->rarr);
 	free(c->larr);
 	free(c->buf);
 	free(c);
-	if (r) {
-		free(res->streams);
-		res->streams = NULL;
-	}
+	if (r)
+		bench__result_drop(res);
 	return r;
 }
 

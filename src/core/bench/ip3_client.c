@@ -19,12 +19,13 @@
 #include "ip3.h"
 #include "link.h"
 #include "udp.h"
+#include "token.h"
 #include "bench_int.h"
 #include "banned.h"
 
-_Static_assert(BENCH_IP3_PORT == IP3_DEFAULT_PORT &&
+_Static_assert(LR_IP3_PORT == IP3_DEFAULT_PORT &&
 		       BENCH_IP3_MAX_STREAMS == IP3_MAX_STREAMS,
-	       "bench.h's iperf3 figures are ip3.h's");
+	       "token.h's and bench.h's iperf3 figures are ip3.h's");
 
 /* Every control read and write has this deadline. */
 #define IP3C_CTRL_TIMEOUT_MS	10000
@@ -590,8 +591,9 @@ struct ip3_client {
 };
 
 /* The cookie, the parameters, then CREATE_STREAMS. */
-static int send_params(struct ip3_client *c, struct lr_err *err)
+static int send_params(void *arg, struct lr_err *err)
 {
+	struct ip3_client *c = arg;
 	struct ip3_params params;
 	int r;
 
@@ -618,8 +620,9 @@ static int send_params(struct ip3_client *c, struct lr_err *err)
 }
 
 /* The run and its streams, TEST_START and TEST_RUNNING, the start. */
-static int open_test(struct ip3_client *c, struct lr_err *err)
+static int open_test(void *arg, struct lr_err *err)
 {
+	struct ip3_client *c = arg;
 	int r;
 
 	r = bench_run_init(&c->run, &c->o->req, true, err);
@@ -738,10 +741,6 @@ static void our_results(struct ip3_client *c)
 		struct bench_side side;
 
 		bench_stream_side(run, s, &side);
-		sr->idx = i;
-		sr->dir = s->dir;
-		sr->local = s->local;
-		sr->peer = s->peer;
 		if (s->sender)
 			sr->sender = side;
 		else
@@ -841,8 +840,9 @@ static void their_results(struct ip3_client *c)
 
 /* The test once its streams run: this side owns the timer, also with
  * -R; -n looks often, as it ends with the bytes. */
-static int run_test(struct ip3_client *c, struct lr_err *err)
+static int run_test(void *arg, struct lr_err *err)
 {
+	struct ip3_client *c = arg;
 	const struct bench__client_ops ops = {
 		.ctrl_readable = ctrl_readable,
 		.after_turn = after_turn,
@@ -897,6 +897,12 @@ static int client_new(struct ip3_client *c, struct lr_err *err)
 	return 0;
 }
 
+static const struct bench__client_steps ip3_steps = {
+	.ask = send_params,
+	.open = open_test,
+	.run = run_test,
+};
+
 int ip3_client_run(const struct bench_opts *o, const struct ip3_client_opts *x,
 		   const struct bench_callbacks *cb, struct bench_result *res,
 		   struct lr_err *err)
@@ -915,27 +921,15 @@ int ip3_client_run(const struct bench_opts *o, const struct ip3_client_opts *x,
 	r = client_new(c, err);
 	if (!r)
 		r = c->fd = bench__client_dial(o, cb, res, &c->d, err);
-	if (c->fd >= 0) {
-		r = send_params(c, err);
-		if (!r)
-			r = open_test(c, err);
-		if (!r)
-			r = run_test(c, err);
-		if (c->run_ok)
-			bench_run_fini(&c->run);
-		close(c->fd);
-	}
+	if (c->fd >= 0)
+		r = bench__client_session(c->fd, &ip3_steps, c, &c->run,
+					  &c->run_ok, err);
 	free(c->iv.s);
 	free(c->lres);
 	free(c->rres);
 	free(c->buf);
 	free(c);
-	if (r) {
-		free(res->streams);
-		res->streams = NULL;
-		res->nstreams = 0;
-		free(res->server_output);
-		res->server_output = NULL;
-	}
+	if (r)
+		bench__result_drop(res);
 	return r;
 }

@@ -181,9 +181,40 @@ int bench__client_start(struct bench_run *run, const struct bench_opts *o,
 	if (r)
 		return r;
 	bench_fill_link(o, run, res);
+	bench_run_describe(run, res->streams);
 	if (cb->started)
-		cb->started(cb->ctx, run, res);
+		cb->started(cb->ctx, res);
 	return 0;
+}
+
+int bench__client_session(int fd, const struct bench__client_steps *st, void *c,
+			  struct bench_run *run, const bool *run_ok,
+			  struct lr_err *err)
+{
+	int r;
+
+	if (fd < 0)
+		return fd;
+	r = st->ask(c, err);
+	if (!r)
+		r = st->open(c, err);
+	if (!r)
+		r = st->run(c, err);
+	if (*run_ok)
+		bench_run_fini(run);
+	if (st->close)
+		st->close(c);
+	close(fd);
+	return r;
+}
+
+void bench__result_drop(struct bench_result *res)
+{
+	free(res->streams);
+	res->streams = NULL;
+	res->nstreams = 0;
+	free(res->server_output);
+	res->server_output = NULL;
 }
 
 void bench__client_clock_init(struct bench_client_clock *clk,

@@ -237,6 +237,22 @@ void bench_stream_side(const struct bench_run *run,
 	bench__side_fill(out, &r);
 }
 
+void bench_run_describe(const struct bench_run *run,
+			struct bench_stream_result *out)
+{
+	unsigned i;
+
+	for (i = 0; i < run->nstreams; i++) {
+		const struct bench_stream *s = &run->streams[i];
+
+		out[i].idx = s->idx;
+		out[i].dir = s->dir;
+		out[i].local_sender = s->sender;
+		out[i].local = s->local;
+		out[i].peer = s->peer;
+	}
+}
+
 void bench_run_cpu(const struct bench_run *run, uint64_t *user_us,
 		   uint64_t *sys_us)
 {

@@ -88,6 +88,7 @@ static int result_of(struct ip3_test *t, const struct ip3_results *ours,
 	snprintf(res->server_software, sizeof(res->server_software),
 		 "iperf3 client");
 	res->nstreams = run->nstreams;
+	bench_run_describe(run, res->streams);
 	res->iperf3 = true;
 	res->start_time = start_wall;
 	res->duration = wall_s;
@@ -109,10 +110,6 @@ static int result_of(struct ip3_test *t, const struct ip3_results *ours,
 		struct bench_stream_result *o = &res->streams[i];
 		struct bench_side mine, *peer;
 
-		o->idx = s->idx;
-		o->dir = s->dir;
-		o->local = s->local;
-		o->peer = s->peer;
 		o->local_error = s->error;
 		bench_stream_side(run, s, &mine);
 		if (t->end_us > from && mine.seconds > 0)
@@ -212,7 +209,7 @@ static char *render_text(struct ip3_test *t, const struct bench_result *res,
 
 	if (!srv->cb.render)
 		return NULL;
-	return srv->cb.render(srv->cb.ctx, &t->run, res, l->iv, l->n);
+	return srv->cb.render(srv->cb.ctx, res, l->iv, l->n);
 }
 
 int ip3s__results_phase(struct ip3_test *t, const struct ip3_params *p,

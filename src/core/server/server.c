@@ -13,6 +13,7 @@
 
 #include "crypto.h"
 #include "xfer.h"
+#include "token.h"
 #include "server_int.h"
 #include "banned.h"
 
@@ -85,6 +86,18 @@ static void open_udp_port(struct server *srv, const struct net_addr *addr)
 		return;
 	}
 	srv->ufd = fd;
+}
+
+void server_opts_init(struct server_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->port = LR_DEFAULT_PORT;
+	o->family = AF_UNSPEC;
+	o->max_tests = SERVER_DEFAULT_MAX_TESTS;
+	o->max_duration_ms = SERVER_DEFAULT_MAX_DURATION_MS;
+	o->handshake_ms = SERVER_DEFAULT_HANDSHAKE_MS;
+	o->rootfd = -1;
+	o->outfd = -1;
 }
 
 int server_new(const struct server_opts *o, const struct server_callbacks *cb,

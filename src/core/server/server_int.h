@@ -45,7 +45,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
-#include "bench.h"
+#include "bench/bench_int.h" /* the run: the exception of docs/ARCHITECTURE.md */
 #include "conn.h"
 #include "crypto.h"
 #include "ip3.h"

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef LINERATE_OPTS_COMMON_H
+#define LINERATE_OPTS_COMMON_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/err.h"
+
+/*
+ * The options the network subcommands share (bench, serve, send and get,
+ * recv, doctor), declared and parsed in one table. Each command says
+ * which of them it takes and within which bounds, and gives a function
+ * for its own options; it still owns their defaults and its checks.
+ */
+
+enum opts_common_bit {
+	OPTS_PORT = 1u << 0,	 /* -p, --port PORT */
+	OPTS_PARALLEL = 1u << 1, /* -P, --parallel N */
+	OPTS_FAMILY = 1u << 2,	 /* -4, --ipv4 and -6, --ipv6 */
+	OPTS_BIND = 1u << 3,	 /* -B, --bind ADDR */
+	OPTS_TOKEN = 1u << 4,	 /* --token-file FILE */
+	OPTS_CIPHER = 1u << 5,	 /* --cipher NAME */
+};
+
+/* getopt_long's values of the long-only ones; a command's own long-only
+ * options start at 256. */
+enum { OPTS_ID_TOKEN_FILE = 200, OPTS_ID_CIPHER };
+
+/* What a command takes of them. */
+struct opts_common_spec {
+	unsigned take;	      /* enum opts_common_bit */
+	uint16_t min_port;    /* 0 where 0 asks for any free port */
+	unsigned max_streams; /* -P's bound (OPTS_PARALLEL) */
+};
+
+/* Their values; what was not given is 0, NULL or AF_UNSPEC. */
+struct opts_common {
+	uint16_t port; /* -p */
+	bool have_port;
+	unsigned streams;      /* -P; 0 when not given */
+	int family;	       /* AF_UNSPEC unless -4 or -6 */
+	const char *bind_addr; /* -B; NULL */
+	const char *token_file, *cipher;
+};
+
+/* One of a command's own options: c is getopt_long's value (optarg
+ * holds its value); ':' and '?' are mistakes (opts_getopt_error says
+ * which). 0, 1 for --help, or -EINVAL with err set. */
+typedef int (*opts_own_fn)(int c, char **argv, void *ctx, struct lr_err *err);
+
+/*
+ * Parse argv's options: the common ones of spec->take into *net, the
+ * others through own(c, argv, ctx, err). own_shorts is getopt's syntax without the leading ':',
+ * own_longs ends with a zero entry; together with the common ones at most
+ * OPTS_MAX_LONG. 0 with optind at the first operand, 1 for --help, or
+ * -EINVAL with err set.
+ */
+#define OPTS_MAX_LONG 48
+int opts_parse(const struct opts_common_spec *spec, const char *own_shorts,
+	       const struct option *own_longs, opts_own_fn own, void *ctx,
+	       int argc, char **argv, struct opts_common *net,
+	       struct lr_err *err);
+
+/* Where to connect from or listen on, into the command's own options:
+ * the port given, else dflt; the family; the -B address when bind_addr
+ * is not NULL. */
+void opts_common_addr(const struct opts_common *n, uint16_t dflt,
+		      uint16_t *port, int *family, const char **bind_addr);
+
+/* --cipher's name as the engine wants it (enum crypto_cipher), or
+ * CRYPTO_CIPHER_AUTO when it is not given or "auto"; without allow_none,
+ * "none" is refused as well. -EINVAL with err set. */
+int opts_cipher_wish(const struct opts_common *o, bool allow_none,
+		     uint8_t *wish, struct lr_err *err);
+
+#endif
