@@ -50,7 +50,8 @@ const char cmd_bench_usage[] =
 	"      --json-stream      one JSON object per line as results arrive\n"
 	"      --link-speed RATE  speed of the link (e.g. 1gbit) when /sys does not\n"
 	"                         know it; prints the TCP ceiling and the %% reached\n"
-	"      --connect-timeout SEC  give up connecting after SEC (default 5)\n"
+	"      --connect-timeout MS  give up connecting after MS milliseconds, as\n"
+	"                         iperf3 (5s and 500ms work too; default 5s)\n"
 	"      --token-file FILE  the server's token (else LINERATE_TOKEN, else a\n"
 	"                         prompt when the server asks for one); not\n"
 	"                         with --iperf3\n"
@@ -270,8 +271,8 @@ static int report_option(int c, char **argv, struct bench_cli_opts *o,
 		return opts_rate("--link-speed", optarg, 1000, UINT64_MAX / 2,
 				 &o->b.link_speed_bps, err);
 	case OPT_CONNECT_TIMEOUT:
-		if (opts_ms("--connect-timeout", optarg, 100, 3600 * 1000, &v,
-			    err))
+		if (opts_msec("--connect-timeout", optarg, 100, 3600 * 1000, &v,
+			      err))
 			return -EINVAL;
 		o->b.connect_timeout_ms = (int)v;
 		return 0;

@@ -61,6 +61,17 @@ int opts_ms(const char *opt, const char *val, uint64_t min_ms, uint64_t max_ms,
 		 : 0;
 }
 
+int opts_msec(const char *opt, const char *val, uint64_t min_ms,
+	      uint64_t max_ms, uint64_t *out, struct lr_err *err)
+{
+	int r = units_parse_msec(val, min_ms, max_ms, out);
+
+	return r ? report(r, opt, val,
+			  "a time in milliseconds (500, 500ms or 0.5s)", min_ms,
+			  max_ms, " ms", err)
+		 : 0;
+}
+
 int opts_uint(const char *opt, const char *val, uint64_t min, uint64_t max,
 	      uint64_t *out, struct lr_err *err)
 {

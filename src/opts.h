@@ -19,6 +19,9 @@ int opts_rate(const char *opt, const char *val, uint64_t min, uint64_t max,
 	      uint64_t *out, struct lr_err *err);
 int opts_ms(const char *opt, const char *val, uint64_t min_ms, uint64_t max_ms,
 	    uint64_t *out, struct lr_err *err);
+/* Milliseconds, iperf3's unit: bare, "ms" or "s" (units_parse_msec). */
+int opts_msec(const char *opt, const char *val, uint64_t min_ms,
+	      uint64_t max_ms, uint64_t *out, struct lr_err *err);
 int opts_uint(const char *opt, const char *val, uint64_t min, uint64_t max,
 	      uint64_t *out, struct lr_err *err);
 /* "host", "host:port", "[v6]:port" or a bare IPv6 literal. host points

@@ -73,6 +73,11 @@ struct bench_iv_stream {
 	uint64_t bytes;
 	uint32_t retrans;
 	uint32_t cwnd;
+	uint32_t snd_wnd; /* the peer's advertised window, bytes */
+	/* seconds since TEST_START when this stream's part ends: the
+	 * interval's end, but in the last interval the end of this
+	 * stream's period (a sender's deadline, a receiver's last byte) */
+	double end;
 	uint32_t rtt_us, rttvar_us, pmtu;
 	bool has_tcp; /* retrans/cwnd meaningful (sending side) */
 	/* UDP (req.udp): datagrams this interval, as iperf3 counts them:
@@ -97,6 +102,7 @@ struct bench_side {
 	double seconds;
 	uint32_t retrans;
 	uint32_t max_cwnd;
+	uint32_t max_snd_wnd;
 	uint32_t min_rtt, mean_rtt, max_rtt;
 	bool has_tcp;
 	/* UDP: datagrams as iperf3 counts them: sent, or on the receiving
@@ -119,6 +125,9 @@ struct bench_stream_result {
 
 struct bench_result {
 	struct proto_test_request req;
+	/* the test's name on the wire, as iperf3's start.cookie: iperf3's
+	 * cookie, or linerate's test id in hex */
+	char cookie[40];
 	char remote_host[NET_ADDRSTR];
 	uint16_t remote_port;
 	char server_software[PROTO_MAX_NAME + 1];

@@ -425,24 +425,6 @@ int net_recv_msg(int fd, uint8_t *buf, size_t cap, struct proto_hdr *h,
 	return 0;
 }
 
-int net_tcp_stats(int fd, struct net_tcp_stats *st)
-{
-	struct tcp_info ti;
-	socklen_t sl = sizeof(ti);
-
-	memset(&ti, 0, sizeof(ti));
-	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &sl))
-		return -errno;
-	st->total_retrans = ti.tcpi_total_retrans;
-	st->cwnd_bytes = ti.tcpi_snd_cwnd * ti.tcpi_snd_mss;
-	st->rtt_us = ti.tcpi_rtt;
-	st->rttvar_us = ti.tcpi_rttvar;
-	st->pmtu = ti.tcpi_pmtu;
-	st->snd_mss = ti.tcpi_snd_mss;
-	st->timestamps = (ti.tcpi_options & TCPI_OPT_TIMESTAMPS) != 0;
-	return 0;
-}
-
 int net_get_cc(int fd, char *buf, size_t cap)
 {
 	char name[PROTO_CC_LEN + 1];

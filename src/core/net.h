@@ -27,6 +27,8 @@ struct net_tcp_stats {
 	uint32_t rttvar_us;
 	uint32_t pmtu;
 	uint32_t snd_mss;
+	uint32_t snd_wnd; /* the peer's advertised window, bytes; 0 when
+			     the kernel does not say (before Linux 5.4) */
 	bool timestamps;
 };
 

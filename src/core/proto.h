@@ -87,6 +87,7 @@ enum proto_tag {
 	PROTO_T_STREAM_RESULT = 0x0022,
 	PROTO_T_MAX_DURATION_MS = 0x0023,
 	PROTO_T_UDP_RESULT = 0x0024, /* follows its STREAM_RESULT */
+	PROTO_T_TCP_RESULT = 0x0025, /* follows its STREAM_RESULT */
 	/* file transfer */
 	PROTO_T_OP = 0x0030,
 	PROTO_T_CHUNK_SIZE = 0x0031,
@@ -221,6 +222,10 @@ struct proto_stream_result {
 	uint32_t retrans;
 	uint32_t max_cwnd;		     /* bytes */
 	uint32_t min_rtt, mean_rtt, max_rtt; /* microseconds */
+	/* TCP_RESULT (a sender's, optional): the peer's largest
+	 * advertised window, bytes */
+	bool has_tcp_result;
+	uint32_t max_snd_wnd;
 	/* UDP tests: datagrams, and as seen by the receiving side lost,
 	 * out of order, duplicates and the jitter at the end */
 	bool udp;
@@ -229,6 +234,7 @@ struct proto_stream_result {
 };
 #define PROTO_STREAM_RESULT_LEN 40u
 #define PROTO_UDP_RESULT_LEN	44u
+#define PROTO_TCP_RESULT_LEN	8u
 
 struct proto_results {
 	struct proto_cpu cpu;

@@ -143,6 +143,22 @@ int units_parse_ms(const char *s, uint64_t min_ms, uint64_t max_ms,
 	return scaled(&d, 1000, min_ms, max_ms, out_ms);
 }
 
+int units_parse_msec(const char *s, uint64_t min_ms, uint64_t max_ms,
+		     uint64_t *out_ms)
+{
+	struct decimal d;
+	uint64_t mult = 1;
+	const char *p;
+
+	if (!s || parse_decimal(s, &d, &p))
+		return -EINVAL;
+	if (!strcmp(p, "s"))
+		mult = 1000;
+	else if (*p && strcmp(p, "ms"))
+		return -EINVAL;
+	return scaled(&d, mult, min_ms, max_ms, out_ms);
+}
+
 int units_parse_age(const char *s, uint64_t min_s, uint64_t max_s,
 		    uint64_t *out_s)
 {

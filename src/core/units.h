@@ -20,6 +20,12 @@ int units_parse_bytes(const char *s, uint64_t min, uint64_t max, uint64_t *out);
  * (k = 1000). A trailing "bit", "bit/s", "bps" or "b" is allowed. */
 int units_parse_rate(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
+/* Milliseconds as iperf3 takes them: a bare number is milliseconds
+ * ("500", "2.5"), "ms" says so, "s" means seconds ("5s", "0.2s"). Output
+ * in milliseconds, a fraction rounded. */
+int units_parse_msec(const char *s, uint64_t min_ms, uint64_t max_ms,
+		     uint64_t *out_ms);
+
 /* Seconds with an optional fraction: "10", "0.5". Output in milliseconds. */
 int units_parse_ms(const char *s, uint64_t min_ms, uint64_t max_ms,
 		   uint64_t *out_ms);

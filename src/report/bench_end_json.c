@@ -62,6 +62,7 @@ static cJSON *side_json(unsigned id, const struct bench_side *d,
 	if (sender_side) {
 		cJSON_AddNumberToObject(o, "retransmits", d->retrans);
 		cJSON_AddNumberToObject(o, "max_snd_cwnd", d->max_cwnd);
+		cJSON_AddNumberToObject(o, "max_snd_wnd", d->max_snd_wnd);
 		cJSON_AddNumberToObject(o, "max_rtt", d->max_rtt);
 		cJSON_AddNumberToObject(o, "min_rtt", d->min_rtt);
 		cJSON_AddNumberToObject(o, "mean_rtt", d->mean_rtt);
@@ -248,6 +249,9 @@ static void end_linerate(cJSON *end, const struct bench_result *res,
 	cJSON_AddNumberToObject(lr, "overlapping_tests", res->overlap);
 	cJSON_AddBoolToObject(lr, "truncated", res->truncated);
 	cJSON_AddBoolToObject(lr, "authenticated", res->authenticated);
+	/* the MSS in use (TCP_INFO), also when -M asked for one */
+	if (!res->req.udp)
+		cJSON_AddNumberToObject(lr, "tcp_mss", res->mss);
 	/* UDP datagrams are never sealed (docs/SECURITY.md) */
 	cJSON_AddStringToObject(lr, "cipher",
 				crypto_cipher_name(res->authenticated &&

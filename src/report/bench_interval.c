@@ -15,6 +15,7 @@ double report__pct(uint64_t part, uint64_t whole)
 
 /* The figures of one line of the interval table. */
 struct line_fig {
+	double end; /* the line's end: the stream's, or its streams' last */
 	uint64_t bytes;
 	bool sender; /* the sending side's figures */
 	bool has_tcp;
@@ -61,18 +62,18 @@ static void human_iv_line(struct report *rp, const char *id, const char *tag,
 			  const struct line_fig *f, bool per_stream)
 {
 	char tb[32], rb[32], cb[32];
-	double secs = iv->end - iv->start;
+	double secs = f->end - iv->start;
 
-	report__print(
-		rp, "[%s]%s %6.2f-%-6.2f sec  %s  %s", id, tag, iv->start,
-		iv->end, units_fmt_bytes(tb, sizeof(tb), (double)f->bytes),
-		units_fmt_rate(rb, sizeof(rb), report__rate(f->bytes, secs)));
+	report__print(rp, "[%s]%s %6.2f-%-6.2f sec  %s  %s", id, tag, iv->start,
+		      f->end, units_fmt_bytes(tb, sizeof(tb), (double)f->bytes),
+		      units_fmt_rate(rb, sizeof(rb),
+				     report__rate(f->bytes, secs)));
 	if (rp->udp) {
 		human_udp_tail(rp, f, iv->omitted);
 		/* as iperf3 does for datagrams out of order; duplicates
 		 * are linerate's own count */
 		if (!f->sender)
-			report__human_ooo_line(rp, id, tag, iv->start, iv->end,
+			report__human_ooo_line(rp, id, tag, iv->start, f->end,
 					       f->ooo, f->dup);
 		return;
 	}
@@ -111,7 +112,8 @@ static void human_iv_header(struct report *rp)
 
 static void human_interval(struct report *rp, const struct bench_interval *iv)
 {
-	struct line_fig sum[2] = { { .sender = true }, { .sender = false } };
+	struct line_fig sum[2] = { { .sender = true, .end = iv->start },
+				   { .sender = false, .end = iv->start } };
 	unsigned jn[2] = { 0, 0 };
 	bool has[2] = { false, false };
 	char id[8];
@@ -126,6 +128,7 @@ static void human_interval(struct report *rp, const struct bench_interval *iv)
 	for (i = 0; i < iv->n; i++) {
 		const struct bench_iv_stream *s = &iv->s[i];
 		struct line_fig f = {
+			.end = s->end,
 			.bytes = s->bytes,
 			.sender = s->sender,
 			.has_tcp = s->has_tcp,
@@ -142,6 +145,8 @@ static void human_interval(struct report *rp, const struct bench_interval *iv)
 		snprintf(id, sizeof(id), "%3u", i + 1);
 		human_iv_line(rp, id, report__role_tag(rp, i), iv, &f, true);
 		k = s->sender ? 0 : 1;
+		if (s->end > sum[k].end)
+			sum[k].end = s->end;
 		sum[k].bytes += s->bytes;
 		sum[k].retr += s->retrans;
 		sum[k].has_tcp = sum[k].has_tcp || s->has_tcp;
@@ -193,10 +198,10 @@ static void udp_json_keys(cJSON *o, bool sender, const struct line_fig *f)
 static cJSON *interval_json(struct report *rp, const struct bench_interval *iv)
 {
 	cJSON *o = cJSON_CreateObject(), *arr, *s, *sum;
-	struct line_fig tot[2] = { { .bytes = 0 } };
+	struct line_fig tot[2] = { { .end = iv->start }, { .end = iv->start } };
 	unsigned jn[2] = { 0, 0 };
 	bool has[2] = { false, false };
-	double secs = iv->end - iv->start;
+	double secs;
 	unsigned i;
 	int k;
 
@@ -204,10 +209,11 @@ static cJSON *interval_json(struct report *rp, const struct bench_interval *iv)
 	for (i = 0; i < iv->n; i++) {
 		const struct bench_iv_stream *st = &iv->s[i];
 
+		secs = st->end - iv->start;
 		s = cJSON_CreateObject();
 		cJSON_AddNumberToObject(s, "socket", i + 1);
 		report__add_num(s, "start", iv->start);
-		report__add_num(s, "end", iv->end);
+		report__add_num(s, "end", st->end);
 		report__add_num(s, "seconds", secs);
 		cJSON_AddNumberToObject(s, "bytes", (double)st->bytes);
 		report__add_num(s, "bits_per_second",
@@ -224,6 +230,7 @@ static cJSON *interval_json(struct report *rp, const struct bench_interval *iv)
 		if (st->sender && st->has_tcp) {
 			cJSON_AddNumberToObject(s, "retransmits", st->retrans);
 			cJSON_AddNumberToObject(s, "snd_cwnd", st->cwnd);
+			cJSON_AddNumberToObject(s, "snd_wnd", st->snd_wnd);
 			cJSON_AddNumberToObject(s, "rtt", st->rtt_us);
 			cJSON_AddNumberToObject(s, "rttvar", st->rttvar_us);
 			cJSON_AddNumberToObject(s, "pmtu", st->pmtu);
@@ -232,6 +239,8 @@ static cJSON *interval_json(struct report *rp, const struct bench_interval *iv)
 		cJSON_AddBoolToObject(s, "sender", st->sender);
 		cJSON_AddItemToArray(arr, s);
 		k = (rp->bidir && st->dir == BENCH_DIR_S2C) ? 1 : 0;
+		if (st->end > tot[k].end)
+			tot[k].end = st->end;
 		tot[k].bytes += st->bytes;
 		tot[k].retr += st->retrans;
 		tot[k].packets += st->packets;
@@ -245,8 +254,9 @@ static cJSON *interval_json(struct report *rp, const struct bench_interval *iv)
 	for (k = 0; k < (rp->bidir ? 2 : 1); k++) {
 		sum = cJSON_AddObjectToObject(o,
 					      k ? "sum_bidir_reverse" : "sum");
+		secs = tot[k].end - iv->start;
 		report__add_num(sum, "start", iv->start);
-		report__add_num(sum, "end", iv->end);
+		report__add_num(sum, "end", tot[k].end);
 		report__add_num(sum, "seconds", secs);
 		cJSON_AddNumberToObject(sum, "bytes", (double)tot[k].bytes);
 		report__add_num(sum, "bits_per_second",

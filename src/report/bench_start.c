@@ -64,7 +64,11 @@ static cJSON *start_json(const struct bench_result *res)
 	o = cJSON_AddObjectToObject(start, "connecting_to");
 	cJSON_AddStringToObject(o, "host", res->remote_host);
 	cJSON_AddNumberToObject(o, "port", res->remote_port);
-	if (!res->req.udp)
+	cJSON_AddStringToObject(start, "cookie", res->cookie);
+	/* iperf3 names the MSS "tcp_mss" when -M set it */
+	if (!res->req.udp && res->req.mss)
+		cJSON_AddNumberToObject(start, "tcp_mss", res->req.mss);
+	else if (!res->req.udp)
 		cJSON_AddNumberToObject(start, "tcp_mss_default", res->mss);
 	cJSON_AddNumberToObject(start, "target_bitrate",
 				(double)res->req.rate_bps);

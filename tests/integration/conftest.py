@@ -8,12 +8,14 @@ linerate_bin  -- path of the linerate binary: $LINERATE_BIN, else
 serve         -- factory: serve(*args, popen=...) starts `linerate serve
                  -p 0 ARGS` (lrproc.LinerateServer, port read back from its
                  output); every server started is stopped at teardown
+iperf3        -- the name of Debian's iperf3 binary, when installed
 
 Each skips (with the reason) when it cannot be provided.
 """
 
 import os
 import pathlib
+import shutil
 import sys
 
 import pytest
@@ -34,6 +36,13 @@ _netns_reason = _NOT_CHECKED
 def _skip(reason):
     print(f"skipping: {reason}", file=sys.stderr)
     pytest.skip(reason)
+
+
+@pytest.fixture
+def iperf3():
+    if shutil.which("iperf3") is None:
+        _skip("'iperf3' not installed (Debian package iperf3)")
+    return "iperf3"
 
 
 def _require_netns():

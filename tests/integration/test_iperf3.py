@@ -20,7 +20,6 @@ Nothing here asserts a speed.
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -60,18 +59,6 @@ MODES = {
     "udp-64bit": (["-u", "-b", "50M", "-t", "2", "-l", str(UDP_LEN),
                    "--udp-counters-64bit"], {"udp": True}),
 }
-
-
-def _skip(reason):
-    print(f"skipping: {reason}", file=sys.stderr)
-    pytest.skip(reason)
-
-
-@pytest.fixture
-def iperf3():
-    if shutil.which("iperf3") is None:
-        _skip("'iperf3' not installed (Debian package iperf3)")
-    return "iperf3"
 
 
 def blksize(expect):

@@ -18,25 +18,16 @@ asserts a speed; every wait is bounded.
 import json
 import os
 import secrets
-import shutil
 import struct
 import subprocess
 import sys
 import time
-
-import pytest
 
 from util import wait_for_line, wait_for_listen
 
 PORT = 5402
 COOKIE_ALPHABET = "abcdefghijklmnopqrstuvwxyz234567"
 HERE = os.path.abspath(__file__)
-
-
-@pytest.fixture
-def iperf3():
-    if shutil.which("iperf3") is None:
-        pytest.skip("'iperf3' not installed (Debian package iperf3)")
 
 
 def start(serve, hosts, *args):

@@ -34,7 +34,7 @@ static void wr_be(uint8_t *p, uint64_t v, size_t n)
 /* ---- one message built into a stack buffer ---- */
 
 struct msg {
-	uint8_t mem[16384];
+	uint8_t mem[PROTO_HDR_LEN + PROTO_MAX_BODY]; /* the largest message */
 	struct proto_buf b;
 };
 
@@ -527,6 +527,9 @@ static void stream_result_fill(struct proto_stream_result *s, unsigned i)
 		s->ooo = 2 * i;
 		s->dup = 3 * i;
 		s->jitter_ns = 0xffffffffffffull - i;
+	} else if (i % 3 == 2) { /* some a TCP sender's window */
+		s->has_tcp_result = true;
+		s->max_snd_wnd = 0xfffffff0u - i;
 	}
 }
 
@@ -556,6 +559,8 @@ static void results_eq(const struct proto_results *a,
 		assert_int_equal(x->mean_rtt, y->mean_rtt);
 		assert_int_equal(x->max_rtt, y->max_rtt);
 		assert_int_equal(x->udp, y->udp);
+		assert_int_equal(x->has_tcp_result, y->has_tcp_result);
+		assert_int_equal(x->max_snd_wnd, y->max_snd_wnd);
 		assert_true(x->packets == y->packets);
 		assert_true(x->lost == y->lost);
 		assert_true(x->ooo == y->ooo);
@@ -613,6 +618,43 @@ static void test_rt_results(void **state)
 	out.cap = 0;
 	assert_int_equal(proto_decode_results(body, len, &out), 0);
 	results_eq(&in, &out);
+}
+
+/* A TCP_RESULT belongs to the STREAM_RESULT just before it: another
+ * stream's, a second one, or one before any stream is malformed. */
+static void test_tcp_result_placement(void **state)
+{
+	struct proto_stream_result sin[1], sout[2];
+	struct proto_results in, out;
+	uint8_t body[256];
+	const uint8_t *b;
+	struct msg m;
+	size_t len;
+
+	(void)state;
+	memset(&in, 0, sizeof(in));
+	stream_result_fill(&sin[0], 2); /* has a TCP_RESULT, stream 2 */
+	in.streams = sin;
+	in.nstreams = in.cap = 1;
+	msg_init(&m);
+	assert_int_equal(proto_encode_results(&m.b, &in), 0);
+	b = msg_body(&m, PROTO_TEST_RESULTS, &len);
+	assert_true(len + 4 + PROTO_TCP_RESULT_LEN <= sizeof(body));
+	memcpy(body, b, len);
+	out.streams = sout;
+	out.cap = 2;
+	assert_int_equal(proto_decode_results(body, len, &out), 0);
+	assert_true(out.streams[0].has_tcp_result);
+	/* another stream's number */
+	body[len - PROTO_TCP_RESULT_LEN + 1] ^= 1;
+	assert_int_equal(proto_decode_results(body, len, &out), LR_EBADMSG);
+	body[len - PROTO_TCP_RESULT_LEN + 1] ^= 1;
+	/* twice for one stream */
+	memcpy(body + len, body + len - 4 - PROTO_TCP_RESULT_LEN,
+	       4 + PROTO_TCP_RESULT_LEN);
+	assert_int_equal(proto_decode_results(
+				 body, len + 4 + PROTO_TCP_RESULT_LEN, &out),
+			 LR_EBADMSG);
 }
 
 static void test_udp_hello(void **state)
@@ -1566,6 +1608,7 @@ int main(void)
 		cmocka_unit_test(test_rt_test_accept),
 		cmocka_unit_test(test_rt_empty),
 		cmocka_unit_test(test_rt_results),
+		cmocka_unit_test(test_tcp_result_placement),
 		cmocka_unit_test(test_results_udp_order),
 		cmocka_unit_test(test_udp_hello),
 		cmocka_unit_test(test_rt_results_max),

@@ -188,6 +188,23 @@ static void test_ms(void **state)
 		   -ERANGE);
 }
 
+/* iperf3's --connect-timeout unit: a bare number is milliseconds. */
+static void test_msec(void **state)
+{
+	(void)state;
+	accept_one(units_parse_msec, "1000", 1000);
+	accept_one(units_parse_msec, "1000ms", 1000);
+	accept_one(units_parse_msec, "5s", 5000);
+	accept_one(units_parse_msec, "0.2s", 200);
+	accept_one(units_parse_msec, "2.5", 3); /* rounded */
+	reject_one(units_parse_msec, "5m", 0, UINT64_MAX, -EINVAL);
+	reject_one(units_parse_msec, "5sec", 0, UINT64_MAX, -EINVAL);
+	reject_one(units_parse_msec, "ms", 0, UINT64_MAX, -EINVAL);
+	reject_one(units_parse_msec, "10mss", 0, UINT64_MAX, -EINVAL);
+	reject_one(units_parse_msec, "99", 100, 3600000, -ERANGE);
+	reject_one(units_parse_msec, "3601s", 100, 3600000, -ERANGE);
+}
+
 static void test_uint(void **state)
 {
 	(void)state;
@@ -357,6 +374,7 @@ int main(void)
 		cmocka_unit_test(test_rate_accepted),
 		cmocka_unit_test(test_rate_rejected),
 		cmocka_unit_test(test_ms),
+		cmocka_unit_test(test_msec),
 		cmocka_unit_test(test_uint),
 		cmocka_unit_test(test_age),
 		cmocka_unit_test(test_fmt_bytes),

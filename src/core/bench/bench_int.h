@@ -52,6 +52,7 @@ struct bench_tcp_acc {
 	uint32_t retrans_base; /* total_retrans at start of totals */
 	uint32_t retrans_last;
 	uint32_t max_cwnd;
+	uint32_t max_snd_wnd;
 	uint32_t min_rtt, max_rtt;
 	uint64_t rtt_sum;
 	uint32_t rtt_n;
@@ -79,6 +80,11 @@ struct bench_stream {
 	struct conn conn; /* records on fd, once the handshake is done */
 	pthread_t thread;
 	bool started;
+	/* the thread's buffer, made (a sender's filled with random bytes)
+	 * when the run is set up, not when the clock is about to start:
+	 * cap bytes and room for a record's tag */
+	uint8_t *buf;
+	size_t cap;
 	_Atomic uint64_t bytes;	 /* moved so far */
 	_Atomic int64_t last_us; /* time of the last byte moved */
 	_Atomic bool done;
@@ -139,7 +145,12 @@ int bench_run_init(struct bench_run *run, const struct proto_test_request *req,
 void bench_run_fini(struct bench_run *run);
 /* Direction of stream idx under req. */
 uint8_t bench_stream_dir(const struct proto_test_request *req, unsigned idx);
-/* Start one thread per stream; t0 is now. */
+/* Start one thread per stream and wait until each is ready (buffers
+ * made, waiting for the clock); nothing is sent yet. */
+int bench_run_ready(struct bench_run *run, struct lr_err *err);
+/* The clock starts: t0 is now, the threads go. After bench_run_ready. */
+void bench_run_go(struct bench_run *run);
+/* bench_run_ready, then bench_run_go. */
 int bench_run_start(struct bench_run *run, struct lr_err *err);
 /* Sample all streams: update TCP accumulators, handle the omit boundary and
  * (if iv != NULL, with iv->s sized nstreams) fill an interval report. */
@@ -206,6 +217,19 @@ int bench_run_error(const struct bench_run *run, bool ended_only,
 /* run.c */
 /* A stream thread waits here until every stream is ready to start. */
 void bench__gate_wait(struct bench_run *run);
+
+/* A moment of the run (microseconds) as the millisecond the timers wait
+ * for: rounded up, so that a timer never fires before it. */
+static inline int64_t bench_ms_ceil(int64_t us)
+{
+	return (us + 999) / 1000;
+}
+
+/* sample.c: when stream s's period ends: its last byte moved; in a test
+ * that ran to its deadline (send_end_us) a sender's at the deadline, a
+ * receiver's at the deadline or the last byte's arrival, the later. */
+int64_t bench__stream_end_us(const struct bench_run *run,
+			     const struct bench_stream *s);
 
 /* stream.c */
 void *bench__stream_main(void *arg);
@@ -276,12 +300,16 @@ int bench__client_dial(const struct bench_opts *o,
 		       struct bench_result *res, struct bench__dial *d,
 		       struct lr_err *err);
 
-/* The streams are connected: the result tables (res->streams, iv->s),
- * the run's threads, the link facts, then the started callback. */
-int bench__client_start(struct bench_run *run, const struct bench_opts *o,
-			const struct bench_callbacks *cb,
-			struct bench_result *res, struct bench_interval *iv,
-			struct lr_err *err);
+/* The streams are connected: the result tables (res->streams, iv->s)
+ * and the run's threads, ready for the clock. Before the server's go
+ * (TEST_START), so that the clock starts on both sides at once. */
+int bench__client_ready(struct bench_run *run, struct bench_result *res,
+			struct bench_interval *iv, struct lr_err *err);
+/* The server said go: the clock starts, then the link facts and the
+ * started callback. */
+void bench__client_go(struct bench_run *run, const struct bench_opts *o,
+		      const struct bench_callbacks *cb,
+		      struct bench_result *res);
 
 /* The clock of a test that just started; max_ms is the longest test the
  * server takes (past it the test is truncated). */
@@ -330,13 +358,12 @@ int bench__client_session(int fd, const struct bench__client_steps *st, void *c,
 /* A failed test's result: nothing of it kept. */
 void bench__result_drop(struct bench_result *res);
 
-/* After the loop: the last part of an interval, when it lasted 5% of one
- * or more; with need_data only when data came in it; fix (may be NULL)
- * adjusts it first. */
+/* After the senders stopped and the receivers drained: the last
+ * interval, from the last one reported to the last byte this side moved
+ * (a sender's at most at the deadline), when it holds bytes; with -i 0
+ * the one interval of the test. So the intervals add up to the totals. */
 void bench__client_tail(struct bench_run *run, const struct bench_opts *o,
 			const struct bench_callbacks *cb,
-			struct bench_client_clock *clk, bool need_data,
-			void (*fix)(const struct bench_run *run,
-				    struct bench_interval *iv));
+			struct bench_client_clock *clk);
 
 #endif

@@ -230,30 +230,6 @@ out_free:
 	return r;
 }
 
-/* The last interval of a UDP test ends with its last datagram, not after
- * the receivers' wait for silence; with none in it, it is empty. */
-static void udp_last_interval(const struct bench_run *run,
-			      struct bench_interval *iv)
-{
-	int64_t base = run->omit_done ? run->omit_end_us : run->t0_us, last = 0;
-	bool any = false;
-	unsigned i;
-	double end;
-
-	for (i = 0; i < iv->n; i++) {
-		int64_t l = atomic_load(&run->streams[i].last_us);
-
-		if (l > last)
-			last = l;
-		any = any || iv->s[i].bytes;
-	}
-	end = (double)(last - base) / 1e6;
-	if (!any)
-		iv->end = iv->start;
-	else if (end > iv->start && end < iv->end)
-		iv->end = end;
-}
-
 /* One test against a linerate server, as its steps see it. */
 struct lr_client {
 	const struct bench_opts *o;
@@ -327,6 +303,8 @@ static int request_test(void *arg, struct lr_err *err)
 		return lr_err_set(err, r, "malformed TEST_ACCEPT from server");
 	snprintf(c->res->server_software, sizeof(c->res->server_software), "%s",
 		 c->acc.software);
+	for (unsigned i = 0; i < PROTO_TEST_ID_LEN; i++)
+		snprintf(c->res->cookie + 2 * i, 3, "%02x", c->acc.test_id[i]);
 	return 0;
 }
 
@@ -349,16 +327,20 @@ static int open_test(void *arg, struct lr_err *err)
 	else
 		r = open_streams(o, &c->d.addr, c->d.bindp, c->d.where,
 				 c->acc.test_id, &c->run, err);
-	if (!r)
-		r = expect_msg(&c->ctrl, PROTO_TEST_START, c->buf, BUF_LEN, &h,
-			       CTRL_TIMEOUT_MS, "the test to start", err);
 	if (r)
 		return r;
 	c->rarr = calloc(c->run.nstreams, sizeof(*c->rarr));
 	c->larr = calloc(c->run.nstreams, sizeof(*c->larr));
 	if (!c->rarr || !c->larr)
 		return lr_err_setc(err, -ENOMEM, "result tables");
-	return bench__client_start(&c->run, o, c->cb, c->res, &c->iv, err);
+	r = bench__client_ready(&c->run, c->res, &c->iv, err);
+	if (!r)
+		r = expect_msg(&c->ctrl, PROTO_TEST_START, c->buf, BUF_LEN, &h,
+			       CTRL_TIMEOUT_MS, "the test to start", err);
+	if (r)
+		return r;
+	bench__client_go(&c->run, o, c->cb, c->res);
+	return 0;
 }
 
 /* A message from the server during the test ends it: why. */
@@ -412,8 +394,7 @@ static int stop_test(struct lr_client *c, struct lr_err *err)
 	if (r)
 		return lr_err_setc(err, r, "sending TEST_STOP");
 	bench_run_stop(&c->run, STOP_GRACE_MS);
-	bench__client_tail(&c->run, c->o, c->cb, &c->clk, false,
-			   c->o->req.udp ? udp_last_interval : NULL);
+	bench__client_tail(&c->run, c->o, c->cb, &c->clk);
 	return bench_run_error(&c->run, false, err);
 }
 

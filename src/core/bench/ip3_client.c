@@ -600,6 +600,8 @@ static int send_params(void *arg, struct lr_err *err)
 	r = ip3_cookie_new(c->cookie);
 	if (r)
 		return lr_err_setc(err, r, "making a cookie");
+	snprintf(c->res->cookie, sizeof(c->res->cookie), "%.*s",
+		 IP3_COOKIE_LEN - 1, c->cookie);
 	r = net_write_full(c->fd, c->cookie, IP3_COOKIE_LEN,
 			   net_now_ms() + IP3C_CTRL_TIMEOUT_MS);
 	if (r)
@@ -633,6 +635,8 @@ static int open_test(void *arg, struct lr_err *err)
 	r = open_streams(c->o, &c->d.addr, c->d.bindp, c->d.where, c->cookie,
 			 &c->run, err);
 	if (!r)
+		r = bench__client_ready(&c->run, c->res, &c->iv, err);
+	if (!r)
 		r = expect_state(c->fd, IP3_TEST_START, IP3C_CTRL_TIMEOUT_MS,
 				 err);
 	if (!r)
@@ -640,7 +644,8 @@ static int open_test(void *arg, struct lr_err *err)
 				 err);
 	if (r)
 		return r;
-	return bench__client_start(&c->run, c->o, c->cb, c->res, &c->iv, err);
+	bench__client_go(&c->run, c->o, c->cb, c->res);
+	return 0;
 }
 
 /* A state byte from the server during the test ends it: why. */
@@ -699,7 +704,7 @@ static int end_test(struct ip3_client *c, struct lr_err *err)
 	if (r)
 		return r;
 	stop_receivers(&c->run);
-	bench__client_tail(&c->run, c->o, c->cb, &c->clk, true, NULL);
+	bench__client_tail(&c->run, c->o, c->cb, &c->clk);
 	return bench_run_error(&c->run, false, err);
 }
 

@@ -73,7 +73,7 @@ void bench_client_tick(struct bench_run *run, const struct bench_opts *o,
 		       const struct bench_callbacks *cb,
 		       struct bench_client_clock *clk, int64_t now_ms)
 {
-	if (!run->omit_done && now_ms >= run->omit_end_us / 1000) {
+	if (!run->omit_done && now_ms >= bench_ms_ceil(run->omit_end_us)) {
 		/* the omitted phase ends: report its last part, then the
 		 * interval clock restarts at zero */
 		bench_run_sample(run, clk->iv, clk->iv_start);
@@ -81,13 +81,22 @@ void bench_client_tick(struct bench_run *run, const struct bench_opts *o,
 		    clk->iv->end - clk->iv->start >= 0.001)
 			cb->interval(cb->ctx, clk->iv);
 		clk->iv_start = 0;
-		clk->next_iv = run->omit_end_us / 1000 + clk->tick;
+		clk->next_iv = bench_ms_ceil(run->omit_end_us) + clk->tick;
 	} else if (now_ms >= clk->next_iv) {
-		bench_run_sample(run, clk->iv, clk->iv_start);
-		if (o->interval_ms && cb->interval)
-			cb->interval(cb->ctx, clk->iv);
-		clk->iv_start = clk->iv->end;
 		clk->next_iv += clk->tick;
+		if (!o->interval_ms || !cb->interval) {
+			/* -i 0: TCP figures only; the one interval is the
+			 * tail's */
+			bench_run_sample(run, NULL, 0);
+			return;
+		}
+		/* at the deadline the last interval is the tail's, after
+		 * the senders have stopped, so that it holds every byte */
+		if (o->req.duration_ms && now_ms >= clk->end_ms)
+			return;
+		bench_run_sample(run, clk->iv, clk->iv_start);
+		cb->interval(cb->ctx, clk->iv);
+		clk->iv_start = clk->iv->end;
 	}
 }
 
@@ -101,8 +110,8 @@ int64_t bench_client_wake(const struct bench_run *run,
 		wake = end_ms;
 	if (hard_end < wake)
 		wake = hard_end;
-	if (!run->omit_done && run->omit_end_us / 1000 < wake)
-		wake = run->omit_end_us / 1000;
+	if (!run->omit_done && bench_ms_ceil(run->omit_end_us) < wake)
+		wake = bench_ms_ceil(run->omit_end_us);
 	return wake;
 }
 
@@ -165,26 +174,26 @@ int bench__client_dial(const struct bench_opts *o,
 			   err);
 }
 
-int bench__client_start(struct bench_run *run, const struct bench_opts *o,
-			const struct bench_callbacks *cb,
-			struct bench_result *res, struct bench_interval *iv,
-			struct lr_err *err)
+int bench__client_ready(struct bench_run *run, struct bench_result *res,
+			struct bench_interval *iv, struct lr_err *err)
 {
-	int r;
-
 	res->nstreams = run->nstreams;
 	res->streams = calloc(run->nstreams, sizeof(*res->streams));
 	iv->s = calloc(run->nstreams, sizeof(*iv->s));
 	if (!res->streams || !iv->s)
 		return lr_err_setc(err, -ENOMEM, "result tables");
-	r = bench_run_start(run, err);
-	if (r)
-		return r;
+	return bench_run_ready(run, err);
+}
+
+void bench__client_go(struct bench_run *run, const struct bench_opts *o,
+		      const struct bench_callbacks *cb,
+		      struct bench_result *res)
+{
+	bench_run_go(run);
 	bench_fill_link(o, run, res);
 	bench_run_describe(run, res->streams);
 	if (cb->started)
 		cb->started(cb->ctx, res);
-	return 0;
 }
 
 int bench__client_session(int fd, const struct bench__client_steps *st, void *c,
@@ -225,10 +234,12 @@ void bench__client_clock_init(struct bench_client_clock *clk,
 	clk->iv = iv;
 	clk->iv_start = 0;
 	clk->tick = o->interval_ms ? (int64_t)o->interval_ms : 1000;
-	clk->end_ms = run->omit_end_us / 1000 + (int64_t)o->req.duration_ms;
+	/* never before the senders' own deadline (send_end_us) */
+	clk->end_ms = bench_ms_ceil(run->omit_end_us +
+				    (int64_t)o->req.duration_ms * 1000);
 	clk->hard_end =
 		run->t0_us / 1000 + (int64_t)o->req.omit_ms + (int64_t)max_ms;
-	clk->next_iv = run->t0_us / 1000 + clk->tick;
+	clk->next_iv = bench_ms_ceil(run->t0_us) + clk->tick;
 }
 
 int bench__client_loop(struct bench_run *run, const struct bench_opts *o,
@@ -269,26 +280,47 @@ int bench__client_loop(struct bench_run *run, const struct bench_opts *o,
 	}
 }
 
+/* The tail ends, stream by stream, where each stream's period does (a
+ * sender's at the deadline, a receiver's with its last byte), not after
+ * the drain; the interval with the last of them. *any says whether it
+ * holds bytes. */
+static void tail_end(const struct bench_run *run, struct bench_interval *iv,
+		     bool *any)
+{
+	int64_t base = run->omit_done ? run->omit_end_us : run->t0_us;
+	double last = iv->start;
+	unsigned i;
+
+	*any = false;
+	for (i = 0; i < iv->n; i++) {
+		int64_t l = bench__stream_end_us(run, &run->streams[i]);
+		double e = (double)(l - base) / 1e6;
+
+		if (e < iv->start)
+			e = iv->start;
+		if (e > iv->end)
+			e = iv->end;
+		iv->s[i].end = e;
+		if (e > last)
+			last = e;
+		*any = *any || iv->s[i].bytes;
+	}
+	iv->end = last;
+}
+
 void bench__client_tail(struct bench_run *run, const struct bench_opts *o,
 			const struct bench_callbacks *cb,
-			struct bench_client_clock *clk, bool need_data,
-			void (*fix)(const struct bench_run *run,
-				    struct bench_interval *iv))
+			struct bench_client_clock *clk)
 {
 	struct bench_interval *iv = clk->iv;
-	bool moved = !need_data;
-	unsigned j;
+	bool any;
 
-	if (!o->interval_ms || !cb->interval)
+	if (!cb->interval)
 		return;
 	bench_run_sample(run, iv, clk->iv_start);
-	if (fix)
-		fix(run, iv);
-	/* the tail after the timer: only when data came in it */
-	for (j = 0; j < iv->n && !moved; j++)
-		if (iv->s[j].bytes)
-			moved = true;
-	if (moved &&
-	    (iv->end - iv->start) * 1000.0 >= (double)o->interval_ms * 0.05)
+	tail_end(run, iv, &any);
+	/* every byte is in an interval: the tail is reported when it holds
+	 * some, and with -i 0 it is the one interval of the test */
+	if (any || !o->interval_ms)
 		cb->interval(cb->ctx, iv);
 }

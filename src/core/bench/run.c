@@ -47,6 +47,31 @@ size_t bench_recv_buf(const struct proto_test_request *req)
 	return req->blksize > cap ? req->blksize : cap;
 }
 
+/* Every stream's buffer, a sender's full of random bytes. Made here,
+ * before the streams connect: filling fresh pages takes milliseconds, and
+ * the two sides' clocks must start together (docs/PROTOCOL.md). */
+static int make_buffers(struct bench_run *run, struct lr_err *err)
+{
+	unsigned i;
+
+	for (i = 0; i < run->nstreams; i++) {
+		struct bench_stream *s = &run->streams[i];
+
+		s->cap = s->sender ? run->req.blksize
+				   : bench_recv_buf(&run->req);
+		s->buf = malloc(s->cap + CRYPTO_TAG_LEN);
+		if (!s->buf) {
+			bench_run_fini(run);
+			return lr_err_setc(err, -ENOMEM, "stream buffers");
+		}
+		if (s->sender && crypto_random(s->buf, s->cap)) {
+			bench_run_fini(run);
+			return lr_err_setc(err, -EIO, "random payload");
+		}
+	}
+	return 0;
+}
+
 int bench_run_init(struct bench_run *run, const struct proto_test_request *req,
 		   bool is_client, struct lr_err *err)
 {
@@ -98,7 +123,7 @@ int bench_run_init(struct bench_run *run, const struct proto_test_request *req,
 		return lr_err_setc(err, -errno, "eventfd");
 	atomic_store(&run->budget[0], req->bytes);
 	atomic_store(&run->budget[1], req->bytes);
-	return 0;
+	return make_buffers(run, err);
 }
 
 static void gate_open(struct bench_run *run)
@@ -146,6 +171,8 @@ void bench_run_fini(struct bench_run *run)
 		if (s->udp_lock_init)
 			pthread_mutex_destroy(&s->udp_lock);
 		s->udp_lock_init = false;
+		free(s->buf);
+		s->buf = NULL;
 	}
 	free(run->streams);
 	run->streams = NULL;
@@ -238,7 +265,7 @@ static int tcp_sockopts(const struct bench_run *run, struct bench_stream *s,
 	return 0;
 }
 
-int bench_run_start(struct bench_run *run, struct lr_err *err)
+int bench_run_ready(struct bench_run *run, struct lr_err *err)
 {
 	unsigned i;
 	int r;
@@ -285,6 +312,12 @@ int bench_run_start(struct bench_run *run, struct lr_err *err)
 	while (run->ready < run->nstreams)
 		pthread_cond_wait(&run->gate_cv, &run->gate_lock);
 	pthread_mutex_unlock(&run->gate_lock);
+	return 0;
+}
+
+void bench_run_go(struct bench_run *run)
+{
+	unsigned i;
 
 	run->t0_us = net_now_us();
 	run->omit_end_us = run->t0_us + (int64_t)run->req.omit_ms * 1000;
@@ -307,7 +340,15 @@ int bench_run_start(struct bench_run *run, struct lr_err *err)
 	if (!run->req.omit_ms)
 		run->omit_done = true;
 	gate_open(run);
-	return 0;
+}
+
+int bench_run_start(struct bench_run *run, struct lr_err *err)
+{
+	int r = bench_run_ready(run, err);
+
+	if (!r)
+		bench_run_go(run);
+	return r;
 }
 
 bool bench_run_all_done(const struct bench_run *run)

@@ -59,9 +59,8 @@ void bench_run_sample(struct bench_run *run, struct bench_interval *iv,
 		      double iv_start)
 {
 	int64_t now = net_now_us();
-	/* millisecond resolution, as the callers' timers */
-	bool cross_omit = !run->omit_done &&
-			  now / 1000 >= run->omit_end_us / 1000;
+	/* the callers' timers wait for the millisecond after it */
+	bool cross_omit = !run->omit_done && now >= run->omit_end_us;
 	double base;
 	unsigned i;
 
@@ -92,12 +91,14 @@ void bench_run_sample(struct bench_run *run, struct bench_interval *iv,
 			memset(o, 0, sizeof(*o));
 			o->idx = s->idx;
 			o->dir = s->dir;
+			o->end = iv->end;
 			o->sender = s->sender;
 			o->bytes = b - s->iv_bytes;
 			o->has_tcp = tcp;
 			if (tcp) {
 				o->retrans = st.total_retrans - s->iv_retrans;
 				o->cwnd = st.cwnd_bytes;
+				o->snd_wnd = st.snd_wnd;
 				o->rtt_us = st.rtt_us;
 				o->rttvar_us = st.rttvar_us;
 				o->pmtu = st.pmtu;
@@ -133,6 +134,8 @@ void bench_run_sample(struct bench_run *run, struct bench_interval *iv,
 			}
 			if (st.cwnd_bytes > s->tcp.max_cwnd)
 				s->tcp.max_cwnd = st.cwnd_bytes;
+			if (st.snd_wnd > s->tcp.max_snd_wnd)
+				s->tcp.max_snd_wnd = st.snd_wnd;
 			if (st.rtt_us) {
 				if (st.rtt_us < s->tcp.min_rtt)
 					s->tcp.min_rtt = st.rtt_us;
@@ -151,12 +154,28 @@ void bench_run_sample(struct bench_run *run, struct bench_interval *iv,
 		run->omit_done = true;
 }
 
+int64_t bench__stream_end_us(const struct bench_run *run,
+			     const struct bench_stream *s)
+{
+	int64_t last = atomic_load(&s->last_us);
+
+	/* a test that ran to its deadline: a sender's period ends there,
+	 * also when its last write returned after it or, paced, before it;
+	 * a receiver's at the deadline or at the last byte's arrival, the
+	 * later (docs/PROTOCOL.md, "Durations") */
+	if (!run->send_end_us || s->error || net_now_us() < run->send_end_us)
+		return last;
+	if (s->sender || last < run->send_end_us)
+		return run->send_end_us;
+	return last;
+}
+
 static void side_from_stream(const struct bench_run *run,
 			     const struct bench_stream *s,
 			     struct proto_stream_result *o)
 {
 	int64_t from = run->omit_done ? run->omit_end_us : run->t0_us;
-	int64_t last = atomic_load(&s->last_us);
+	int64_t last = bench__stream_end_us(run, s);
 
 	memset(o, 0, sizeof(*o));
 	o->stream = (uint16_t)s->idx;
@@ -180,6 +199,8 @@ static void side_from_stream(const struct bench_run *run,
 		o->flags = 1;
 		o->retrans = s->tcp.retrans_last - s->tcp.retrans_base;
 		o->max_cwnd = s->tcp.max_cwnd;
+		o->has_tcp_result = true;
+		o->max_snd_wnd = s->tcp.max_snd_wnd;
 		o->min_rtt = s->tcp.rtt_n ? s->tcp.min_rtt : 0;
 		o->max_rtt = s->tcp.max_rtt;
 		o->mean_rtt =
@@ -194,6 +215,7 @@ void bench__side_fill(struct bench_side *d, const struct proto_stream_result *r)
 	d->seconds = (double)r->duration_us / 1e6;
 	d->retrans = r->retrans;
 	d->max_cwnd = r->max_cwnd;
+	d->max_snd_wnd = r->max_snd_wnd;
 	d->min_rtt = r->min_rtt;
 	d->mean_rtt = r->mean_rtt;
 	d->max_rtt = r->max_rtt;

@@ -397,29 +397,16 @@ void *bench__stream_main(void *arg)
 {
 	struct bench_stream *s = arg;
 	struct bench_run *run = s->run;
-	size_t cap = run->req.blksize;
+	size_t cap = s->cap;
+	uint8_t *buf = s->buf;
 	struct rusage ru;
 	uint64_t one = 1;
-	uint8_t *buf;
 
-	if (!s->sender)
-		cap = bench_recv_buf(&run->req);
 	if (conn_data_sealed(&s->conn))
 		cap += CRYPTO_TAG_LEN;
-	buf = malloc(cap);
-	if (!buf) {
-		s->error = -ENOMEM;
-		bench__gate_wait(run);
-		goto out;
-	}
-	if (s->sender && crypto_random(buf, cap)) {
-		s->error = -EIO;
-		bench__gate_wait(run);
-		goto out_free;
-	}
 	bench__gate_wait(run);
 	if (atomic_load(&run->abort))
-		goto out_free;
+		goto out;
 	if (run->req.udp)
 		s->error = s->sender ? send_udp(s, buf) : recv_udp(s, buf, cap);
 	else if (conn_data_sealed(&s->conn))
@@ -428,8 +415,6 @@ void *bench__stream_main(void *arg)
 	else
 		s->error = s->sender ? send_loop(s, buf)
 				     : recv_loop(s, buf, cap);
-out_free:
-	free(buf);
 out:
 	if (!getrusage(RUSAGE_THREAD, &ru)) {
 		s->cpu_user_us = (uint64_t)ru.ru_utime.tv_sec * 1000000 +

@@ -138,6 +138,17 @@ static void put_udp_result(struct proto_buf *b,
 	proto_put_bytes(b, PROTO_T_UDP_RESULT, ur, sizeof(ur));
 }
 
+static void put_tcp_result(struct proto_buf *b,
+			   const struct proto_stream_result *s)
+{
+	uint8_t tr[PROTO_TCP_RESULT_LEN] = { 0 };
+
+	proto__be16(tr, s->stream);
+	tr[2] = s->dir;
+	proto__be32(tr + 4, s->max_snd_wnd);
+	proto_put_bytes(b, PROTO_T_TCP_RESULT, tr, sizeof(tr));
+}
+
 int proto_encode_results(struct proto_buf *b, const struct proto_results *m)
 {
 	uint8_t cpu[24];
@@ -155,6 +166,8 @@ int proto_encode_results(struct proto_buf *b, const struct proto_results *m)
 		put_stream_result(b, &m->streams[i]);
 		if (m->streams[i].udp)
 			put_udp_result(b, &m->streams[i]);
+		if (m->streams[i].has_tcp_result)
+			put_tcp_result(b, &m->streams[i]);
 	}
 	return proto_msg_end(b);
 }
@@ -213,6 +226,24 @@ static int get_udp_result(void *msg, const struct proto__tlv *t)
 	return 0;
 }
 
+/* A TCP result belongs to the stream result just before it (after its
+ * UDP result, if any: a stream has one or the other). */
+static int get_tcp_result(void *msg, const struct proto__tlv *t)
+{
+	struct proto_results *m = msg;
+	struct proto_stream_result *s;
+
+	if (!m->nstreams)
+		return LR_EBADMSG;
+	s = &m->streams[m->nstreams - 1];
+	if (s->has_tcp_result || s->udp || proto__rd16(t->v) != s->stream ||
+	    t->v[2] != s->dir)
+		return LR_EBADMSG;
+	s->has_tcp_result = true;
+	s->max_snd_wnd = proto__rd32(t->v + 4);
+	return 0;
+}
+
 static const struct proto__field results_fields[] = {
 	PROTO__F_FN(PROTO_T_CPU, get_cpu, 24, PROTO__REQUIRED),
 	PROTO__F_STR(PROTO_T_CC, struct proto_results, cc, 0),
@@ -220,6 +251,8 @@ static const struct proto__field results_fields[] = {
 	PROTO__F_FN(PROTO_T_STREAM_RESULT, get_stream_result,
 		    PROTO_STREAM_RESULT_LEN, PROTO__MANY),
 	PROTO__F_FN(PROTO_T_UDP_RESULT, get_udp_result, PROTO_UDP_RESULT_LEN,
+		    PROTO__MANY),
+	PROTO__F_FN(PROTO_T_TCP_RESULT, get_tcp_result, PROTO_TCP_RESULT_LEN,
 		    PROTO__MANY),
 };
 

@@ -2,6 +2,8 @@
 /* A bench test on linerate's server: accept it, take its streams, start
  * them, run the data phase until TEST_STOP, and trade results. */
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -23,8 +25,13 @@ static int bench_accept(struct server_test *t, uint8_t *buf,
 	struct proto_test_accept acc = { 0 };
 	struct lr_err e = { 0 };
 	struct proto_buf b;
-	int r;
+	int one = 1, r;
 
+	/* TEST_START follows TEST_ACCEPT with nothing from the client in
+	 * between: Nagle's algorithm would hold it until the delayed ACK of
+	 * TEST_ACCEPT (40 ms on Linux), and the client's clock would start
+	 * that much after ours */
+	setsockopt(t->ctrl, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	r = bench_run_init(&t->run, req, false, &e);
 	t->expected = t->run.nstreams;
 	if (r) {
@@ -85,17 +92,22 @@ static int bench_start(struct server_test *t,
 	for (i = 0; i < t->run.nstreams && !r; i++)
 		r = net_apply_sockopts(t->run.streams[i].fd, &so, &e);
 	if (!r)
-		r = bench_run_start(&t->run, &e);
+		r = bench_run_ready(&t->run, &e);
 	if (r) {
 		snprintf(why, cap, "%s", e.msg);
 		server__send_error(&t->cc, PROTO_ERR_BAD_REQUEST, "server: %s",
 				   why);
 		return r;
 	}
+	/* the clock starts as TEST_START leaves, so that the two sides'
+	 * differ by its way to the client (docs/PROTOCOL.md) */
 	r = server__send_simple(&t->cc, PROTO_TEST_START);
-	if (r)
+	if (r) {
 		snprintf(why, cap, "sending TEST_START: %s", lr_strerror(r));
-	return r;
+		return r;
+	}
+	bench_run_go(&t->run);
+	return 0;
 }
 
 /* The client's message during the data phase: 0 at TEST_STOP, else an

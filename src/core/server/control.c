@@ -90,7 +90,7 @@ void server__phase_init(struct server_phase *ph, struct bench_run *run,
 	ph->max_duration_ms = max_duration_ms;
 	ph->hard_end = run->t0_us / 1000 + (int64_t)max_duration_ms +
 		       SERVER_STOP_GRACE_MS;
-	ph->next_sample = run->t0_us / 1000 + SERVER_SAMPLE_MS;
+	ph->next_sample = bench_ms_ceil(run->t0_us) + SERVER_SAMPLE_MS;
 }
 
 int server__phase_wait(struct server_phase *ph, int ctrl)
@@ -105,8 +105,8 @@ int server__phase_wait(struct server_phase *ph, int ctrl)
 
 	wake_at = ph->next_sample < ph->hard_end ? ph->next_sample
 						 : ph->hard_end;
-	if (!run->omit_done && run->omit_end_us / 1000 < wake_at)
-		wake_at = run->omit_end_us / 1000;
+	if (!run->omit_done && bench_ms_ceil(run->omit_end_us) < wake_at)
+		wake_at = bench_ms_ceil(run->omit_end_us);
 	if (wake_at > now && poll(pf, 2, (int)(wake_at - now)) < 0 &&
 	    errno != EINTR)
 		return -errno;
@@ -141,7 +141,8 @@ int server__phase_sample_due(struct server_phase *ph)
 		ph->next_sample += SERVER_SAMPLE_MS;
 		return 1;
 	}
-	return !run->omit_done && now >= run->omit_end_us / 1000 ? 2 : 0;
+	return !run->omit_done && now >= bench_ms_ceil(run->omit_end_us) ? 2
+									 : 0;
 }
 
 bool server__phase_over(const struct server_phase *ph, char *why, size_t cap)
