@@ -160,6 +160,7 @@ static char *render_ip3(void *ctx, const struct bench_result *res,
 		return NULL;
 	rp = report_new(f, REPORT_HUMAN);
 	if (rp) {
+		report_set_server_side(rp);
 		report_bench_callbacks(rp, &cb);
 		if (cb.started)
 			cb.started(cb.ctx, res);

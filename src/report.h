@@ -29,6 +29,9 @@ void report_free(struct report *rp);
  * set it before the first line), JSON a top-level "title". The result's
  * title (bench_result.title) is used when none is set here. */
 void report_set_title(struct report *rp, const char *title);
+/* The report is the server's own (serve's iperf3 --get-server-output):
+ * --bidir roles read [TX-S] and [RX-S], as iperf3's server prints them. */
+void report_set_server_side(struct report *rp);
 /* Callbacks for bench_client_run, bound to rp. */
 void report_bench_callbacks(struct report *rp, struct bench_callbacks *cb);
 /* Report a failed test: human "linerate: error - ..." on err_out, or the

@@ -82,7 +82,8 @@ static void human_totals(struct report *rp, const struct bench_result *res,
 	for (k = 0; k < (rp->bidir ? 2 : 1); k++) {
 		struct bench_side ds = report__sums_side(&snd[k]);
 		struct bench_side dr = report__sums_side(&rcv[k]);
-		const char *tag = rp->bidir ? (k ? "[RX-C]" : "[TX-C]") : "";
+		/* k 0 is the client's sending direction */
+		const char *tag = report__role(rp, (k == 0) != rp->server_side);
 
 		human_total_line(rp, "SUM", tag, &ds, true, "sender");
 		human_total_line(rp, "SUM", tag, &dr, false, "receiver");

@@ -165,10 +165,8 @@ static void human_interval(struct report *rp, const struct bench_interval *iv)
 			/* iperf3 shows the streams' mean jitter */
 			if (jn[k])
 				sum[k].jitter_ms /= jn[k];
-			human_iv_line(rp, "SUM",
-				      rp->bidir ? (k ? "[RX-C]" : "[TX-C]")
-						: "",
-				      iv, &sum[k], false);
+			human_iv_line(rp, "SUM", report__role(rp, k == 0), iv,
+				      &sum[k], false);
 		}
 		report__print(rp, "%s", SEP);
 		rp->sep_done = true;

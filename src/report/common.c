@@ -136,11 +136,23 @@ void report__emit_stream_event(struct report *rp, const char *event,
 	cJSON_Delete(o);
 }
 
-const char *report__role_tag(const struct report *rp, unsigned i)
+void report_set_server_side(struct report *rp)
+{
+	rp->server_side = true;
+}
+
+const char *report__role(const struct report *rp, bool local_sender)
 {
 	if (!rp->bidir)
 		return "";
-	return rp->local_sender[i] ? "[TX-C]" : "[RX-C]";
+	if (rp->server_side)
+		return local_sender ? "[TX-S]" : "[RX-S]";
+	return local_sender ? "[TX-C]" : "[RX-C]";
+}
+
+const char *report__role_tag(const struct report *rp, unsigned i)
+{
+	return rp->bidir ? report__role(rp, rp->local_sender[i]) : "";
 }
 
 void report__json_line(FILE *out, cJSON *o)

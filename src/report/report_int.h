@@ -50,8 +50,9 @@ struct report {
 	uint8_t *dirs; /* per stream */
 	bool *local_sender;
 	bool udp;
-	bool bol;	 /* at the beginning of a line (for the title) */
-	char title[128]; /* iperf3's --title: a prefix on every line */
+	bool server_side; /* the server's own report: [TX-S], [RX-S] */
+	bool bol;	  /* at the beginning of a line (for the title) */
+	char title[128];  /* iperf3's --title: a prefix on every line */
 };
 
 /* A bench report's sums over streams of one direction. */
@@ -80,6 +81,9 @@ void report__add_num(cJSON *o, const char *k, double v);
 /* One line of JSON_STREAM output: {"event": event, "data": data}. */
 void report__emit_stream_event(struct report *rp, const char *event,
 			       cJSON *data);
+/* A --bidir line's role: [TX-C] or [RX-C], [TX-S] or [RX-S] in the
+ * server's own report; "" without --bidir. */
+const char *report__role(const struct report *rp, bool local_sender);
 const char *report__role_tag(const struct report *rp, unsigned i);
 /* One JSON object on a line of its own, flushed; o is freed. */
 void report__json_line(FILE *out, cJSON *o);

@@ -112,8 +112,9 @@ struct bench_run {
 	bool is_client;
 	unsigned nstreams;
 	struct bench_stream *streams;
-	_Atomic bool stop;	    /* senders: finish and shut down writing */
-	_Atomic bool abort;	    /* everyone: give up now */
+	_Atomic bool stop;  /* senders: finish and shut down writing */
+	int64_t stop_us;    /* when stop was first asked (bench_run_halt) */
+	_Atomic bool abort; /* everyone: give up now */
 	_Atomic uint64_t budget[2]; /* bytes left per direction (-n) */
 	int evfd;		    /* written when a stream thread ends */
 	int64_t t0_us;		    /* TEST_START */
@@ -156,6 +157,9 @@ int bench_run_start(struct bench_run *run, struct lr_err *err);
  * (if iv != NULL, with iv->s sized nstreams) fill an interval report. */
 void bench_run_sample(struct bench_run *run, struct bench_interval *iv,
 		      double iv_start);
+/* Ask the senders to stop (finish and shut down writing); the first
+ * call's time is the run's stop_us. Control thread only. */
+void bench_run_halt(struct bench_run *run);
 /* True when every stream thread has ended. */
 bool bench_run_all_done(const struct bench_run *run);
 /* Stop sending, wait up to grace_ms for receivers to reach EOF (UDP

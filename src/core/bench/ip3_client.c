@@ -472,10 +472,14 @@ static void wait_ev(struct bench_run *run, int ms)
 }
 
 /*
- * Before TEST_END: the senders end their last writes and the server's
- * kernel acknowledges every byte, so that what the server counts when
- * TEST_END reaches it is (all but what it has yet to read of) what we
- * sent. iperf3's own client sends TEST_END with data still in flight.
+ * Before TEST_END. A timed test ends at its deadline, as with iperf3's
+ * own client: the senders end the write in progress (they stopped at the
+ * deadline by themselves) and TEST_END goes at once, so that the server's
+ * clock stops with ours and it sends nothing after it; what is in flight
+ * then is what iperf3's figures leave out too. A test of -n bytes has no
+ * deadline: there the server's kernel first acknowledges every byte, so
+ * that the server counts (all but what it has yet to read of) what we
+ * sent.
  */
 static void drain_senders(struct bench_run *run)
 {
@@ -484,11 +488,13 @@ static void drain_senders(struct bench_run *run)
 	unsigned i;
 	bool busy;
 
-	atomic_store(&run->stop, true);
+	bench_run_halt(run);
 	if (!senders_any(run))
 		return;
 	while (!senders_done(run) && net_now_ms() < dl)
 		wait_ev(run, 10);
+	if (run->req.duration_ms)
+		return;
 	if (run->req.udp)
 		goto out_settle;
 	do {

@@ -132,6 +132,10 @@ int bench_client_turn(struct bench_run *run, const struct bench_opts *o,
 	r = bench_run_error(run, true, err);
 	if (r)
 		return r;
+	/* the deadline to the microsecond: the senders' own */
+	if (o->req.duration_ms && run->send_end_us &&
+	    net_now_us() >= run->send_end_us)
+		return 1;
 	if (o->req.duration_ms && *now_ms >= end_ms)
 		return 1;
 	if (*now_ms >= hard_end) {
@@ -237,8 +241,9 @@ void bench__client_clock_init(struct bench_client_clock *clk,
 	/* never before the senders' own deadline (send_end_us) */
 	clk->end_ms = bench_ms_ceil(run->omit_end_us +
 				    (int64_t)o->req.duration_ms * 1000);
-	clk->hard_end =
-		run->t0_us / 1000 + (int64_t)o->req.omit_ms + (int64_t)max_ms;
+	clk->hard_end = bench_ms_ceil(
+		run->t0_us +
+		((int64_t)o->req.omit_ms + (int64_t)max_ms) * 1000);
 	clk->next_iv = bench_ms_ceil(run->t0_us) + clk->tick;
 }
 
@@ -249,7 +254,7 @@ int bench__client_loop(struct bench_run *run, const struct bench_opts *o,
 		       const struct bench__client_ops *ops, void *ctx,
 		       struct lr_err *err)
 {
-	int64_t wake, now;
+	int64_t wake, now, until_us, now_us;
 	int r;
 
 	for (;;) {
@@ -263,10 +268,23 @@ int bench__client_loop(struct bench_run *run, const struct bench_opts *o,
 					 clk->hard_end);
 		if (ops->max_wait_ms && wake > net_now_ms() + ops->max_wait_ms)
 			wake = net_now_ms() + ops->max_wait_ms;
+		/* the end of a timed test is waited for to the microsecond,
+		 * as iperf3's client does: the server times the test by it */
+		until_us = wake * 1000;
+		if (o->req.duration_ms && run->send_end_us &&
+		    run->send_end_us < until_us)
+			until_us = run->send_end_us;
+		now_us = net_now_us();
+		if (until_us > now_us) {
+			struct timespec ts = {
+				.tv_sec = (until_us - now_us) / 1000000,
+				.tv_nsec = (until_us - now_us) % 1000000 * 1000,
+			};
+
+			if (ppoll(pf, 2, &ts, NULL) < 0 && errno != EINTR)
+				return lr_err_setc(err, -errno, "poll");
+		}
 		now = net_now_ms();
-		if (wake > now && poll(pf, 2, (int)(wake - now)) < 0 &&
-		    errno != EINTR)
-			return lr_err_setc(err, -errno, "poll");
 		if (pf[0].revents)
 			return ops->ctrl_readable(ctx, err);
 		r = bench_client_turn(run, o, cb, clk, pf[1].revents,

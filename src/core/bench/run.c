@@ -47,9 +47,12 @@ size_t bench_recv_buf(const struct proto_test_request *req)
 	return req->blksize > cap ? req->blksize : cap;
 }
 
-/* Every stream's buffer, a sender's full of random bytes. Made here,
- * before the streams connect: filling fresh pages takes milliseconds, and
- * the two sides' clocks must start together (docs/PROTOCOL.md). */
+/* Every stream's buffer, a sender's full of random bytes (the ones not
+ * made yet). Filling fresh pages takes milliseconds: a client makes them
+ * before its streams connect, so that they are ready when TEST_START
+ * comes and both sides' clocks start together (docs/PROTOCOL.md); a
+ * server once every stream has attached, before it says go, so that a
+ * request alone makes it allocate nothing. Freed by bench_run_fini. */
 static int make_buffers(struct bench_run *run, struct lr_err *err)
 {
 	unsigned i;
@@ -57,17 +60,15 @@ static int make_buffers(struct bench_run *run, struct lr_err *err)
 	for (i = 0; i < run->nstreams; i++) {
 		struct bench_stream *s = &run->streams[i];
 
+		if (s->buf)
+			continue;
 		s->cap = s->sender ? run->req.blksize
 				   : bench_recv_buf(&run->req);
 		s->buf = malloc(s->cap + CRYPTO_TAG_LEN);
-		if (!s->buf) {
-			bench_run_fini(run);
+		if (!s->buf)
 			return lr_err_setc(err, -ENOMEM, "stream buffers");
-		}
-		if (s->sender && crypto_random(s->buf, s->cap)) {
-			bench_run_fini(run);
+		if (s->sender && crypto_random(s->buf, s->cap))
 			return lr_err_setc(err, -EIO, "random payload");
-		}
 	}
 	return 0;
 }
@@ -123,7 +124,11 @@ int bench_run_init(struct bench_run *run, const struct proto_test_request *req,
 		return lr_err_setc(err, -errno, "eventfd");
 	atomic_store(&run->budget[0], req->bytes);
 	atomic_store(&run->budget[1], req->bytes);
-	return make_buffers(run, err);
+	if (is_client && make_buffers(run, err)) {
+		bench_run_fini(run);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 static void gate_open(struct bench_run *run)
@@ -176,6 +181,7 @@ void bench_run_fini(struct bench_run *run)
 	}
 	free(run->streams);
 	run->streams = NULL;
+	run->nstreams = 0;
 out_evfd:
 	if (run->gate_init) {
 		pthread_cond_destroy(&run->gate_cv);
@@ -270,6 +276,9 @@ int bench_run_ready(struct bench_run *run, struct lr_err *err)
 	unsigned i;
 	int r;
 
+	r = make_buffers(run, err);
+	if (r)
+		return r;
 	if (run->req.udp && run->req.blksize < bench__udp_hdr_len(run))
 		return lr_err_set(err, -EINVAL,
 				  "UDP datagrams of %u bytes are shorter than "
@@ -373,12 +382,19 @@ static void wake_wait(struct bench_run *run, int64_t deadline_ms)
 	}
 }
 
+void bench_run_halt(struct bench_run *run)
+{
+	if (!run->stop_us)
+		run->stop_us = net_now_us();
+	atomic_store(&run->stop, true);
+}
+
 void bench_run_stop(struct bench_run *run, int grace_ms)
 {
 	int64_t deadline = net_now_ms() + grace_ms;
 	unsigned i;
 
-	atomic_store(&run->stop, true);
+	bench_run_halt(run);
 	while (!bench_run_all_done(run) && net_now_ms() < deadline)
 		wake_wait(run, deadline);
 	if (!bench_run_all_done(run))

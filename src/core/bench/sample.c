@@ -59,8 +59,10 @@ void bench_run_sample(struct bench_run *run, struct bench_interval *iv,
 		      double iv_start)
 {
 	int64_t now = net_now_us();
-	/* the callers' timers wait for the millisecond after it */
-	bool cross_omit = !run->omit_done && now >= run->omit_end_us;
+	/* on the millisecond the callers' timers wait for (bench_ms_ceil),
+	 * so that a sample just before it does not cross without them */
+	bool cross_omit = !run->omit_done &&
+			  now / 1000 >= bench_ms_ceil(run->omit_end_us);
 	double base;
 	unsigned i;
 
@@ -163,7 +165,10 @@ int64_t bench__stream_end_us(const struct bench_run *run,
 	 * also when its last write returned after it or, paced, before it;
 	 * a receiver's at the deadline or at the last byte's arrival, the
 	 * later (docs/PROTOCOL.md, "Durations") */
-	if (!run->send_end_us || s->error || net_now_us() < run->send_end_us)
+	/* stopped before the deadline (truncated, cancelled): the last
+	 * byte; stop_us is 0 while nothing asked the run to stop */
+	if (!run->send_end_us || s->error ||
+	    (run->stop_us ? run->stop_us : net_now_us()) < run->send_end_us)
 		return last;
 	if (s->sender || last < run->send_end_us)
 		return run->send_end_us;

@@ -215,7 +215,8 @@ static int get_udp_result(void *msg, const struct proto__tlv *t)
 	if (!m->nstreams)
 		return LR_EBADMSG;
 	s = &m->streams[m->nstreams - 1];
-	if (s->udp || proto__rd16(t->v) != s->stream || t->v[2] != s->dir)
+	if (s->udp || s->has_tcp_result || proto__rd16(t->v) != s->stream ||
+	    t->v[2] != s->dir)
 		return LR_EBADMSG;
 	s->udp = true;
 	s->packets = proto__rd64(t->v + 4);
@@ -237,7 +238,7 @@ static int get_tcp_result(void *msg, const struct proto__tlv *t)
 		return LR_EBADMSG;
 	s = &m->streams[m->nstreams - 1];
 	if (s->has_tcp_result || s->udp || proto__rd16(t->v) != s->stream ||
-	    t->v[2] != s->dir)
+	    t->v[2] != s->dir || t->v[3])
 		return LR_EBADMSG;
 	s->has_tcp_result = true;
 	s->max_snd_wnd = proto__rd32(t->v + 4);

@@ -148,7 +148,8 @@ static int data_phase(struct server_test *t, uint8_t *buf, char *why,
 	unsigned i;
 	int ev;
 
-	server__phase_init(&ph, &t->run, srv->o.max_duration_ms);
+	server__phase_init(&ph, &t->run, srv->o.max_duration_ms,
+			   SERVER_STOP_GRACE_MS);
 	for (;;) {
 		ev = server__phase_wait(&ph, t->ctrl);
 		if (ev < 0)

@@ -84,12 +84,11 @@ int server__wait_streams(struct server_test *t)
 }
 
 void server__phase_init(struct server_phase *ph, struct bench_run *run,
-			uint64_t max_duration_ms)
+			uint64_t max_duration_ms, int grace_ms)
 {
 	ph->run = run;
 	ph->max_duration_ms = max_duration_ms;
-	ph->hard_end = run->t0_us / 1000 + (int64_t)max_duration_ms +
-		       SERVER_STOP_GRACE_MS;
+	ph->hard_end = run->t0_us / 1000 + (int64_t)max_duration_ms + grace_ms;
 	ph->next_sample = bench_ms_ceil(run->t0_us) + SERVER_SAMPLE_MS;
 }
 

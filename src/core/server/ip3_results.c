@@ -200,6 +200,11 @@ static void our_results(struct ip3_test *t, double wall_s,
 			o->end_time = (double)(t->end_us - from) / 1e6;
 	}
 	r->sender_has_retransmits = !any_sender ? -1 : run->req.udp ? 0 : 1;
+	/* as iperf3's server: the congestion control of its side, which
+	 * the client shows as receiver_tcp_congestion (or sender_ with -R) */
+	if (!run->req.udp && run->nstreams)
+		net_get_cc(run->streams[0].fd, r->congestion_used,
+			   sizeof(r->congestion_used));
 }
 
 static char *render_text(struct ip3_test *t, const struct bench_result *res,

@@ -191,7 +191,12 @@ static int data_phase(struct ip3_test *t, struct iv_log *l, char *why,
 	unsigned i;
 	int ev, r, due;
 
-	server__phase_init(&ph, &t->run, srv->o.max_duration_ms);
+	/* a test without an end of its own (iperf3 -t 0) ends at the
+	 * limit itself; the others have the grace for their TEST_END */
+	server__phase_init(&ph, &t->run, srv->o.max_duration_ms,
+			   t->run.req.duration_ms || t->run.req.bytes
+				   ? SERVER_STOP_GRACE_MS
+				   : 0);
 	for (;;) {
 		ev = server__phase_wait(&ph, t->ctrl);
 		if (ev < 0)
@@ -235,7 +240,7 @@ static void engine_stop(struct bench_run *run)
 		bench_run_stop(run, BENCH_UDP_SILENCE_MS + 250);
 		return;
 	}
-	atomic_store(&run->stop, true);
+	bench_run_halt(run);
 	while (net_now_ms() < dl && quiet < 2) {
 		bool empty = true;
 
@@ -422,7 +427,7 @@ static int run_test(struct ip3_test *t, const struct ip3_params *p,
 		return r;
 	}
 	start_wall = (int64_t)time(NULL);
-	r = bench_run_start(&t->run, &e);
+	r = bench_run_ready(&t->run, &e);
 	if (r) {
 		snprintf(why, cap, "%s", e.msg);
 		ip3s__send_error(t, IP3_IEINITTEST, 0);
@@ -433,6 +438,10 @@ static int run_test(struct ip3_test *t, const struct ip3_params *p,
 			snprintf(why, cap, "sending TEST_RUNNING: %s",
 				 lr_strerror(r));
 	}
+	/* the clock starts as TEST_RUNNING leaves: iperf3's client starts
+	 * its own when it arrives */
+	if (!r)
+		bench_run_go(&t->run);
 	if (!r)
 		r = data_phase(t, p->get_server_output ? log : NULL, why, cap);
 	if (r) {

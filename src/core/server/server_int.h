@@ -259,8 +259,10 @@ struct server_phase {
 	uint64_t max_duration_ms;
 	int64_t hard_end, next_sample;
 };
+/* grace_ms past max_duration_ms the test is ended (0 for a test with no
+ * end of its own). */
 void server__phase_init(struct server_phase *ph, struct bench_run *run,
-			uint64_t max_duration_ms);
+			uint64_t max_duration_ms, int grace_ms);
 /* Until the control connection is readable, a stream tells something or
  * the clock is due: the control fd's revents (0: none), or -errno. */
 int server__phase_wait(struct server_phase *ph, int ctrl);
