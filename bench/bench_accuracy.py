@@ -44,12 +44,15 @@ def free_port():
 
 
 def wait_listen(port, timeout=5.0):
+    """Until a socket listens on port (asked of ss, not by connecting: a
+    one-shot server would take a probe for its test)."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        with socket.socket() as s:
-            if s.connect_ex((HOST, port)) == 0:
-                return
-        time.sleep(0.05)
+        out = subprocess.run(["ss", "-Hltn", f"sport = :{port}"],
+                             capture_output=True, text=True).stdout
+        if out.strip():
+            return
+        time.sleep(0.02)
     raise RuntimeError(f"nothing listens on {port}")
 
 
@@ -65,8 +68,7 @@ def run_once(tool, args):
     sp = subprocess.Popen(srv, stdin=subprocess.DEVNULL,
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        # a connect is a client to iperf3 -s -1: wait on the port file
-        time.sleep(0.3)
+        wait_listen(port)
         res = subprocess.run(cli, stdin=subprocess.DEVNULL,
                              capture_output=True, text=True, timeout=120)
     finally:

@@ -473,13 +473,13 @@ static void wait_ev(struct bench_run *run, int ms)
 
 /*
  * Before TEST_END. A timed test ends at its deadline, as with iperf3's
- * own client: the senders end the write in progress (they stopped at the
- * deadline by themselves) and TEST_END goes at once, so that the server's
- * clock stops with ours and it sends nothing after it; what is in flight
- * then is what iperf3's figures leave out too. A test of -n bytes has no
- * deadline: there the server's kernel first acknowledges every byte, so
- * that the server counts (all but what it has yet to read of) what we
- * sent.
+ * own client: the senders stopped there by themselves (a write still
+ * blocked on a full socket ends when it can) and TEST_END goes at once,
+ * so that the server's clock stops with ours and it sends nothing after
+ * it; what is in flight then is what iperf3's figures leave out too. A
+ * test of -n bytes has no deadline: there the senders end their writes
+ * and the server's kernel acknowledges every byte first, so that the
+ * server counts (all but what it has yet to read of) what we sent.
  */
 static void drain_senders(struct bench_run *run)
 {
@@ -489,12 +489,10 @@ static void drain_senders(struct bench_run *run)
 	bool busy;
 
 	bench_run_halt(run);
-	if (!senders_any(run))
+	if (!senders_any(run) || run->req.duration_ms)
 		return;
 	while (!senders_done(run) && net_now_ms() < dl)
 		wait_ev(run, 10);
-	if (run->req.duration_ms)
-		return;
 	if (run->req.udp)
 		goto out_settle;
 	do {
