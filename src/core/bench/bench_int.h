@@ -21,8 +21,8 @@
  *   ip3_client.c  a test against a stock iperf3 server
  *
  * Threads: the caller of bench_client_run / ip3_client_run (or a server's
- * test thread) is the run's control thread; bench_run_start starts one
- * thread per stream, bench_run_stop joins them. The counters of a stream
+ * test thread) is the run's control thread; bench_run_ready starts one
+ * thread per stream, bench_run_go lets them go, bench_run_stop joins them. The counters of a stream
  * are atomics; callbacks are called from the control thread only.
  */
 
@@ -151,8 +151,6 @@ uint8_t bench_stream_dir(const struct proto_test_request *req, unsigned idx);
 int bench_run_ready(struct bench_run *run, struct lr_err *err);
 /* The clock starts: t0 is now, the threads go. After bench_run_ready. */
 void bench_run_go(struct bench_run *run);
-/* bench_run_ready, then bench_run_go. */
-int bench_run_start(struct bench_run *run, struct lr_err *err);
 /* Sample all streams: update TCP accumulators, handle the omit boundary and
  * (if iv != NULL, with iv->s sized nstreams) fill an interval report. */
 void bench_run_sample(struct bench_run *run, struct bench_interval *iv,
@@ -249,7 +247,7 @@ uint64_t bench__tv_us(const struct timeval *tv);
 
 /* Socket buffers, MSS, timestamps, the local link and its TCP ceiling
  * (o->link_speed_bps overrides the link's speed) and the congestion
- * control of the first stream, into res. After bench_run_start. */
+ * control of the first stream, into res. After bench_run_go. */
 void bench_fill_link(const struct bench_opts *o, struct bench_run *run,
 		     struct bench_result *res);
 

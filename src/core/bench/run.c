@@ -351,14 +351,6 @@ void bench_run_go(struct bench_run *run)
 	gate_open(run);
 }
 
-int bench_run_start(struct bench_run *run, struct lr_err *err)
-{
-	int r = bench_run_ready(run, err);
-
-	if (!r)
-		bench_run_go(run);
-	return r;
-}
 
 bool bench_run_all_done(const struct bench_run *run)
 {
