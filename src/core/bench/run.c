@@ -351,7 +351,6 @@ void bench_run_go(struct bench_run *run)
 	gate_open(run);
 }
 
-
 bool bench_run_all_done(const struct bench_run *run)
 {
 	unsigned i;
