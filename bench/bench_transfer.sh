@@ -35,9 +35,9 @@
 #   --warmup N      N runs of each row before the counted ones, per group,
 #                   not in the table (the first runs on a fresh tmpfs pay
 #                   for its pages; default 0)
-#   --tools LIST    only these rows, comma separated: lr, lrold (needs
-#                   --against), lrchacha, lrnone, nc, tarnc, scp, rsync, ref,
-#                   dd (default: all that apply)
+#   --tools LIST    only these rows, comma separated: lr, lrssh, lrold
+#                   (needs --against), lrchacha, lrnone, nc, tarnc, scp,
+#                   rsync, ref, dd (default: all that apply)
 #   --out FILE      also write the header and table to FILE
 #   -h, --help      this text
 #
@@ -46,6 +46,10 @@
 #   linerate        B: linerate serve --root DEST --token-file TF -p 7350
 #                      --max-tests 4 --allow-plaintext -B 198.18.0.2
 #                   A: linerate send --token-file TF -q SRC 198.18.0.2:SUBDIR
+#   linerate ssh    the sshd of the scp row below; A: linerate send -q
+#                   -e "ssh -i KEY ..." --remote-path BIN SRC root@B:DIR:
+#                   the far end started over ssh for the run (its start,
+#                   ssh's login included, is in the wall time)
 #   linerate none   the same, send --cipher none (authenticated, data in clear)
 #   linerate chacha the same, send --cipher chacha20-poly1305 (the default
 #                   row uses auto: AES-256-GCM on CPUs with AES instructions)
@@ -221,7 +225,7 @@ if [ -n "$opt_tools" ]; then
     IFS=, read -r -a _tl <<<"$opt_tools"
     for _t in "${_tl[@]}"; do
         case $_t in
-        lr | lrchacha | lrnone | nc | tarnc | scp | rsync | ref | dd) TOOL_OK[$_t]=1 ;;
+        lr | lrssh | lrchacha | lrnone | nc | tarnc | scp | rsync | ref | dd) TOOL_OK[$_t]=1 ;;
         lrold)
             [ -n "$opt_against" ] || die_usage "--tools lrold needs --against BIN"
             TOOL_OK[$_t]=1
@@ -549,7 +553,7 @@ run_one() {
         [ "$tool" = lrold ] && lrbin=$opt_against
         srv=("$lrbin" serve --root "$DEST" --token-file "$TOKEN_FILE" -p "$port"
             --max-tests 4 --allow-plaintext -B "$TH_ADDR_B")
-        cli=("$lrbin" send --token-file "$TOKEN_FILE" -q)
+        cli=("$lrbin" send --token-file "$TOKEN_FILE" -q --json)
         [ "$tool" = lrnone ] && cli+=(--cipher none)
         [ "$tool" = lrchacha ] && cli+=(--cipher chacha20-poly1305)
         cli+=("$src" "$TH_ADDR_B:$tag")
@@ -579,6 +583,13 @@ run_one() {
         # no server: one process in B writes the file onto the disk
         local_only=1 persist=0
         cli=(dd if="$src" of="$rundir/$name" bs=1M conv=fsync status=none)
+        ;;
+    lrssh)
+        port=$SSH_PORT
+        rm -f "$SSHD_DIR/sshd.pid"
+        srv=("$SSHD_BIN" -D -e -f "$SSHD_DIR/sshd_config")
+        cli=("$LINERATE_BIN" send -q --json -e "ssh ${SSH_OPTS[*]}"
+            --remote-path "$LINERATE_BIN" "$src" "root@$TH_ADDR_B:$rundir")
         ;;
     scp | rsync)
         port=$SSH_PORT
@@ -680,6 +691,16 @@ run_one() {
                 cpu / (bytes / 1e9), s[4] / 1024, c[4] / 1024, cpu,
                 busy / hz / (bytes / 1e9)
         }')
+    # linerate's own rate of the transfer phase (its end event), connected
+    # to done: the start-up (ssh's login, for lrssh) left out
+    R_XFER=-
+    case $tool in
+    lr | lrssh | lrnone | lrchacha | lrold)
+        R_XFER=$(sed -n 's/.*"event":"end".*"bytes_per_second":\([0-9.e+-]*\).*/\1/p' "$clog" |
+            awk 'NR == 1 { printf "%.3f\n", $1 / 1e6 }')
+        [ -n "$R_XFER" ] || R_XFER=-
+        ;;
+    esac
     log "$tag: $R_WALL s, $R_MBPS MB/s$([ "$kind" = tree ] && echo ", $R_FPS files/s"), CPU ${R_CPU}s" \
         "($R_CPUGB s/GB, machine $R_MCPUGB s/GB; send $ct | recv $st)"
     return 0
@@ -720,7 +741,7 @@ ratio() {
 tools_for() {
     local kind=$1 x
     local -a t=() u=()
-    [ "$opt_peers_only" = 0 ] && t+=(lr)
+    [ "$opt_peers_only" = 0 ] && t+=(lr lrssh)
     [ "$opt_peers_only" = 0 ] && [ -n "$opt_against" ] && t+=(lrold)
     [ "$opt_peers_only" = 0 ] && t+=(lrchacha lrnone)
     [ "$kind" = file ] && t+=(nc)
@@ -759,6 +780,7 @@ run_group() {
                 add_res "$group|$tool|mcpugb" "$R_MCPUGB"
                 add_res "$group|$tool|rssr" "$R_RSS_RECV"
                 add_res "$group|$tool|rsss" "$R_RSS_SEND"
+                [ "$R_XFER" = - ] || add_res "$group|$tool|xfer" "$R_XFER"
             else
                 FAILED=1
             fi
@@ -879,6 +901,7 @@ group_label() {
 tool_label() {
     case $1 in
     lr) echo "linerate send" ;;
+    lrssh) echo "linerate send USER@HOST: (far end over ssh)" ;;
     lrold) echo "linerate send ($opt_against_desc)" ;;
     lrnone) echo "linerate send --cipher none" ;;
     lrchacha) echo "linerate send --cipher chacha20-poly1305" ;;
@@ -892,7 +915,7 @@ tool_label() {
 }
 
 report() {
-    local cpu lr_ver k g tool kind wall mbps fps cpugb mcpugb rssr rsss lr_mbps lr_cpugb lr_mcpugb rl rc rm
+    local cpu lr_ver k g tool kind wall mbps xfer fps cpugb mcpugb rssr rsss lr_mbps lr_cpugb lr_mcpugb rl rc rm
     cpu=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null)
     lr_ver=$("$LINERATE_BIN" version 2>&1 | head -n 1) || true
     if command -v git >/dev/null 2>&1 &&
@@ -925,8 +948,10 @@ report() {
         echo "- skipped $k"
     done
     echo
-    echo "| group | tool | wall s | MB/s | files/s | CPU s/GB | machine CPU s/GB | recv RSS MiB | send RSS MiB | MB/s: linerate ÷ this | CPU/GB: linerate ÷ this | machine CPU/GB: linerate ÷ this |"
-    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    echo "- transfer MB/s: linerate's own rate of the transfer phase (bytes_per_second of its --json end event: connected to done, the start-up left out)"
+    echo
+    echo "| group | tool | wall s | MB/s | transfer MB/s | files/s | CPU s/GB | machine CPU s/GB | recv RSS MiB | send RSS MiB | MB/s: linerate ÷ this | CPU/GB: linerate ÷ this | machine CPU/GB: linerate ÷ this |"
+    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     for g in ${DONE_GROUPS[@]+"${DONE_GROUPS[@]}"}; do
         kind='file'
         [ "$g" = tree ] && kind='tree'
@@ -940,6 +965,8 @@ report() {
             [ -n "${RAN[$g|$tool]:-}" ] || continue
             wall=$(median '%.2f' "$g|$tool|wall")
             mbps=$(median '%.1f' "$g|$tool|mbps")
+            xfer=-
+            [ -n "${RES[$g|$tool|xfer]:-}" ] && xfer=$(median '%.1f' "$g|$tool|xfer")
             fps=-
             [ "$kind" = tree ] && fps=$(median '%.0f' "$g|$tool|fps")
             cpugb=$(median '%.3f' "$g|$tool|cpugb")
@@ -954,8 +981,8 @@ report() {
                 rc=$(ratio "$lr_cpugb" "$(median '%.3f' "$g|$tool|cpugb")")
                 rm=$(ratio "$lr_mcpugb" "$(median '%.3f' "$g|$tool|mcpugb")")
             fi
-            printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
-                "$(group_label "$g")" "$(tool_label "$tool" "$kind")" "$wall" "$mbps" "$fps" \
+            printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
+                "$(group_label "$g")" "$(tool_label "$tool" "$kind")" "$wall" "$mbps" "$xfer" "$fps" \
                 "$cpugb" "$mcpugb" "$rssr" "$rsss" "$rl" "$rc" "$rm"
         done
     done

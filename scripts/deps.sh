@@ -9,9 +9,10 @@ pkgs=(
 	libssl-dev libxxhash-dev libcjson-dev libcmocka-dev
 	python3 python3-pytest
 	iproute2 iputils-ping ethtool procps psmisc iperf3 universal-ctags
+	openssh-server openssh-client passwd
 )
 if [ "${1:-}" = "--bench" ]; then
-	pkgs+=(openssh-server openssh-client rsync netcat-openbsd fio hyperfine time)
+	pkgs+=(rsync netcat-openbsd fio hyperfine time)
 fi
 
 missing=()
@@ -30,4 +31,14 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 # iperf3's package asks whether to start a daemon; answer no
 echo "iperf3 iperf3/start_daemon boolean false" | debconf-set-selections
+# nor may openssh-server start the system's sshd: the tests start their
+# own, in a namespace (policy-rc.d 101: "action forbidden"), for the
+# install only
+policy=""
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+	policy=/usr/sbin/policy-rc.d
+	printf '#!/bin/sh\nexit 101\n' >"$policy"
+	chmod 755 "$policy"
+	trap 'rm -f "$policy"' EXIT
+fi
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

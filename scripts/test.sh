@@ -64,7 +64,8 @@ step "ThreadSanitizer (clang): the engine's threads, in a chosen set of tests"
 # push and pull of a file and a tree with -P 4, a pipe in and out, a
 # resume after a kill, the one-shot receiver, bench with -P and --bidir,
 # two tests at once, iperf3 clients against serve and bench --iperf3, the
-# sweeper of partial files, a source read again, both listeners full
+# sweeper of partial files, a source read again, both listeners full, a
+# push over ssh and one whose client is killed (the lifeline)
 tsan_tests=(
 	"tests/integration/test_transfer.py::test_single_file_push"
 	"tests/integration/test_transfer.py::test_tree_push"
@@ -84,6 +85,8 @@ tsan_tests=(
 	"tests/integration/test_iperf3.py::test_linerate_client_against_iperf3_server"
 	"tests/integration/test_badinput.py::test_many_idle_connections"
 	"tests/integration/test_iperf3_dos.py::test_many_idle_connections_from_one_host"
+	"tests/integration/test_ssh.py::test_push_a_file_with_user_at_host"
+	"tests/integration/test_ssh.py::test_client_killed_the_far_end_exits_and_resume"
 )
 [ -f build-tsan/build.ninja ] ||
 	CC=clang meson setup build-tsan --buildtype=debug -Db_sanitize=thread \

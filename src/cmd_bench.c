@@ -11,16 +11,20 @@
 #include "core/bench.h"
 #include "core/cipher.h"
 #include "core/token.h"
+#include "core/remote.h"
 #include "opts.h"
 #include "opts_common.h"
 #include "report.h"
+#include "sshcli.h"
 #include "banned.h"
 
 const char cmd_bench_usage[] =
-	"usage: linerate bench [options] HOST[:PORT]\n"
+	"usage: linerate bench [options] [USER@]HOST[:PORT]\n"
 	"\n"
 	"Measure throughput, memory to memory, against `linerate serve` on HOST,\n"
-	"or against a stock `iperf3 -s` with --iperf3.\n"
+	"or against a stock `iperf3 -s` with --iperf3. With USER@ or -e (or when\n"
+	"nothing listens on HOST's port) the server is started there over ssh,\n"
+	"for this test, with a fresh token.\n"
 	"\n"
 	"  -p, --port PORT        server port (default 7350; 5201 with --iperf3)\n"
 	"      --iperf3           the server is a stock iperf3 server\n"
@@ -58,6 +62,9 @@ const char cmd_bench_usage[] =
 	"                         with --iperf3\n"
 	"      --cipher NAME      auto (default), aes-256-gcm, chacha20-poly1305\n"
 	"                         or none (data in clear; the server must allow it)\n"
+	"  -e, --rsh CMD          start the far end with CMD (default ssh)\n"
+	"      --remote-path P    the far end's linerate (default: on its PATH)\n"
+	"      --no-ssh           never start the far end over ssh\n"
 	"  -h, --help             this text\n"
 	"\n"
 	"SIZE takes K, M, G (1024-based); RATE takes k, m, g bits (1000-based).\n"
@@ -72,6 +79,9 @@ struct bench_cli_opts {
 	uint8_t psk[SESSION_PSK_LEN];
 	enum report_format fmt;
 	char hostbuf[256];
+	struct remote_addr ra;	/* HOST as given */
+	struct sshcli_opts ssh; /* -e, --remote-path, --no-ssh */
+	bool via_ssh;		/* the far end started over ssh */
 };
 
 enum {
@@ -113,6 +123,7 @@ static const struct option long_opts[] = {
 	{ "title", required_argument, NULL, 'T' },
 	{ "get-server-output", no_argument, NULL, OPT_GET_SERVER_OUTPUT },
 	{ "udp-counters-64bit", no_argument, NULL, OPT_UDP_COUNTERS64 },
+	SSHCLI_LONG_OPTIONS,
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -288,7 +299,10 @@ static int report_option(int c, char **argv, struct bench_cli_opts *o,
 	case OPT_GET_SERVER_OUTPUT: o->ip3.get_server_output = true; return 0;
 	case OPT_UDP_COUNTERS64: o->ip3.counters64 = true; return 0;
 	case 'h': return 1;
-	default: return opts_getopt_error(c, argv, err);
+	default:
+		if (!sshcli_option(c, optarg, &o->ssh))
+			return 0;
+		return opts_getopt_error(c, argv, err);
 	}
 }
 
@@ -300,21 +314,23 @@ static int bench_own(int c, char **argv, void *ctx, struct lr_err *err)
 	return r > 0 ? report_option(c, argv, ctx, err) : r;
 }
 
-/* HOST or HOST:PORT, the one operand. */
+/* HOST or HOST:PORT, the one operand (remote.h). */
 static int bench_host(int argc, char **argv, struct bench_cli_opts *o,
 		      struct lr_err *err)
 {
-	uint16_t port = 0;
+	struct remote_addr ra;
 
 	if (optind != argc - 1)
 		return lr_err_set(err, -EINVAL,
 				  optind == argc ? "missing HOST"
 						 : "one HOST expected");
-	if (opts_host_port(argv[optind], o->hostbuf, sizeof(o->hostbuf),
-			   &o->b.host, &port, err))
+	if (remote_parse(argv[optind], REMOTE_HOST_ONLY, &ra, err))
 		return -EINVAL;
-	if (port) {
-		o->net.port = port;
+	o->ra = ra;
+	snprintf(o->hostbuf, sizeof(o->hostbuf), "%s", ra.host);
+	o->b.host = o->hostbuf;
+	if (ra.port) {
+		o->net.port = ra.port;
 		o->net.have_port = true;
 	}
 	return 0;
@@ -332,12 +348,20 @@ static int bench_parse(int argc, char **argv, struct bench_cli_opts *o,
 	q->streams = 1;
 	q->duration_ms = 10000;
 	q->blksize = BENCH_DEFAULT_BLKSIZE;
-	r = opts_parse(&common_spec, "t:n:i:RO:l:w:C:M:Z::JhuT:b:", long_opts,
+	r = opts_parse(&common_spec, "t:n:i:RO:l:w:C:M:Z::JhuT:b:e:", long_opts,
 		       bench_own, o, argc, argv, &o->net, err);
 	if (r)
 		return r;
 	if (bench_host(argc, argv, o, err))
 		return -EINVAL;
+	r = sshcli_wanted(&o->ssh, &o->ra, o->net.token_file, err);
+	if (r < 0)
+		return r;
+	o->via_ssh = r > 0;
+	if (o->via_ssh && o->iperf3)
+		return lr_err_set(err, -EINVAL,
+				  "--iperf3 tests a running iperf3 server: "
+				  "nothing to start over ssh");
 	opts_common_addr(&o->net, o->iperf3 ? LR_IP3_PORT : LR_DEFAULT_PORT,
 			 &o->b.port, &o->b.family, &o->b.bind_addr);
 	if (o->net.streams)
@@ -365,12 +389,60 @@ static int bench_security(struct bench_cli_opts *o, struct lr_err *err)
 	return 0;
 }
 
+/* Start `linerate serve --ssh` on HOST and point the test at it. */
+static int bench_ssh(struct bench_cli_opts *o, struct sshcli *sc,
+		     struct lr_err *err)
+{
+	const char *words[] = { "serve", "--ssh", NULL, NULL };
+	int r;
+
+	if (o->b.cipher_wish == CRYPTO_NONE)
+		words[2] = "--allow-plaintext";
+	r = sshcli_start(sc, &o->ssh, &o->ra, words, o->psk, err);
+	if (r)
+		return r;
+	o->have_token = true;
+	o->b.psk = o->psk;
+	o->b.host = sc->boot.addr;
+	o->b.port = sc->boot.port;
+	o->b.connect_timeout_ms = SSHCLI_CONNECT_MS;
+	return 0;
+}
+
+/* The test against a linerate server: over ssh when asked, or when
+ * nothing listens on HOST's port (said in one line; not with --no-ssh). */
+static int bench_linerate(struct bench_cli_opts *o, struct sshcli *sc,
+			  const struct bench_callbacks *cb,
+			  struct bench_result *res, struct lr_err *err)
+{
+	int r = o->via_ssh ? bench_ssh(o, sc, err) : 0;
+
+	if (!r)
+		r = bench_client_run(&o->b, cb, res, err);
+	if (r == -ECONNREFUSED && !o->via_ssh && !o->ssh.no_ssh &&
+	    !o->net.token_file) {
+		fprintf(stderr,
+			"linerate: no linerate server on %s:%u; starting one "
+			"over ssh\n",
+			o->b.host, (unsigned)o->b.port);
+		o->via_ssh = true;
+		memset(err, 0, sizeof(*err));
+		r = bench_ssh(o, sc, err);
+		if (!r)
+			r = bench_client_run(&o->b, cb, res, err);
+	}
+	if (o->via_ssh && sshcli_finish(sc, r == 0, err) && !r)
+		r = -EPIPE;
+	return r;
+}
+
 int cmd_bench(int argc, char **argv)
 {
 	struct bench_cli_opts o;
 	struct bench_callbacks cb = { 0 };
 	struct bench_result res;
 	struct lr_err err = { 0 };
+	struct sshcli sc = { 0 };
 	struct report *rp;
 	int r;
 
@@ -379,7 +451,9 @@ int cmd_bench(int argc, char **argv)
 		fputs(cmd_bench_usage, stdout);
 		return EXIT_OK;
 	}
-	if (!r && !o.iperf3)
+	if (!r && !o.iperf3 && o.via_ssh)
+		r = opts_cipher_wish(&o.net, true, &o.b.cipher_wish, &err);
+	else if (!r && !o.iperf3)
 		r = bench_security(&o, &err);
 	if (r)
 		return usage_error(err.msg);
@@ -400,7 +474,7 @@ int cmd_bench(int argc, char **argv)
 	if (o.iperf3)
 		r = ip3_client_run(&o.b, &o.ip3, &cb, &res, &err);
 	else
-		r = bench_client_run(&o.b, &cb, &res, &err);
+		r = bench_linerate(&o, &sc, &cb, &res, &err);
 	if (!o.iperf3 && r == LR_EAUTH && !o.have_token &&
 	    isatty(STDIN_FILENO) && o.fmt == REPORT_HUMAN) {
 		/* the server wants a token we were not given: ask */

@@ -14,16 +14,19 @@
 #include "core/cipher.h"
 #include "core/doctor.h"
 #include "core/token.h"
+#include "core/remote.h"
 #include "opts.h"
 #include "opts_common.h"
 #include "report.h"
+#include "sshcli.h"
 #include "banned.h"
 
 const char cmd_doctor_usage[] =
-	"usage: linerate doctor [options] HOST[:]\n"
+	"usage: linerate doctor [options] [USER@]HOST[:PORT]\n"
 	"\n"
 	"Measure each stage of a transfer to a `linerate serve --root`\n"
-	"server: source read on this side, the network both ways, the cipher\n"
+	"server (with USER@ or -e, or when nothing listens on HOST's port, one\n"
+	"started there over ssh, its root the login's home): source read on this side, the network both ways, the cipher\n"
 	"on both CPUs, the destination disk (a test file in the server's root,\n"
 	"removed afterwards), then a real transfer (verified,\n"
 	"never given a name). Name the stage that limits, and the facts that\n"
@@ -42,6 +45,9 @@ const char cmd_doctor_usage[] =
 	"  -t, --time SEC        seconds of each network direction (default 3)\n"
 	"      --link-speed RATE the link's speed when /sys does not know it\n"
 	"      --json            one JSON document\n"
+	"  -e, --rsh CMD         start the far end with CMD (default ssh)\n"
+	"      --remote-path P   the far end's linerate (default: on its PATH)\n"
+	"      --no-ssh          never start the far end over ssh\n"
 	"  -h, --help            this text\n"
 	"\n"
 	"Exit status: 0 measured, 1 failure, 2 usage error.\n";
@@ -66,6 +72,7 @@ static const struct option long_opts[] = {
 	{ "size", required_argument, NULL, OPT_SIZE },
 	{ "link-speed", required_argument, NULL, OPT_LINK_SPEED },
 	{ "json", no_argument, NULL, OPT_JSON },
+	SSHCLI_LONG_OPTIONS,
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -76,6 +83,9 @@ struct doctor_cli {
 	bool json, have_token;
 	char hostbuf[256];
 	uint8_t psk[SESSION_PSK_LEN];
+	struct remote_addr ra;	/* HOST as given */
+	struct sshcli_opts ssh; /* -e, --remote-path, --no-ssh */
+	bool via_ssh;		/* the far end started over ssh */
 };
 
 static _Atomic bool cancelled;
@@ -111,34 +121,36 @@ static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 				 &o->d.link_speed_bps, err);
 	case OPT_JSON: o->json = true; return 0;
 	case 'h': return 1;
-	default: return opts_getopt_error(c, argv, err);
+	default:
+		if (!sshcli_option(c, optarg, &o->ssh))
+			return 0;
+		return opts_getopt_error(c, argv, err);
 	}
 }
 
-/* HOST, HOST: or [v6]:, nothing below the root yet. */
+/* HOST or HOST:PORT (remote.h; "HOST:" as before: the root). */
 static int doctor_host(const char *arg, struct doctor_cli *o,
 		       struct lr_err *err)
 {
-	const char *colon;
+	struct remote_addr ra;
+	char plain[REMOTE_MAX_USER + REMOTE_MAX_HOST + 8];
+	size_t n = strlen(arg);
 
-	if (arg[0] == '[') {
-		const char *end = strchr(arg, ']');
-
-		if (!end || (end[1] && end[1] != ':'))
-			return lr_err_set(err, -EINVAL, "'%s': write [IPv6]",
-					  arg);
-		snprintf(o->hostbuf, sizeof(o->hostbuf), "%.*s",
-			 (int)(end - arg - 1), arg + 1);
-		colon = end[1] ? end + 1 : NULL;
-	} else {
-		colon = strchr(arg, ':');
-		snprintf(o->hostbuf, sizeof(o->hostbuf), "%.*s",
-			 colon ? (int)(colon - arg) : (int)strlen(arg), arg);
+	if (n >= sizeof(plain))
+		return lr_err_set(err, -EINVAL, "'%.40s...': too long", arg);
+	snprintf(plain, sizeof(plain), "%s", arg);
+	if (n && n < sizeof(plain) && plain[n - 1] == ':' &&
+	    (plain[0] == '[' || !strchr(plain, ':') ||
+	     strchr(plain, ':') == plain + n - 1))
+		plain[n - 1] = '\0';
+	if (remote_parse(plain, REMOTE_HOST_ONLY, &ra, err))
+		return -EINVAL;
+	o->ra = ra;
+	snprintf(o->hostbuf, sizeof(o->hostbuf), "%s", ra.host);
+	if (ra.port) {
+		o->net.port = ra.port;
+		o->net.have_port = true;
 	}
-	if (colon && colon[1])
-		return lr_err_set(err, -EINVAL,
-				  "a DIR below the root is not supported yet: "
-				  "write HOST or HOST:");
 	o->d.host = o->hostbuf;
 	return 0;
 }
@@ -151,18 +163,22 @@ static int doctor_parse(int argc, char **argv, struct doctor_cli *o,
 	o->d.size = 256ull << 20;
 	o->d.net_ms = 3000;
 	o->d.cancel = &cancelled;
-	r = opts_parse(&common_spec, "t:h", long_opts, own_option, o, argc,
+	r = opts_parse(&common_spec, "t:e:h", long_opts, own_option, o, argc,
 		       argv, &o->net, err);
 	if (r)
 		return r;
-	opts_common_addr(&o->net, LR_DEFAULT_PORT, &o->d.port, &o->d.family,
-			 NULL);
 	o->d.streams = o->net.streams ? o->net.streams : XFER_DEFAULT_STREAMS;
 	if (argc - optind != 1)
 		return lr_err_set(err, -EINVAL,
 				  optind == argc ? "missing HOST"
-						 : "one HOST[:] expected");
-	return doctor_host(argv[optind], o, err);
+						 : "one HOST[:PORT] expected");
+	r = doctor_host(argv[optind], o, err);
+	opts_common_addr(&o->net, LR_DEFAULT_PORT, &o->d.port, &o->d.family,
+			 NULL);
+	if (!r)
+		r = sshcli_wanted(&o->ssh, &o->ra, o->net.token_file, err);
+	o->via_ssh = r > 0;
+	return r < 0 ? r : 0;
 }
 
 /* The token (file, environment or a prompt) and the cipher asked for. */
@@ -170,6 +186,8 @@ static int doctor_security(struct doctor_cli *o, struct lr_err *err)
 {
 	int r;
 
+	if (o->via_ssh)
+		return opts_cipher_wish(&o->net, false, &o->d.cipher_wish, err);
 	r = opts_token_psk(o->net.token_file, true, o->psk, &o->have_token,
 			   err);
 	if (!r && !o->have_token && opts_prompt_token("Token: ", o->psk, err))
@@ -180,6 +198,41 @@ static int doctor_security(struct doctor_cli *o, struct lr_err *err)
 	return r ?: opts_cipher_wish(&o->net, false, &o->d.cipher_wish, err);
 }
 
+/* Start `linerate serve --ssh --root .` (the login's home) on HOST and
+ * point the doctor at it. */
+static int doctor_ssh(struct doctor_cli *o, struct sshcli *sc,
+		      struct lr_err *err)
+{
+	const char *words[] = { "serve", "--ssh", "--root", ".", NULL };
+	int r;
+
+	r = sshcli_start(sc, &o->ssh, &o->ra, words, o->psk, err);
+	if (r)
+		return r;
+	o->have_token = true;
+	o->d.psk = o->psk;
+	o->d.host = sc->boot.addr;
+	o->d.port = sc->boot.port;
+	return 0;
+}
+
+/* The doctor's run: over ssh when asked, or when nothing listens on
+ * HOST's port and no token was given (said in one line). */
+static int doctor_go(struct doctor_cli *o, struct sshcli *sc,
+		     const struct doctor_callbacks *cb,
+		     struct doctor_report *rep, struct lr_err *err)
+{
+	int r = 0;
+
+	if (o->via_ssh)
+		r = doctor_ssh(o, sc, err);
+	if (!r)
+		r = doctor_run(&o->d, cb, rep, err);
+	if (o->via_ssh && sshcli_finish(sc, r == 0, err) && !r)
+		r = -EPIPE;
+	return r;
+}
+
 int cmd_doctor(int argc, char **argv)
 {
 	struct doctor_callbacks cb = { .stage = on_stage };
@@ -187,6 +240,7 @@ int cmd_doctor(int argc, char **argv)
 	struct lr_err err = { 0 };
 	struct sigaction sa;
 	struct doctor_cli o;
+	struct sshcli sc = { 0 };
 	int r;
 
 	memset(&o, 0, sizeof(o));
@@ -194,6 +248,17 @@ int cmd_doctor(int argc, char **argv)
 	if (r == 1) {
 		fputs(cmd_doctor_usage, stdout);
 		return EXIT_OK;
+	}
+	/* no token to hand (one would be asked for): is there a server? */
+	if (!r && !o.via_ssh && !o.ssh.no_ssh && !o.net.token_file &&
+	    !getenv("LINERATE_TOKEN") &&
+	    ssh_nothing_listens(o.d.host, o.d.port, o.d.family,
+				SSHCLI_CONNECT_MS)) {
+		fprintf(stderr,
+			"linerate: no linerate server on %s:%u; starting one "
+			"over ssh\n",
+			o.d.host, (unsigned)o.d.port);
+		o.via_ssh = true;
 	}
 	if (!r)
 		r = doctor_security(&o, &err);
@@ -215,7 +280,7 @@ int cmd_doctor(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	cb.ctx = &o;
-	r = doctor_run(&o.d, &cb, rep, &err);
+	r = doctor_go(&o, &sc, &cb, rep, &err);
 	session_token_wipe(o.psk, sizeof(o.psk));
 	if (o.json)
 		report_doctor_json(stdout, rep, r ? err.msg : NULL);

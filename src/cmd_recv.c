@@ -17,6 +17,7 @@
 #include "opts.h"
 #include "opts_common.h"
 #include "report.h"
+#include "sshcli.h"
 #include "banned.h"
 
 const char cmd_recv_usage[] =
@@ -38,6 +39,10 @@ const char cmd_recv_usage[] =
 	"      --keep-setid      keep setuid/setgid bits\n"
 	"      --stdout          write the one incoming file to standard output\n"
 	"      --json            one JSON object per event\n"
+	"      --ssh             the far end of `linerate send USER@HOST:DIR`:\n"
+	"                        listen where the ssh connection came in, say\n"
+	"                        where and the token on standard output, end\n"
+	"                        when standard input closes (run by ssh)\n"
 	"  -q, --quiet           print only the token lines and errors\n"
 	"  -h, --help            this text\n"
 	"\n"
@@ -51,6 +56,7 @@ enum {
 	OPT_KEEP_SETID,
 	OPT_STDOUT,
 	OPT_JSON,
+	OPT_SSH,
 };
 
 static const struct opts_common_spec common_spec = {
@@ -66,6 +72,7 @@ static const struct option long_opts[] = {
 	{ "keep-setid", no_argument, NULL, OPT_KEEP_SETID },
 	{ "stdout", no_argument, NULL, OPT_STDOUT },
 	{ "json", no_argument, NULL, OPT_JSON },
+	{ "ssh", no_argument, NULL, OPT_SSH },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -76,6 +83,9 @@ struct recv_cli {
 	struct opts_common net;
 	const char *dir;
 	bool json, quiet;
+	bool ssh;		     /* --ssh: started by ssh (sshcli.h) */
+	char ssh_addr[SSH_ADDR_MAX]; /* where ssh came in */
+	bool ssh_failed;	     /* the line could not be written */
 	char token[SESSION_TOKEN_CHARS];
 	uint8_t psk[SESSION_PSK_LEN];
 	int dirfd;	   /* DIR, when it is there */
@@ -105,6 +115,14 @@ static void on_event(void *ctx, const struct server_event *ev)
 {
 	struct recv_cli *o = ctx;
 
+	if (ev->kind == SERVER_EV_LISTENING && o->ssh) {
+		if (sshcli_far_ready(o->ssh_addr, ev->port, o->token)) {
+			o->ssh_failed = true;
+			if (the_server)
+				server_stop(the_server);
+		}
+		return;
+	}
 	if (ev->kind == SERVER_EV_LISTENING) {
 		const struct report_recv_banner b = {
 			.port = ev->port,
@@ -151,6 +169,7 @@ static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 		o->s.outfd = STDOUT_FILENO;
 		return 0;
 	case OPT_JSON: o->json = true; return 0;
+	case OPT_SSH: o->ssh = true; return 0;
 	case 'q': o->quiet = true; return 0;
 	case 'h': return 1;
 	default: return opts_getopt_error(c, argv, err);
@@ -197,7 +216,20 @@ static int recv_parse(int argc, char **argv, struct recv_cli *o,
 		return r;
 	opts_common_addr(&o->net, LR_DEFAULT_PORT, &o->s.port, &o->s.family,
 			 &o->s.bind_addr);
-	return recv_check(argc, argv, o, err);
+	r = recv_check(argc, argv, o, err);
+	if (r || !o->ssh)
+		return r;
+	/* the ssh mode: any port on the address ssh came in on, a fresh
+	 * token kept nowhere, nothing on standard output but the line */
+	if (o->net.token_file || o->s.outfd >= 0 || o->json)
+		return lr_err_set(err, -EINVAL,
+				  "--ssh takes none of --token-file, --stdout, "
+				  "--json");
+	r = sshcli_far_addr(o->ssh_addr, sizeof(o->ssh_addr), err);
+	o->s.bind_addr = o->ssh_addr;
+	o->s.port = 0;
+	o->quiet = true;
+	return r;
 }
 
 /* The token of an unfinished transfer into DIR, kept in DIR (mode 0600)
@@ -237,7 +269,7 @@ static void token_save(struct recv_cli *o)
 {
 	int fd, i;
 
-	if (o->token_saved || o->net.token_file || o->s.outfd >= 0)
+	if (o->token_saved || o->net.token_file || o->s.outfd >= 0 || o->ssh)
 		return;
 	/* DIR below its parent as the transfer makes it: never through a
 	 * symlink, and there already when the transfer made it first */
@@ -301,7 +333,7 @@ static int recv_token(struct recv_cli *o, struct lr_err *err)
 			fclose(f);
 		return r;
 	}
-	if (o->dirfd >= 0 && token_load(o, o->dirfd)) {
+	if (!o->ssh && o->dirfd >= 0 && token_load(o, o->dirfd)) {
 		o->token_saved = true;
 		o->token_kept = true;
 		return 0;

@@ -19,6 +19,7 @@
 #include "opts.h"
 #include "opts_common.h"
 #include "report.h"
+#include "sshcli.h"
 #include "banned.h"
 
 #define COMMON_HELP                                                                 \
@@ -45,16 +46,25 @@
 	"      --keep-setid      keep setuid/setgid bits (dropped by default)\n"    \
 	"      --link-speed RATE speed of the link for the %% of its ceiling\n"     \
 	"      --json            one JSON object per event on standard output\n"    \
+	"  -e, --rsh CMD         start the far end with CMD (default ssh), as\n"    \
+	"                        rsync's -e: -e 'ssh -p 2222 -i key'\n"             \
+	"      --remote-path P   the far end's linerate (default: linerate on\n"    \
+	"                        its PATH)\n"                                       \
+	"      --no-ssh          never start the far end over ssh\n"                \
+	"  -r                    accepted, as scp's: trees are always recursive\n"  \
 	"  -q, --quiet           no progress, only errors\n"                        \
 	"  -h, --help            this text\n"
 
 const char cmd_send_usage[] =
-	"usage: linerate send [options] PATH... HOST:[DIR]\n"
+	"usage: linerate send [options] PATH... [USER@]HOST:[DIR]\n"
 	"\n"
-	"Push files and directory trees to `linerate recv` or to\n"
-	"`linerate serve --root`. DIR is below the receiver's root and is made\n"
-	"when missing. `-` as PATH sends standard input, as the file named by\n"
-	"HOST:NAME. An IPv6 address goes in brackets: [2001:db8::1]:dir.\n"
+	"Push files and directory trees. With USER@ or -e, linerate starts its\n"
+	"far end over ssh (DIR as scp reads it: below the login's home, or\n"
+	"absolute, ~ expanded there) and moves the data straight over TCP;\n"
+	"else to `linerate recv` or `linerate serve --root` on HOST, DIR below\n"
+	"its root. DIR is made when missing. `-` as PATH sends standard input,\n"
+	"as the file named by HOST:NAME. An IPv6 address goes in brackets:\n"
+	"[2001:db8::1]:dir; the port only with -p.\n"
 	"\n" COMMON_HELP "\n"
 	"Files appear under their final names only when complete and verified;\n"
 	"run the same command again after an interruption to resume.\n"
@@ -76,6 +86,12 @@ struct send_cli {
 	bool have_token, json, quiet;
 	uint64_t link_speed;
 	char hostbuf[256];
+	struct remote_addr ra;	/* the last operand (send) or the first */
+	struct sshcli_opts ssh; /* -e, --remote-path, --no-ssh */
+	bool via_ssh;		/* the far end started over ssh */
+	const char *raw[XFER_MAX_PATHS]; /* get: the paths as typed */
+	char root[XFER_MAX_PATH + 1];	 /* get over ssh: the far root */
+	char names[XFER_MAX_PATHS][XFER_MAX_PATH + 1]; /* and its paths */
 	const char *paths[XFER_MAX_PATHS];
 	const char *dest;
 	char destbuf[XFER_MAX_PATH + 1];  /* DIR of `send - HOST:DIR/NAME` */
@@ -99,6 +115,7 @@ static const struct opts_common_spec common_spec = {
 		OPTS_TOKEN | OPTS_CIPHER,
 	.min_port = 1,
 	.max_streams = XFER_MAX_STREAMS,
+	.ssh_hint = true, /* scp -P 2222 */
 };
 
 static const struct option long_opts[] = {
@@ -111,6 +128,7 @@ static const struct option long_opts[] = {
 	{ "keep-setid", no_argument, NULL, OPT_KEEP_SETID },
 	{ "link-speed", required_argument, NULL, OPT_LINK_SPEED },
 	{ "json", no_argument, NULL, OPT_JSON },
+	SSHCLI_LONG_OPTIONS,
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -124,38 +142,21 @@ static void on_signal(int sig)
 	atomic_store(&cancelled, true);
 }
 
-/* Split "host:path" or "[v6]:path"; host goes into buf. */
-static int split_remote(const char *arg, char *buf, size_t cap,
-			const char **host, const char **path,
+/* HOST:PATH as remote.h reads it; host goes into buf. */
+static int split_remote(const char *arg, struct remote_addr *ra, char *buf,
+			size_t cap, const char **host, const char **path,
 			struct lr_err *err)
 {
-	const char *colon;
-	size_t n;
-
-	if (arg[0] == '[') {
-		const char *end = strchr(arg, ']');
-
-		if (!end || end[1] != ':')
-			return lr_err_set(err, -EINVAL,
-					  "'%s': write [IPv6]:PATH", arg);
-		n = (size_t)(end - arg - 1);
-		colon = end + 1;
-		arg++;
-	} else {
-		colon = strchr(arg, ':');
-		if (!colon)
-			return lr_err_set(err, -EINVAL,
-					  "'%s': write HOST:PATH (HOST: for "
-					  "the root)",
-					  arg);
-		n = (size_t)(colon - arg);
-	}
-	if (!n || n >= cap)
-		return lr_err_set(err, -EINVAL, "'%s': no host", arg);
-	memcpy(buf, arg, n);
-	buf[n] = 0;
+	if (remote_parse(arg, REMOTE_PATH, ra, err))
+		return -EINVAL;
+	if (ra->port_like)
+		fprintf(stderr,
+			"linerate: note: '%s' is a path on %s; a port goes "
+			"with -p\n",
+			ra->path, ra->host);
+	snprintf(buf, cap, "%s", ra->host);
 	*host = buf;
-	*path = colon + 1;
+	*path = ra->path;
 	return 0;
 }
 
@@ -209,9 +210,13 @@ static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 		return opts_rate("--link-speed", optarg, 1000, UINT64_MAX / 2,
 				 &o->link_speed, err);
 	case OPT_JSON: o->json = true; return 0;
+	case 'r': return 0; /* scp's habit; trees are always recursive */
 	case 'q': o->quiet = true; return 0;
 	case 'h': return 1;
-	default: return opts_getopt_error(c, argv, err);
+	default:
+		if (!sshcli_option(c, optarg, &o->ssh))
+			return 0;
+		return opts_getopt_error(c, argv, err);
 	}
 }
 
@@ -248,8 +253,8 @@ static int push_args(int argc, char **argv, int first, struct send_cli *o,
 
 	if (argc - first < 2)
 		return lr_err_set(err, -EINVAL, "need PATH... and HOST:[DIR]");
-	if (split_remote(argv[last], o->hostbuf, sizeof(o->hostbuf), &host,
-			 &path, err))
+	if (split_remote(argv[last], &o->ra, o->hostbuf, sizeof(o->hostbuf),
+			 &host, &path, err))
 		return -EINVAL;
 	if (last - first > (int)XFER_MAX_PATHS)
 		return lr_err_set(err, -E2BIG,
@@ -285,8 +290,7 @@ static int pull_args(int argc, char **argv, int first, struct send_cli *o,
 	if (argc - first < 1)
 		return lr_err_set(err, -EINVAL, "need HOST:PATH");
 	/* the last argument is DEST unless it is remote */
-	if (argc - first >= 2 && (!strchr(argv[last], ':') ||
-				  argv[last][0] == '/' || argv[last][0] == '.'))
+	if (argc - first >= 2 && !remote_is_remote(argv[last]))
 		o->dest = argv[last--];
 	else
 		o->dest = ".";
@@ -294,16 +298,21 @@ static int pull_args(int argc, char **argv, int first, struct send_cli *o,
 		return lr_err_set(err, -E2BIG, "at most %u HOST:PATH arguments",
 				  XFER_MAX_PATHS);
 	for (i = first; i <= last; i++) {
+		struct remote_addr ra;
 		char hb[256];
 
-		if (split_remote(argv[i], hb, sizeof(hb), &host, &path, err))
+		if (split_remote(argv[i], &ra, hb, sizeof(hb), &host, &path,
+				 err))
 			return -EINVAL;
+		if (i == first)
+			o->ra = ra;
 		if (i == first)
 			snprintf(o->hostbuf, sizeof(o->hostbuf), "%s", hb);
 		else if (strcmp(o->hostbuf, hb))
 			return lr_err_set(err, -EINVAL,
 					  "all HOST:PATH arguments must name "
 					  "one host");
+		o->raw[o->c.npaths] = path;
 		path = clean_remote(path);
 		if (!*path)
 			return lr_err_set(err, -EINVAL,
@@ -332,7 +341,7 @@ static int send_parse(int argc, char **argv, struct send_cli *o,
 	o->c.connect_timeout_ms = 10000;
 	o->c.x.progress_ms = 250;
 	o->c.x.cancel = &cancelled;
-	r = opts_parse(&common_spec, "w:qh", long_opts, own_option, o, argc,
+	r = opts_parse(&common_spec, "w:e:rqh", long_opts, own_option, o, argc,
 		       argv, &o->net, err);
 	if (r)
 		return r;
@@ -413,15 +422,248 @@ static int get_dest(const char *dest, struct xfer_dest *d, char *name,
 	return 0;
 }
 
+/* Whether the far end starts over ssh: USER@ or -e asks for it. */
+static int want_ssh(struct send_cli *o, struct lr_err *err)
+{
+	int r = sshcli_wanted(&o->ssh, &o->ra, o->net.token_file, err);
+
+	o->via_ssh = r > 0;
+	return r < 0 ? r : 0;
+}
+
+/* p without "//", "./" parts and a trailing '/' (a leading '/' stays)
+ * into out. 0 or -ENAMETOOLONG. */
+static int normal_path(const char *p, char *out, size_t cap)
+{
+	size_t o = 0;
+
+	if (*p == '/' && cap > 1)
+		out[o++] = *p++;
+	while (*p) {
+		size_t n = strcspn(p, "/");
+
+		if (n && !(n == 1 && p[0] == '.')) {
+			if (o + n + 2 > cap)
+				return -ENAMETOOLONG;
+			if (o && out[o - 1] != '/')
+				out[o++] = '/';
+			memcpy(out + o, p, n);
+			o += n;
+		}
+		p += n;
+		p += strspn(p, "/");
+	}
+	if (!o && cap > 1)
+		out[o++] = '.';
+	out[o] = '\0';
+	return 0;
+}
+
+/* Over ssh a path reaches the far shell: no backslash (fish and csh read
+ * it in quotes), no control character. */
+static int shell_safe(const char *p, struct lr_err *err)
+{
+	for (; *p; p++)
+		if (*p == '\\' || (unsigned char)*p < ' ' || *p == 0x7f)
+			return lr_err_set(err, -EINVAL,
+					  "over ssh a path may not hold a "
+					  "backslash or a control character "
+					  "(the far shell reads it)");
+	return 0;
+}
+
+/* send over ssh: the far end is `linerate recv --ssh DIR`, DIR as the
+ * user wrote it (the far shell expands a leading ~); the push goes to
+ * its root. */
+static int ssh_push_words(struct send_cli *o, const char **words, char *qdir,
+			  size_t cap, struct lr_err *err)
+{
+	char dir[XFER_MAX_PATH + 1];
+	const char *path = o->ra.path;
+	const char *slash;
+	unsigned n = 0;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	if (o->c.src.stdin_name && (slash = strrchr(path, '/')) != NULL)
+		dir[slash == path ? 1 : slash - path] = '\0'; /* "/NAME" */
+	else if (o->c.src.stdin_name)
+		dir[0] = '\0';
+	words[n++] = "recv";
+	words[n++] = "--ssh";
+	if (o->c.cipher_wish == CRYPTO_NONE)
+		words[n++] = "--allow-plaintext";
+	words[n++] = "--";
+	if (shell_safe(dir, err))
+		return -EINVAL;
+	if (dir[0]) {
+		if (ssh_shell_quote(dir, true, qdir, cap))
+			return lr_err_set(err, -ENAMETOOLONG, "%s: too long",
+					  dir);
+		words[n++] = qdir;
+	}
+	words[n] = NULL;
+	return 0;
+}
+
+/* Whether path lies below dir (a '/' after it), dir "" being anything
+ * relative. */
+static bool below(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (!n)
+		return path[0] != '/' && path[0] != '~';
+	if (!strcmp(dir, "/"))
+		return path[0] == '/' && path[1];
+	return !strncmp(path, dir, n) && path[n] == '/' && path[n + 1];
+}
+
+/* get over ssh: the far root is the deepest directory holding every
+ * PATH as typed (the far shell expands its leading ~); each is asked for
+ * below it. */
+static int ssh_pull_root(struct send_cli *o, struct lr_err *err)
+{
+	char *slash;
+	unsigned i;
+
+	for (i = 0; i < o->c.npaths; i++) {
+		if (normal_path(o->raw[i], o->names[i], sizeof(o->names[i])))
+			return lr_err_set(err, -ENAMETOOLONG, "%s: too long",
+					  o->raw[i]);
+		if (o->names[i][0] == '~' && !strchr(o->names[i], '/'))
+			return lr_err_set(err, -EINVAL,
+					  "'%s': name a file or directory "
+					  "below it",
+					  o->names[i]);
+	}
+	snprintf(o->root, sizeof(o->root), "%s", o->names[0]);
+	slash = strrchr(o->root, '/');
+	if (!slash)
+		o->root[0] = '\0';
+	else
+		slash[slash == o->root ? 1 : 0] = '\0';
+	for (;;) {
+		for (i = 0; i < o->c.npaths && below(o->names[i], o->root); i++)
+			;
+		if (i == o->c.npaths)
+			break;
+		slash = strrchr(o->root, '/');
+		if (!o->root[0] || !strcmp(o->root, "/"))
+			return lr_err_set(err, -EINVAL,
+					  "over ssh one get takes paths below "
+					  "one directory: '%s' and '%s' are "
+					  "not; run two",
+					  o->raw[0], o->raw[i]);
+		if (!slash)
+			o->root[0] = '\0';
+		else
+			slash[slash == o->root ? 1 : 0] = '\0';
+	}
+	for (i = 0; i < o->c.npaths; i++) {
+		size_t k = strlen(o->root);
+
+		o->c.paths[i] = clean_remote(
+			o->names[i] +
+			(k ? k + (strcmp(o->root, "/") ? 1 : 0) : 0));
+		if (!o->c.paths[i][0])
+			return lr_err_set(err, -EINVAL,
+					  "'%s': name a file or directory "
+					  "below it",
+					  o->raw[i]);
+	}
+	return 0;
+}
+
+/* get over ssh: the far end is `linerate serve --ssh --read-only --root
+ * ROOT` (ROOT "." for paths relative to the home). */
+static int ssh_pull_words(struct send_cli *o, const char **words, char *qroot,
+			  size_t cap, struct lr_err *err)
+{
+	unsigned n = 0;
+
+	if (ssh_pull_root(o, err) || shell_safe(o->root, err))
+		return -EINVAL;
+	if (ssh_shell_quote(o->root[0] ? o->root : ".", true, qroot, cap))
+		return lr_err_set(err, -ENAMETOOLONG, "%s: too long", o->root);
+	words[n++] = "serve";
+	words[n++] = "--ssh";
+	words[n++] = "--read-only";
+	if (o->c.cipher_wish == CRYPTO_NONE)
+		words[n++] = "--allow-plaintext";
+	words[n++] = "--root";
+	words[n++] = qroot;
+	words[n] = NULL;
+	return 0;
+}
+
+/* Start the far end and point the transfer at it. */
+static int ssh_begin(struct send_cli *o, struct sshcli *sc, struct lr_err *err)
+{
+	const char *words[8];
+	char qdir[2 * XFER_MAX_PATH + 8];
+	int r;
+
+	if (o->pull) {
+		if (ssh_pull_words(o, words, qdir, sizeof(qdir), err))
+			return -EINVAL;
+	} else if (ssh_push_words(o, words, qdir, sizeof(qdir), err)) {
+		return -EINVAL;
+	}
+	r = sshcli_start(sc, &o->ssh, &o->ra, words, o->psk, err);
+	if (r)
+		return r;
+	sc->ends_itself = !o->pull; /* recv --ssh serves one push */
+	o->have_token = true;
+	o->c.psk = o->psk;
+	o->c.host = sc->boot.addr;
+	o->c.port = sc->boot.port;
+	if (!o->pull)
+		o->c.paths[0] = "";
+	o->c.connect_timeout_ms = SSHCLI_CONNECT_MS;
+	return 0;
+}
+
+/* The fallback: nothing listens on HOST's port, so the far end starts
+ * over ssh, said in one line (--no-ssh: no fallback). Not for a path
+ * written absolute or with ~: below a server's root it would have been
+ * another place than over ssh, so the user says which (USER@ or -e). */
+static bool fall_back(struct send_cli *o)
+{
+	unsigned i, n = o->pull ? o->c.npaths : 1;
+
+	if (o->via_ssh || o->ssh.no_ssh)
+		return false;
+	for (i = 0; i < n; i++) {
+		const char *p = o->pull ? o->raw[i] : o->ra.path;
+
+		if (p[0] == '/' || p[0] == '~') {
+			fprintf(stderr,
+				"linerate: no linerate server on %s:%u; over "
+				"ssh '%s' would be that path of the far "
+				"machine, not one below a server's root: "
+				"write USER@%s: or -e to start one over ssh\n",
+				o->c.host, (unsigned)o->c.port, p, o->c.host);
+			return false;
+		}
+	}
+	fprintf(stderr,
+		"linerate: no linerate server on %s:%u; starting one over "
+		"ssh\n",
+		o->c.host, (unsigned)o->c.port);
+	o->via_ssh = true;
+	return true;
+}
+
 static int run(int argc, char **argv, bool pull)
 {
 	const char *name = pull ? "get" : "send";
 	struct xfer_callbacks cb = { 0 };
-	struct xfer_result res;
+	struct xfer_result res = { 0 };
 	struct lr_err err = { 0 };
 	struct report_xfer *rx;
 	struct sigaction sa;
 	struct send_cli o;
+	struct sshcli sc = { 0 };
 	FILE *out;
 	int r;
 
@@ -433,6 +675,16 @@ static int run(int argc, char **argv, bool pull)
 		return EXIT_OK;
 	}
 	if (!r)
+		r = want_ssh(&o, &err);
+	/* no token to hand (it would be asked for): is there a server? */
+	if (!r && !o.via_ssh && !o.ssh.no_ssh && !o.net.token_file &&
+	    !getenv("LINERATE_TOKEN") &&
+	    ssh_nothing_listens(o.c.host, o.c.port, o.c.family,
+				SSHCLI_CONNECT_MS))
+		fall_back(&o);
+	if (!r && o.via_ssh)
+		r = opts_cipher_wish(&o.net, true, &o.c.cipher_wish, &err);
+	else if (!r)
 		r = send_security(&o, &err);
 	if (r) {
 		fprintf(stderr, "linerate %s: %s\nTry 'linerate %s --help'.\n",
@@ -467,9 +719,20 @@ static int run(int argc, char **argv, bool pull)
 		return EXIT_RUNTIME;
 	}
 	report_xfer_callbacks(rx, &cb);
-	r = xfer_client_run(&o.c, &cb, &res, &err);
+	r = o.via_ssh ? ssh_begin(&o, &sc, &err) : 0;
+	if (!r)
+		r = xfer_client_run(&o.c, &cb, &res, &err);
+	if (r == -ECONNREFUSED && !o.net.token_file && fall_back(&o)) {
+		memset(&err, 0, sizeof(err));
+		memset(&res, 0, sizeof(res));
+		r = ssh_begin(&o, &sc, &err);
+		if (!r)
+			r = xfer_client_run(&o.c, &cb, &res, &err);
+	}
 	if (r == -EIO)
 		opts_add_hint(err.msg, sizeof(err.msg), res.first_failure_code);
+	if (o.via_ssh && sshcli_finish(&sc, r == 0, &err) && !r)
+		r = -EPIPE;
 	session_token_wipe(o.psk, sizeof(o.psk));
 	report_xfer_end(rx, &res, o.link_speed, r ? err.msg : NULL);
 	report_xfer_free(rx);

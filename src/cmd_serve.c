@@ -21,6 +21,7 @@
 #include "opts.h"
 #include "opts_common.h"
 #include "report.h"
+#include "sshcli.h"
 #include "banned.h"
 
 const char cmd_serve_usage[] =
@@ -34,6 +35,10 @@ const char cmd_serve_usage[] =
 	"  -B, --bind ADDR            listen on ADDR only (default: all, IPv4+IPv6)\n"
 	"  -4, --ipv4 / -6, --ipv6    only that address family\n"
 	"  -1, --once                 serve one test, then exit with its status\n"
+	"      --ssh                  the far end of get/bench/doctor over ssh:\n"
+	"                             on the address ssh came in on, a fresh\n"
+	"                             token on standard output, the end when\n"
+	"                             standard input closes (run by ssh)\n"
 	"      --max-tests N          tests at once before answering busy (default 4)\n"
 	"      --max-duration SEC     longest test accepted (default 60)\n"
 	"      --handshake-timeout SEC  time a new connection has to identify\n"
@@ -83,6 +88,9 @@ struct serve_opts {
 	bool ip3;	   /* answer iperf3 clients */
 	bool ip3_explicit; /* --iperf3-port given: failing to bind is fatal */
 	uint16_t ip3_port;
+	bool ssh;			 /* --ssh: started by ssh (sshcli.h) */
+	char ssh_addr[SSH_ADDR_MAX];	 /* where ssh came in */
+	char token[SESSION_TOKEN_CHARS]; /* --ssh: the fresh one */
 };
 
 enum {
@@ -99,6 +107,7 @@ enum {
 	OPT_PARTIAL_MAX_SIZE,
 	OPT_LIST_PARTIAL,
 	OPT_CLEAN_PARTIAL,
+	OPT_SSH,
 };
 
 /* Partial files unchanged this long go by default: a week, as an
@@ -125,6 +134,7 @@ static const struct option long_opts[] = {
 	{ "partial-max-size", required_argument, NULL, OPT_PARTIAL_MAX_SIZE },
 	{ "list-partial", no_argument, NULL, OPT_LIST_PARTIAL },
 	{ "clean-partial", no_argument, NULL, OPT_CLEAN_PARTIAL },
+	{ "ssh", no_argument, NULL, OPT_SSH },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -188,10 +198,23 @@ static void *ip3_main(void *arg)
 	return NULL;
 }
 
+/* --ssh: the one server, and what its line says */
+static struct serve_opts *volatile the_ssh;
+
 static void on_event(void *ctx, const struct server_event *ev)
 {
+	struct serve_opts *o = the_ssh;
+
 	(void)ctx;
-	report_server_event(stdout, stderr, ev);
+	if (!o) {
+		report_server_event(stdout, stderr, ev);
+		return;
+	}
+	/* the ssh mode says where it listens and nothing else: the near
+	 * end reports the session */
+	if (ev->kind == SERVER_EV_LISTENING &&
+	    sshcli_far_ready(o->ssh_addr, ev->port, o->token) && the_server)
+		server_stop(the_server);
 }
 
 /* --partial-max-age and --partial-max-size. */
@@ -251,6 +274,7 @@ static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 	case OPT_PARTIAL_MAX_SIZE: return partial_option(c, optarg, o, err);
 	case OPT_LIST_PARTIAL: o->list_partial = true; return 0;
 	case OPT_CLEAN_PARTIAL: o->clean_partial = true; return 0;
+	case OPT_SSH: o->ssh = true; return 0;
 	case 'h': return 1;
 	default: return opts_getopt_error(c, argv, err);
 	}
@@ -282,6 +306,32 @@ static int serve_check(struct serve_opts *o, struct lr_err *err)
 	return 0;
 }
 
+/* --ssh: linerate's protocol only, on any port of the address ssh came
+ * in on, with a fresh token kept nowhere, until standard input closes. */
+static int serve_ssh(struct serve_opts *o, struct lr_err *err)
+{
+	int r;
+
+	if (o->net.token_file || o->ip3_explicit || o->list_partial ||
+	    o->clean_partial)
+		return lr_err_set(err, -EINVAL,
+				  "--ssh takes none of --token-file, "
+				  "--iperf3-port, --list-partial, "
+				  "--clean-partial");
+	r = sshcli_far_addr(o->ssh_addr, sizeof(o->ssh_addr), err);
+	if (r)
+		return r;
+	/* until the lifeline closes: doctor runs several tests */
+	o->s.bind_addr = o->ssh_addr;
+	o->s.port = 0;
+	o->ip3 = false;
+	r = session_token_new(o->token) ?: session_token_psk(o->token, o->psk);
+	if (r)
+		return lr_err_setc(err, r, "making a token");
+	o->s.psk = o->psk;
+	return 0;
+}
+
 static int serve_parse(int argc, char **argv, struct serve_opts *o,
 		       struct lr_err *err)
 {
@@ -298,6 +348,8 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o,
 		return r;
 	opts_common_addr(&o->net, LR_DEFAULT_PORT, &o->s.port, &o->s.family,
 			 &o->s.bind_addr);
+	if (o->ssh)
+		return serve_ssh(o, err);
 	if (optind != argc)
 		return lr_err_set(err, -EINVAL, "unexpected argument '%s'",
 				  argv[optind]);
@@ -526,6 +578,8 @@ int cmd_serve(int argc, char **argv)
 		r = serve_security(&o, &err);
 	if (!r && o.root && (o.list_partial || o.clean_partial))
 		return serve_partial(&o);
+	if (!r && o.ssh)
+		the_ssh = &o;
 	if (!r)
 		r = serve_root(&o, &err);
 	if (r) {
@@ -549,6 +603,8 @@ int cmd_serve(int argc, char **argv)
 	r = serve_both(srv, ip3);
 	ip3srv_free(ip3);
 	server_free(srv);
+	session_token_wipe(o.token, sizeof(o.token));
+	session_token_wipe(o.psk, sizeof(o.psk));
 	if (o.s.rootfd >= 0)
 		close(o.s.rootfd);
 	return r ? EXIT_RUNTIME : EXIT_OK;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "cmds.h"
@@ -64,10 +66,23 @@ static const struct cmd *find(const char *name)
 	return NULL;
 }
 
+/* Standard input, output and error open (on /dev/null when they are not):
+ * a pipe or socket made later must never become one of them. */
+static void std_fds_open(void)
+{
+	int fd;
+
+	while ((fd = open("/dev/null", O_RDWR | O_CLOEXEC)) >= 0 && fd <= 2)
+		fcntl(fd, F_SETFD, 0); /* keep it: it is 0, 1 or 2 now */
+	if (fd > 2)
+		close(fd);
+}
+
 int main(int argc, char **argv)
 {
 	const struct cmd *c;
 
+	std_fds_open();
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;

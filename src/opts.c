@@ -80,47 +80,6 @@ int opts_uint(const char *opt, const char *val, uint64_t min, uint64_t max,
 	return r ? report(r, opt, val, "a whole number", min, max, "", err) : 0;
 }
 
-int opts_host_port(const char *arg, char *buf, size_t cap, const char **host,
-		   uint16_t *port, struct lr_err *err)
-{
-	const char *colon;
-	uint64_t p;
-	size_t n = strlen(arg);
-
-	if (!n || n >= cap)
-		return lr_err_set(err, -EINVAL, "host '%s' is not valid", arg);
-	memcpy(buf, arg, n + 1);
-	if (buf[0] == '[') {
-		char *close = strchr(buf, ']');
-
-		if (!close || (close[1] && close[1] != ':'))
-			return lr_err_set(err, -EINVAL,
-					  "host '%s' is not "
-					  "valid",
-					  arg);
-		*close = '\0';
-		*host = buf + 1;
-		if (close[1] == ':') {
-			if (opts_uint("port", close + 2, 1, 65535, &p, err))
-				return -EINVAL;
-			*port = (uint16_t)p;
-		}
-		return 0;
-	}
-	colon = strrchr(buf, ':');
-	*host = buf;
-	if (colon && colon == strchr(buf, ':')) {
-		/* exactly one colon: host:port */
-		buf[colon - buf] = '\0';
-		if (opts_uint("port", colon + 1, 1, 65535, &p, err))
-			return -EINVAL;
-		*port = (uint16_t)p;
-	}
-	if (!**host)
-		return lr_err_set(err, -EINVAL, "host '%s' is not valid", arg);
-	return 0;
-}
-
 int opts_getopt_error(int c, char **argv, struct lr_err *err)
 {
 	const char *arg = argv[optind - 1];

@@ -24,11 +24,6 @@ int opts_msec(const char *opt, const char *val, uint64_t min_ms,
 	      uint64_t max_ms, uint64_t *out, struct lr_err *err);
 int opts_uint(const char *opt, const char *val, uint64_t min, uint64_t max,
 	      uint64_t *out, struct lr_err *err);
-/* "host", "host:port", "[v6]:port" or a bare IPv6 literal. host points
- * into buf. */
-int opts_host_port(const char *arg, char *buf, size_t cap, const char **host,
-		   uint16_t *port, struct lr_err *err);
-
 /* The message for getopt_long's ':' (missing value) or '?' (unknown
  * option) result c; call right after getopt_long returned it. */
 int opts_getopt_error(int c, char **argv, struct lr_err *err);

@@ -2,9 +2,11 @@
 /* The options the network subcommands share, in one table. */
 #include <errno.h>
 #include <getopt.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
+#include "core/units.h"
 #include "opts.h"
 #include "opts_common.h"
 #include "core/cipher.h"
@@ -113,8 +115,20 @@ static int common_take(const struct opts_parser *p, int c, const char *arg,
 		o->have_port = true;
 		return 0;
 	case 'P':
-		if (opts_uint("-P", arg, 1, p->spec->max_streams, &v, err))
+		if (opts_uint("-P", arg, 1, p->spec->max_streams, &v, err)) {
+			/* scp's -P is its port: say where that goes */
+			if (p->spec->ssh_hint &&
+			    !units_parse_uint(arg, 1, 65535, &v)) {
+				size_t n = strlen(err->msg);
+
+				snprintf(err->msg + n, sizeof(err->msg) - n,
+					 " (-P is the number of streams; "
+					 "for ssh's port write -e 'ssh -p "
+					 "%s')",
+					 arg);
+			}
 			return -EINVAL;
+		}
 		o->streams = (unsigned)v;
 		return 0;
 	case '4': o->family = AF_INET; return 0;

@@ -33,6 +33,7 @@ struct opts_common_spec {
 	unsigned take;	      /* enum opts_common_bit */
 	uint16_t min_port;    /* 0 where 0 asks for any free port */
 	unsigned max_streams; /* -P's bound (OPTS_PARALLEL) */
+	bool ssh_hint;	      /* -P out of range: say where ssh's port goes */
 };
 
 /* Their values; what was not given is 0, NULL or AF_UNSPEC. */

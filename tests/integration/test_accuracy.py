@@ -10,22 +10,29 @@ the last interval never ends after the total.
 
 linerate against linerate serve, on loopback and between two namespace
 hosts (root; skipped with the reason otherwise), at a bounded rate so
-that the two shared cores are not the subject; and `linerate bench
---iperf3` against a stock iperf3 -s (Debian's iperf3), timed by that
-server as its own client is. A relation is asserted, never a speed.
+that the two shared cores are not the subject; both mixed pairs (`linerate
+bench --iperf3` against a stock iperf3 -s, a stock iperf3 -c against
+linerate serve), whose bytes may differ by what was in flight when
+iperf3's side stopped; `linerate bench --iperf3` timed by a stock server
+as its own client is; and, unpaced on the 1 Gbit/s link, the drain after
+the deadline bounded by what the senders' sockets may still hold then. A
+relation is asserted, never a speed.
 """
 
 import statistics
 
 import pytest
 
-from ip3util import (finish_iperf3_server, run_iperf3_client,
+from ip3util import (finish_iperf3_server, iperf3_doc, run_iperf3_client,
                      start_iperf3_server, strict_json)
 from lrproc import bench_json, describe, run_bench
 from util import wait_for_listen
 
 LOOP = "127.0.0.1"
 SCHED_S = 0.010
+# what a timed sender's socket may still hold unsent at the deadline
+# (src/core/bench/lowat.c)
+LOWAT_BYTES = 128 * 1024
 NS_PORT = 7371
 IPERF3_PORT = 5321
 
@@ -58,18 +65,24 @@ def local_pairs(doc):
     return [("sum", "sum_received" if ts["reverse"] else "sum_sent")]
 
 
+def slack_of(doc, args):
+    """(rate, blksize, slack): the slack of two seconds of one stream is
+    1 ms + the largest RTT + one write at the rate + SCHED_S (the
+    receiver stamps a byte when its thread reads it: on two shared cores
+    it may be scheduled a few ms late after the deadline)."""
+    rate = rate_bps(args)
+    blk = doc["start"]["test_start"]["blksize"]
+    rtt = max([st.get("sender", {}).get("max_rtt", 0)
+               for st in doc["end"]["streams"]] + [0]) / 1e6
+    return rate, blk, 0.001 + rtt + blk * 8 / rate + SCHED_S
+
+
 def check_streams(doc, args):
     """Each stream's two sides: seconds within 1 ms + RTT + one write in
     flight; bytes equal (TCP), or within what the omitted period's end
     let through in that time (-O)."""
     udp = "-u" in args
-    rate = rate_bps(args)
-    blk = doc["start"]["test_start"]["blksize"]
-    rtt = max([st.get("sender", {}).get("max_rtt", 0)
-               for st in doc["end"]["streams"]] + [0]) / 1e6
-    # the receiver stamps a byte when its thread reads it: on two shared
-    # cores it may be scheduled a few ms late (SCHED_S) after the deadline
-    slack = 0.001 + rtt + blk * 8 / rate + SCHED_S
+    rate, blk, slack = slack_of(doc, args)
     for st in doc["end"]["streams"]:
         if udp:
             continue  # one object per UDP stream, one side: see the sums
@@ -94,6 +107,35 @@ def check_streams(doc, args):
         assert r["end"] <= s["end"] + slack, (s, r)
         if not udp and "-O" not in args:
             assert s["bytes"] == r["bytes"], (s, r)
+
+
+def check_mixed(doc, args):
+    """A test between linerate and a stock iperf3: the sender's and the
+    receiver's seconds agree as between two linerates; iperf3's receiver
+    stops reading at its own deadline, so the bytes may fall short of the
+    sent ones by what was in flight then: one round trip at the rate,
+    what the sender's socket may hold unsent, and a write on the way."""
+    udp = "-u" in args
+    rate, blk, slack = slack_of(doc, args)
+    flight = rate / 8 * slack + LOWAT_BYTES + 2 * blk
+    end = doc["end"]
+    pairs = [(st["sender"], st["receiver"]) for st in end["streams"]
+             if not udp]
+    pairs += [(end[s], end[r]) for s, r in
+              (("sum_sent", "sum_received"),
+               ("sum_sent_bidir_reverse", "sum_received_bidir_reverse"))
+              if s in end]
+    assert pairs, end
+    for snd, rcv in pairs:
+        assert abs(snd["seconds"] - rcv["seconds"]) <= slack, (snd, rcv,
+                                                               slack)
+        if udp:
+            continue
+        assert rcv["bytes"] <= snd["bytes"], (snd, rcv)
+        n = max(1, doc["start"]["test_start"]["num_streams"]) \
+            if snd in (end.get("sum_sent"),
+                       end.get("sum_sent_bidir_reverse")) else 1
+        assert snd["bytes"] - rcv["bytes"] <= n * flight, (snd, rcv, flight)
 
 
 def check_intervals(doc):
@@ -195,3 +237,56 @@ def test_iperf3_server_times_linerate_as_its_own_client(hosts, linerate_bin,
     med = {k: statistics.median(v) for k, v in far.items()}
     print(f"{mode}: |server seconds - 2| medians {med}, runs {far}")
     assert med["linerate"] <= med["iperf3"] + 0.002, far
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse", "bidir", "parallel4",
+                                  "udp"])
+@pytest.mark.parametrize("pair", ["linerate-iperf3", "iperf3-linerate"])
+def test_mixed_pairs_agree_between_hosts(hosts, serve, linerate_bin, iperf3,
+                                         pair, mode):
+    """linerate bench --iperf3 against a stock iperf3 -s, and a stock
+    iperf3 -c against linerate serve: the client's document (which holds
+    both sides' figures) agrees with itself (check_mixed), and linerate's
+    intervals add up to its totals."""
+    args = MODES[mode]
+    if pair == "linerate-iperf3":
+        srv = start_iperf3_server(hosts, IPERF3_PORT)
+        res = run_bench(linerate_bin, "-J", "--iperf3", "-p",
+                        str(IPERF3_PORT), *args, hosts.addr_b,
+                        run=hosts.run_a, timeout=60)
+        rc, out, err = finish_iperf3_server(srv)
+        assert res.returncode == 0 and rc == 0, describe(res) + out + err
+        doc = strict_json(res.stdout)
+        check_intervals(doc)
+    else:
+        serve("-B", hosts.addr_b, "-p", str(NS_PORT), "--iperf3-port",
+              str(IPERF3_PORT), popen=hosts.popen_b)
+        wait_for_listen(hosts.run_b, IPERF3_PORT, timeout=10)
+        doc = iperf3_doc(run_iperf3_client(hosts, IPERF3_PORT, *args))
+    check_mixed(doc, args)
+
+
+def test_the_drain_after_the_deadline_is_short(shaped_hosts, serve,
+                                               linerate_bin):
+    """Unpaced on the 1 Gbit/s link, four streams: at the deadline each
+    sender's socket holds at most LOWAT_BYTES unsent (src/core/bench/
+    lowat.c), so the receiver's period ends within one round trip (the
+    link's queue included) plus those bytes at the link's rate of the
+    sender's (without the tail: four send buffers, ~70 ms here)."""
+    h = shaped_hosts
+    serve("-B", h.addr_b, "-p", str(NS_PORT), "--no-iperf3",
+          popen=h.popen_b)
+    wait_for_listen(h.run_b, NS_PORT, timeout=10)
+    doc = bench_json(linerate_bin, "-t", "2", "-P", "4",
+                     f"{h.addr_b}:{NS_PORT}", run=h.run_a)
+    check_intervals(doc)
+    end = doc["end"]
+    blk = doc["start"]["test_start"]["blksize"]
+    rtt = max(st["sender"]["max_rtt"] for st in end["streams"]) / 1e6
+    queued = 4 * (max(LOWAT_BYTES, blk) + blk)
+    bound = 0.001 + rtt + queued * 8 / 0.9e9 + SCHED_S
+    late = end["sum_received"]["seconds"] - end["sum_sent"]["seconds"]
+    print(f"receiver - sender {late * 1e3:.2f} ms, bound {bound * 1e3:.2f}")
+    assert 0 <= late <= bound, (late, bound, end["sum_sent"],
+                                end["sum_received"])
+    assert end["sum_sent"]["bytes"] == end["sum_received"]["bytes"]

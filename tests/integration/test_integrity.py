@@ -12,13 +12,10 @@ import struct
 import subprocess
 import time
 
-import pytest
-
 from lrproc import describe
 from util import wait_until
-from xferutil import (MiB, output, compare_tree, end_event, json_events,
-                      kill_and_reap, make_tree, same_file, temp_leftovers,
-                      tree_files, wait_partial, write_random)
+from xferutil import (MiB, output, json_events, kill_and_reap, same_file,
+                      temp_leftovers, tree_files, wait_partial, write_random)
 
 T_NS = 1_650_000_000_000_000_001  # a fixed mtime the source keeps
 

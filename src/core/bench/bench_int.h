@@ -129,6 +129,14 @@ struct bench_run {
 	bool go;
 	bool gate_init;
 	int64_t send_end_us; /* senders stop by themselves then; 0 = never */
+	/* where the peer owns the clock (iperf3's client: our senders stop
+	 * at its TEST_END), the duration it announced, set before
+	 * bench_run_go; 0 = none */
+	uint64_t expect_ms;
+	/* the deadline: send_end_us, or the one expect_ms announced; 0 =
+	 * none. Each stream's period ends there (bench__stream_end_us) and
+	 * the senders' unsent queues shorten before it (bench__lowat_*) */
+	int64_t deadline_us;
 	/* UDP: 64-bit sequence numbers in the datagram header (iperf3's
 	 * --udp-counters-64bit). bench_run_init sets it true, as linerate's
 	 * own protocol wants; iperf3 callers set it after bench_run_init */
@@ -232,6 +240,20 @@ static inline int64_t bench_ms_ceil(int64_t us)
  * receiver's at the deadline or the last byte's arrival, the later. */
 int64_t bench__stream_end_us(const struct bench_run *run,
 			     const struct bench_stream *s);
+
+/* lowat.c: a timed TCP sender's unsent queue, kept short as the deadline
+ * nears (TCP_NOTSENT_LOWAT from a moment planned 0.5 s before it). One
+ * per sender thread; step after every write with the bytes it moved. */
+struct bench_lowat {
+	int64_t t0_us;
+	uint64_t sent;
+	int64_t at_us;
+	bool planned, done;
+};
+void bench__lowat_init(struct bench_lowat *t, const struct bench_run *run,
+		       int64_t now_us);
+void bench__lowat_step(struct bench_lowat *t, const struct bench_stream *s,
+		       size_t moved, int64_t now_us);
 
 /* stream.c */
 void *bench__stream_main(void *arg);

@@ -333,6 +333,10 @@ void bench_run_go(struct bench_run *run)
 	if (run->req.duration_ms)
 		run->send_end_us =
 			run->omit_end_us + (int64_t)run->req.duration_ms * 1000;
+	run->deadline_us = run->send_end_us;
+	if (!run->deadline_us && run->expect_ms)
+		run->deadline_us =
+			run->omit_end_us + (int64_t)run->expect_ms * 1000;
 	for (i = 0; i < run->nstreams; i++) {
 		struct bench_stream *s = &run->streams[i];
 		struct net_tcp_stats st;

@@ -167,11 +167,13 @@ int64_t bench__stream_end_us(const struct bench_run *run,
 	 * later (docs/PROTOCOL.md, "Durations") */
 	/* stopped before the deadline (truncated, cancelled): the last
 	 * byte; stop_us is 0 while nothing asked the run to stop */
-	if (!run->send_end_us || s->error ||
-	    (run->stop_us ? run->stop_us : net_now_us()) < run->send_end_us)
+	/* where the peer owns the clock (iperf3's client), the deadline it
+	 * announced (deadline_us) */
+	if (!run->deadline_us || s->error ||
+	    (run->stop_us ? run->stop_us : net_now_us()) < run->deadline_us)
 		return last;
-	if (s->sender || last < run->send_end_us)
-		return run->send_end_us;
+	if (s->sender || last < run->deadline_us)
+		return run->deadline_us;
 	return last;
 }
 

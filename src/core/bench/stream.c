@@ -110,8 +110,10 @@ static int send_loop(struct bench_stream *s, uint8_t *buf)
 	unsigned sends = 0;
 	int64_t now = 0;
 	struct udp_pacer pacer;
+	struct bench_lowat tail;
 
 	udp_pacer_init(&pacer, run->req.rate_bps, net_now_us());
+	bench__lowat_init(&tail, run, net_now_us());
 	while (!must_stop(run)) {
 		n = run->req.blksize;
 		if (!pace(run, &pacer, n))
@@ -155,6 +157,7 @@ static int send_loop(struct bench_stream *s, uint8_t *buf)
 						  memory_order_relaxed);
 			atomic_store_explicit(&s->last_us, now,
 					      memory_order_relaxed);
+			bench__lowat_step(&tail, s, (size_t)k, now);
 		}
 		udp_pacer_sent(&pacer, now, n);
 		if (zc == PROTO_ZC_MSG && (++sends & 15) == 0)
@@ -179,8 +182,10 @@ static int send_sealed(struct bench_stream *s, uint8_t *buf)
 	int64_t now;
 	int r;
 	struct udp_pacer pacer;
+	struct bench_lowat tail;
 
 	udp_pacer_init(&pacer, run->req.rate_bps, net_now_us());
+	bench__lowat_init(&tail, run, net_now_us());
 	while (!must_stop(run)) {
 		n = run->req.blksize;
 		if (!pace(run, &pacer, n))
@@ -196,6 +201,7 @@ static int send_sealed(struct bench_stream *s, uint8_t *buf)
 		udp_pacer_sent(&pacer, now, n);
 		atomic_fetch_add_explicit(&s->bytes, n, memory_order_relaxed);
 		atomic_store_explicit(&s->last_us, now, memory_order_relaxed);
+		bench__lowat_step(&tail, s, n, now);
 		if (run->send_end_us && now >= run->send_end_us)
 			break;
 	}

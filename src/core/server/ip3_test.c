@@ -374,6 +374,8 @@ static int setup_streams(struct ip3_test *t, const struct ip3_params *p,
 	int r;
 
 	r = bench_run_init(&t->run, req, false, &e);
+	if (!r && !req->bytes)
+		t->run.expect_ms = (uint64_t)p->time_s * 1000;
 	if (r) {
 		snprintf(why, cap, "%s", e.msg);
 		ip3s__send_error(t, IP3_IENEWTEST,

@@ -1,0 +1,332 @@
+# SPDX-License-Identifier: MIT
+"""The far end started over ssh (docs/linerate.1, "THE FAR END OVER
+SSH"): `linerate send PATH USER@HOST:DIR` and `-e CMD` against a real
+OpenSSH server that each test starts in test host B (sshutil.SshHost):
+its own host key, an authorized key made for the test, a config of its
+own; all removed afterwards. Every case is checked byte for byte, or by
+its message and exit status. Root only (sshd in a namespace); skipped
+with the reason otherwise.
+"""
+
+import os
+import re
+import signal
+import subprocess
+
+import pytest
+
+from sshutil import SshHost, TEST_USER, ssh_skip_reason
+from util import wait_until
+from lrproc import strict_json
+from xferutil import (MiB, compare_tree, end_event, make_tree, same_file,
+                      write_random)
+
+# a token as linerate writes one: 8 groups of 4 base32 digits
+TOKEN_RE = re.compile(rb"\b[a-z2-7]{4}(?:-[a-z2-7]{4}){7}\b")
+
+
+@pytest.fixture
+def sh(hosts, linerate_bin):
+    why = ssh_skip_reason()
+    if why:
+        pytest.skip(why)
+    with SshHost(hosts, linerate_bin) as s:
+        yield s
+
+
+def text(res):
+    return (res.stdout + res.stderr).decode(errors="replace")
+
+
+def far(sh, path=""):
+    return f"root@{sh.hosts.addr_b}:{path}"
+
+
+def test_push_a_file_with_user_at_host(sh, tmp_path):
+    """USER@HOST: ssh from PATH (its config gives port and key), the far
+    end started there, the file in the login's home below DIR."""
+    src = write_random(tmp_path / "big.bin", 3 * MiB)
+    dest = os.path.join(sh.dir, "dst")
+    res = sh.run_client(["send", "--json", str(src), far(sh, dest)])
+    assert res.returncode == 0, text(res)
+    end = end_event(res.stdout.decode())
+    assert end["ok"] is True and end["files_ok"] == 1, end
+    same_file(src, os.path.join(dest, "big.bin"))
+    assert not sh.far_linerates(), "the far end outlived the transfer"
+
+
+def test_push_a_tree_with_a_custom_rsh_command(sh, tmp_path):
+    """-e 'ssh -p 2222 -i KEY ...' (no config), a host without USER@: the
+    tree arrives whole."""
+    top = tmp_path / "tree"
+    make_tree(str(top))
+    dest = os.path.join(sh.dir, "trees")
+    res = sh.run_client(["send", "-e", sh.rsh(), "-q", str(top),
+                         f"{sh.hosts.addr_b}:{dest}"])
+    assert res.returncode == 0, text(res)
+    compare_tree(str(top), os.path.join(dest, "tree"))
+
+
+def test_push_standard_input_and_a_home_relative_dir(sh, tmp_path):
+    """`send - USER@HOST:DIR/NAME` as a user who is not root: DIR relative
+    to that user's home, the file owned by that user."""
+    pw = sh.ensure_user()
+    data = os.urandom(1 * MiB + 17)
+    res = sh.run_client(["send", "-q", "-", f"{TEST_USER}@farhost:"
+                         "in/piped.bin"], input=data, stdin=None)
+    assert res.returncode == 0, text(res)
+    got = os.path.join(pw.pw_dir, "in", "piped.bin")
+    with open(got, "rb") as f:
+        assert f.read() == data
+    assert os.stat(got).st_uid == pw.pw_uid
+
+
+def test_push_to_tilde_and_to_an_absolute_dir(sh, tmp_path):
+    """A leading ~ is the far login's home; an absolute DIR is that."""
+    pw = sh.ensure_user()
+    src = write_random(tmp_path / "t.bin", 100_000)
+    res = sh.run_client(["send", "-q", str(src), f"{TEST_USER}@farhost:~/x"])
+    assert res.returncode == 0, text(res)
+    same_file(src, os.path.join(pw.pw_dir, "x", "t.bin"))
+    absdir = os.path.join(pw.pw_dir, "abs")
+    res = sh.run_client(["send", "-q", str(src),
+                         f"{TEST_USER}@farhost:{absdir}"])
+    assert res.returncode == 0, text(res)
+    same_file(src, os.path.join(absdir, "t.bin"))
+
+
+def test_linerate_missing_on_the_far_end(sh, tmp_path):
+    src = write_random(tmp_path / "f.bin", 1000)
+    res = sh.run_client(["send", "--remote-path", "/nonexistent/linerate",
+                         str(src), far(sh, "d")], remote_path=False)
+    assert res.returncode == 1, text(res)
+    err = res.stderr.decode()
+    assert f"linerate is not installed on {sh.hosts.addr_b}" in err, err
+    assert "ssh said" in err and "/nonexistent/linerate" in err, err
+    assert "--remote-path" in err, err
+
+
+def test_linerate_not_on_the_far_path(sh, tmp_path):
+    """No --remote-path and no linerate on the far login's PATH: the far
+    shell's "command not found", quoted."""
+    src = write_random(tmp_path / "f.bin", 1000)
+    res = sh.run_client(["send", str(src), far(sh, "d")], remote_path=False)
+    assert res.returncode == 1, text(res)
+    err = res.stderr.decode()
+    assert f"linerate is not installed on {sh.hosts.addr_b}" in err, err
+    assert "not found" in err and "--remote-path" in err, err
+
+
+def test_a_wrong_ssh_key_says_what_ssh_said(sh, tmp_path):
+    src = write_random(tmp_path / "f.bin", 1000)
+    res = sh.run_client(["send", "-e", sh.rsh(key="wrong_id"), str(src),
+                         far(sh, "d")])
+    assert res.returncode == 1, text(res)
+    assert "Permission denied" in res.stderr.decode(), text(res)
+    assert not os.path.exists(os.path.join(sh.dir, "d"))
+
+
+def _slow_push(sh, tmp_path, dest):
+    src = write_random(tmp_path / "slow.bin", 48 * MiB)
+    proc = sh.popen_client(["send", "--json", "--limit", "8M", str(src),
+                            far(sh, dest)], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+    # a journal record (40-byte header, 24-byte records) names chunks
+    # that reached the far disk: only then has a resume something to keep
+    journal = os.path.join(dest, ".slow.bin.lrjournal")
+    wait_until(lambda: os.path.exists(journal) and
+               os.path.getsize(journal) >= 40 + 4 * 24, 30,
+               what="the far end writing")
+    assert proc.poll() is None
+    return src, proc
+
+
+def _far_listening(sh):
+    res = sh.hosts.run_b(["ss", "-Hltn"], capture_output=True, text=True,
+                         timeout=10)
+    return [line for line in res.stdout.splitlines()
+            if f":{2222} " not in line]
+
+
+def test_client_killed_the_far_end_exits_and_resume(sh, tmp_path):
+    """SIGKILL of the client: within 5 s the far end has exited and its
+    port is closed; the same command again sends only the rest."""
+    dest = os.path.join(sh.dir, "resume")
+    src, proc = _slow_push(sh, tmp_path, dest)
+    assert sh.far_linerates()
+    proc.kill()
+    proc.communicate(timeout=10)
+    wait_until(lambda: not sh.far_linerates(), 5,
+               what="the far end's exit after the client's death")
+    assert not _far_listening(sh), _far_listening(sh)
+    res = sh.run_client(["send", "--json", str(src), far(sh, dest)],
+                        timeout=90)
+    assert res.returncode == 0, text(res)
+    end = end_event(res.stdout.decode())
+    assert end["bytes_already_held"] > 0 and end["bytes"] < 48 * MiB, end
+    same_file(src, os.path.join(dest, "slow.bin"))
+
+
+def test_far_end_killed_the_client_says_so(sh, tmp_path):
+    dest = os.path.join(sh.dir, "killed")
+    _src, proc = _slow_push(sh, tmp_path, dest)
+    for line in sh.far_linerates():
+        os.kill(int(line.split()[0]), signal.SIGKILL)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1, (out, err)
+    said = out + err  # --json: the message is in the end event
+    assert b"far end" in said and sh.hosts.addr_b.encode() in said, said
+
+
+def test_the_token_is_in_no_argv_or_environment(sh, tmp_path):
+    """During a transfer no /proc/*/cmdline or /proc/*/environ on this
+    machine (both test hosts share it) holds a token."""
+    dest = os.path.join(sh.dir, "tok")
+    _src, proc = _slow_push(sh, tmp_path, dest)
+    seen = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        for what in ("cmdline", "environ"):
+            try:
+                with open(f"/proc/{pid}/{what}", "rb") as f:
+                    if TOKEN_RE.search(f.read()):
+                        seen.append((pid, what))
+            except OSError:
+                pass
+    proc.kill()
+    proc.communicate(timeout=10)
+    assert not seen, seen
+
+
+def test_no_ssh_refuses_user_at(sh, tmp_path):
+    src = write_random(tmp_path / "f.bin", 10)
+    res = sh.run_client(["send", "--no-ssh", str(src), far(sh, "d")])
+    assert res.returncode == 2, text(res)
+    assert "--no-ssh" in res.stderr.decode()
+    assert not sh.far_linerates()
+
+
+def test_nothing_listens_so_ssh_starts_the_far_end(sh, tmp_path):
+    """No USER@, no -e, no token: nothing listens on HOST's linerate port,
+    so linerate says so in one line and starts the far end over ssh (the
+    login from ssh's config), DIR below its home."""
+    pw = sh.ensure_user()
+    src = write_random(tmp_path / "f.bin", 200_000)
+    res = sh.run_client(["send", "-q", str(src), f"{sh.hosts.addr_b}:fb"])
+    assert res.returncode == 0, text(res)
+    err = res.stderr.decode()
+    assert (f"no linerate server on {sh.hosts.addr_b}:7350; starting one "
+            "over ssh") in err, err
+    same_file(src, os.path.join(pw.pw_dir, "fb", "f.bin"))
+
+
+def test_no_fallback_for_an_absolute_path(sh, tmp_path):
+    """HOST:/abs with nothing listening: below a server's root that path
+    is another place than over ssh, so linerate starts nothing and says
+    how to ask for ssh."""
+    src = write_random(tmp_path / "f.bin", 1000)
+    dest = os.path.join(sh.dir, "abs")
+    res = sh.run_client(["send", "-q", str(src), f"{sh.hosts.addr_b}:{dest}"])
+    assert res.returncode != 0, text(res)
+    assert "write USER@" in res.stderr.decode(), text(res)
+    assert not os.path.exists(dest)
+    assert not sh.far_linerates()
+
+
+def test_no_ssh_turns_the_fallback_off(sh, tmp_path):
+    src = write_random(tmp_path / "f.bin", 1000)
+    res = sh.run_client(["send", "--no-ssh", "--token-file", "/dev/null",
+                         str(src), f"{sh.hosts.addr_b}:d"])
+    assert res.returncode != 0, text(res)
+    assert "over ssh" not in res.stderr.decode(), text(res)
+    assert not os.path.exists(os.path.join(sh.dir, "d"))
+
+
+def test_get_files_and_a_tree_over_ssh(sh, tmp_path):
+    """get USER@HOST:PATH... DEST: two absolute paths in different
+    directories (the far root is the deepest one holding both) and, as a
+    user who is not root, a tree relative to the home."""
+    base = os.path.join(sh.dir, "share")
+    os.makedirs(os.path.join(base, "a"))
+    os.makedirs(os.path.join(base, "b"))
+    f1 = write_random(os.path.join(base, "a", "one.bin"), 2 * MiB + 5)
+    f2 = write_random(os.path.join(base, "b", "two.bin"), 77_777)
+    dest = tmp_path / "got"
+    res = sh.run_client(["get", "-q", far(sh, f1), far(sh, f2), str(dest)])
+    assert res.returncode == 0, text(res)
+    same_file(f1, dest / "one.bin")
+    same_file(f2, dest / "two.bin")
+    pw = sh.ensure_user()
+    top = os.path.join(pw.pw_dir, "tree")
+    make_tree(top)
+    subprocess.run(["chown", "-R", f"{pw.pw_uid}:{pw.pw_gid}", top],
+                   check=True, timeout=30)
+    res = sh.run_client(["get", "-q", f"{TEST_USER}@farhost:tree",
+                         str(tmp_path / "t")])
+    assert res.returncode == 0, text(res)
+    compare_tree(top, str(tmp_path / "t" / "tree"))
+
+
+def test_get_to_standard_output_over_ssh(sh, tmp_path):
+    src = write_random(os.path.join(sh.dir, "out.bin"), 1 * MiB + 3)
+    res = sh.run_client(["get", "-q", far(sh, src), "-"])
+    assert res.returncode == 0, text(res)
+    with open(src, "rb") as f:
+        assert res.stdout == f.read()
+
+
+def test_get_refuses_paths_with_no_directory_in_common(sh, tmp_path):
+    res = sh.run_client(["get", far(sh, "/etc/hostname"),
+                         far(sh, "rel/file"), str(tmp_path)])
+    assert res.returncode != 0, text(res)
+    assert "below one directory" in res.stderr.decode(), text(res)
+
+
+def test_bench_over_ssh(sh):
+    """bench USER@HOST: `serve --ssh` started there for the test, the
+    report as from a running server, the far end gone afterwards."""
+    res = sh.run_client(["bench", "-J", "-t", "1", "-b", "200M",
+                         far(sh)[:-1]])
+    assert res.returncode == 0, text(res)
+    doc = strict_json(res.stdout.decode())
+    assert doc["end"]["sum_received"]["bytes"] > 0, doc["end"]
+    assert doc["start"]["connected"][0]["remote_host"] == sh.hosts.addr_b
+    wait_until(lambda: not sh.far_linerates(), 5, what="the far end's exit")
+
+
+def test_bench_falls_back_to_ssh_when_nothing_listens(sh):
+    sh.ensure_user()  # the login ssh's config names
+    res = sh.run_client(["bench", "-t", "1", "-b", "100M", sh.hosts.addr_b])
+    assert res.returncode == 0, text(res)
+    assert "starting one over ssh" in res.stderr.decode(), text(res)
+
+
+def test_doctor_over_ssh(sh):
+    """doctor USER@HOST: every stage measured against a far end started
+    over ssh, its disk test in the login's home, removed afterwards."""
+    pw = sh.ensure_user()
+    res = sh.run_client(["doctor", "--json", "-t", "1", "--size", "16M",
+                         f"{TEST_USER}@farhost"], timeout=120)
+    assert res.returncode == 0, text(res)
+    doc = strict_json(res.stdout.decode())
+    assert doc.get("bottleneck"), doc
+    assert os.listdir(pw.pw_dir) == [], os.listdir(pw.pw_dir)
+    wait_until(lambda: not sh.far_linerates(), 5, what="the far end's exit")
+
+
+def test_a_far_dir_with_quotes_and_spaces_arrives_as_written(sh, tmp_path):
+    """DIR reaches the far shell quoted: quotes, spaces, $ and ; are
+    names, never shell words."""
+    src = write_random(tmp_path / "q.bin", 5000)
+    dest = os.path.join(sh.dir, "it's a $(dir); x")
+    res = sh.run_client(["send", "-q", str(src), far(sh, dest)])
+    assert res.returncode == 0, text(res)
+    same_file(src, os.path.join(dest, "q.bin"))
+
+
+def test_a_host_that_a_shell_would_read_is_refused(sh, tmp_path):
+    src = write_random(tmp_path / "f.bin", 10)
+    res = sh.run_client(["send", str(src), "root@h$(touch x):d"])
+    assert res.returncode == 2, text(res)
+    assert "letters, digits" in res.stderr.decode(), text(res)
