@@ -7,8 +7,10 @@ against iperf3 -s, iperf3 -c against linerate serve), side by side,
 printed as a Markdown table.
 
 usage: bench/bench_accuracy.py [--repeat N] [-t SEC] [--rate RATE] [--hosts]
+                               [--modes forward,-R,--bidir,-P 4,-O 1,UDP]
 
-For each mode (forward, -R, --bidir, -P 4, -O 1, UDP) every pair runs
+For each mode (forward, -R, --bidir, -P 4, -O 1, UDP; --modes: some of
+them, comma separated) every pair runs
 --repeat times (default 5), the order of the pairs rotating from one
 round to the next; every cell is the median. From each client's -J
 document, for the test's direction:
@@ -180,6 +182,8 @@ def main():
     ap.add_argument("--rate", default="1G")
     ap.add_argument("--hosts", action="store_true",
                     help="between two namespace hosts on a 1 Gbit/s link")
+    ap.add_argument("--modes", default="",
+                    help="comma-separated modes of the table (default all)")
     a = ap.parse_args()
     if not 1 <= a.repeat <= 50 or not 0.5 <= a.t <= 60:
         print("bench_accuracy: --repeat 1-50, -t 0.5-60", file=sys.stderr)
@@ -193,11 +197,20 @@ def main():
         ("-O 1", t + ["-b", a.rate, "-O", "1"]),
         ("UDP 200M", t + ["-u", "-b", "200M", "-l", "1400"]),
     ]
+    if a.modes:
+        want = a.modes.split(",")
+        unknown = [m for m in want if m not in dict(modes)]
+        if unknown:
+            print(f"bench_accuracy: --modes: no mode {unknown}",
+                  file=sys.stderr)
+            return 2
+        modes = [m for m in modes if m[0] in want]
     where_s = "two namespace hosts, 1 Gbit/s tbf" if a.hosts else "loopback"
     print("# Accuracy: one test's figures, every client and server pair\n")
     print(f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     print(f"- command: `bench/bench_accuracy.py --repeat {a.repeat} "
-          f"-t {a.t:g} --rate {a.rate}{' --hosts' if a.hosts else ''}`; "
+          f"-t {a.t:g} --rate {a.rate}{' --hosts' if a.hosts else ''}"
+          f"{' --modes ' + repr(a.modes) if a.modes else ''}`; "
           f"medians of {a.repeat}, order rotated; {where_s}\n")
     if not a.hosts:
         table(Loopback(), a, modes)

@@ -56,7 +56,9 @@
 #   nc              B: nc -l -s ADDR -p PORT -d > FILE     A: nc -N ADDR PORT < SRC
 #   tar | nc        B: nc -l ... | tar xf - -C DIR         A: tar cf - -C PARENT NAME | nc -N ...
 #   scp             an sshd started in B for the run (throw-away host key and
-#                   authorized key, own config, port 22); A: scp [-r] -i KEY ...
+#                   authorized key, own config, port 22), the login a user
+#                   the run makes (lrbench, /bin/sh: no shell start-up
+#                   files), removed at the end; A: scp [-r] -i KEY ...
 #                   (OpenSSH defaults: SFTP protocol, default cipher)
 #   rsync           rsync -a -e "ssh -i KEY ..." against the same sshd
 #   linerate bench  reference: memory to memory, -t SEC, against the same
@@ -93,7 +95,8 @@
 # Within a group the tools go in a rotating order (shifted by one per group
 # and per repeat).  Each run is bounded by `timeout` (60 s + 1 s per 10 MB).
 # Cleaned up on exit, also on failure or SIGINT: servers, namespaces
-# (testhosts_down), the tmpfs mount, cgroups, the sshd directory, the token,
+# (testhosts_down), the tmpfs mount, cgroups, the sshd directory, the login
+# user lrbench (when the run made it), the token,
 # the temporary directories.
 #
 # Needs root (namespaces, mount, cgroups); the groups are skipped, with the
@@ -281,6 +284,8 @@ DEST=
 DEST_MOUNTED=0
 DEST_MADE=
 RUN_SSHD_DIR_MADE=0
+BENCH_USER=lrbench
+BENCH_USER_MADE=0
 SERVER_PIDS=()
 CGROUPS=()
 
@@ -345,6 +350,7 @@ cleanup() {
     fi
     [ -n "$DEST_MADE" ] && rm -rf "$DEST_MADE"
     [ "$RUN_SSHD_DIR_MADE" = 1 ] && rmdir /run/sshd 2>/dev/null
+    [ "$BENCH_USER_MADE" = 1 ] && userdel "$BENCH_USER" 2>/dev/null
     rm -rf "$WORK"
     exit "$rc"
 }
@@ -410,10 +416,27 @@ if [ "$opt_peers_only" = 0 ]; then
 fi
 
 SSHD_DIR=$WORK/sshd
-mkdir -m 700 "$SSHD_DIR"
+# readable by the login of the ssh rows (its authorized key, the far
+# linerate): the private keys stay 0600
+mkdir -m 755 "$SSHD_DIR"
+chmod 755 "$WORK"
 ssh-keygen -q -t ed25519 -N '' -C bench-host -f "$SSHD_DIR/host_key" >/dev/null
 ssh-keygen -q -t ed25519 -N '' -C bench-client -f "$SSHD_DIR/client_key" >/dev/null
 cp "$SSHD_DIR/client_key.pub" "$SSHD_DIR/authorized_keys"
+chmod 644 "$SSHD_DIR/authorized_keys"
+# The login of the ssh rows: a user of the run's own with /bin/sh, so
+# that each row pays ssh's login and nothing of root's shell start-up
+# files (bash sources ~/.bashrc for every command ssh runs; this
+# machine's runs `pyenv init`: 0.6 s a login)
+if ! id "$BENCH_USER" >/dev/null 2>&1; then
+    useradd -M -d "$WORK/home" -s /bin/sh -p '*' "$BENCH_USER"
+    BENCH_USER_MADE=1
+fi
+mkdir -p "$WORK/home"
+chown "$BENCH_USER" "$WORK/home"
+FAR_BIN=$SSHD_DIR/linerate
+cp "$LINERATE_BIN" "$FAR_BIN"
+chmod 755 "$FAR_BIN"
 SFTP_SERVER=/usr/lib/openssh/sftp-server
 [ -x "$SFTP_SERVER" ] || SFTP_SERVER=internal-sftp
 cat >"$SSHD_DIR/sshd_config" <<EOF
@@ -543,6 +566,7 @@ run_one() {
     limit=$((60 + bytes / 10000000))
     port=$((20000 + RUN_NO))
     mkdir -p "$rundir"
+    chown "$BENCH_USER" "$rundir" 2>/dev/null || true
     rm -f "$sf" "$cf"
     [ -n "$opt_dest_disk" ] && sync
 
@@ -589,7 +613,7 @@ run_one() {
         rm -f "$SSHD_DIR/sshd.pid"
         srv=("$SSHD_BIN" -D -e -f "$SSHD_DIR/sshd_config")
         cli=("$LINERATE_BIN" send -q --json -e "ssh ${SSH_OPTS[*]}"
-            --remote-path "$LINERATE_BIN" "$src" "root@$TH_ADDR_B:$rundir")
+            --remote-path "$FAR_BIN" "$src" "$BENCH_USER@$TH_ADDR_B:$rundir")
         ;;
     scp | rsync)
         port=$SSH_PORT
@@ -598,9 +622,9 @@ run_one() {
         if [ "$tool" = scp ]; then
             cli=(scp -q "${SSH_OPTS[@]}")
             [ "$kind" = tree ] && cli+=(-r)
-            cli+=("$src" "root@$TH_ADDR_B:$rundir/")
+            cli+=("$src" "$BENCH_USER@$TH_ADDR_B:$rundir/")
         else
-            cli=(rsync -a -e "ssh ${SSH_OPTS[*]}" "$src" "root@$TH_ADDR_B:$rundir/")
+            cli=(rsync -a -e "ssh ${SSH_OPTS[*]}" "$src" "$BENCH_USER@$TH_ADDR_B:$rundir/")
         fi
         ;;
     esac

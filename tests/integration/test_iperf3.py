@@ -699,3 +699,20 @@ def test_idle_connection_same_host_delays_at_most_handshake(hosts, serve,
     # the test (-t 1, about 1.2 s alone) waited at most the 3 s
     assert took < 3 + 5, f"iperf3 -t 1 took {took:.1f} s"
     assert_still_serves(hosts, srv)
+
+
+def test_max_duration_holds_against_an_endless_iperf3_client(hosts, serve,
+                                                             iperf3):
+    """`iperf3 -c -t 0` has no end of its own: linerate serve
+    --max-duration 2 ends it (SERVER_TERMINATE) at its limit, not later,
+    and says so in its log."""
+    srv = start_lr_serve(serve, hosts, "--max-duration", "2")
+    since = srv.log.mark()
+    t0 = time.monotonic()
+    res = run_iperf3_client(hosts, LR_IPERF3_PORT, "-t", "0", "-b", "100M",
+                            timeout=30)
+    took = time.monotonic() - t0
+    log = f"\n--- serve log\n{srv.log.text()}"
+    # the limit, the client's start and its last report
+    assert 2.0 <= took <= 3.5, f"{took:.2f} s\n" + describe(res) + log
+    srv.wait_log(r"--max-duration", timeout=10, since=since)
