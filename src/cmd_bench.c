@@ -419,8 +419,9 @@ static int bench_linerate(struct bench_cli_opts *o, struct sshcli *sc,
 
 	if (!r)
 		r = bench_client_run(&o->b, cb, res, err);
+	/* (a port given names a server: nothing to start) */
 	if (r == -ECONNREFUSED && !o->via_ssh && !o->ssh.no_ssh &&
-	    !o->net.token_file) {
+	    !o->net.token_file && !o->net.have_port) {
 		fprintf(stderr,
 			"linerate: no linerate server on %s:%u; starting one "
 			"over ssh\n",

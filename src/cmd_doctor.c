@@ -251,7 +251,7 @@ int cmd_doctor(int argc, char **argv)
 	}
 	/* no token to hand (one would be asked for): is there a server? */
 	if (!r && !o.via_ssh && !o.ssh.no_ssh && !o.net.token_file &&
-	    !getenv("LINERATE_TOKEN") &&
+	    !o.net.have_port && !getenv("LINERATE_TOKEN") &&
 	    ssh_nothing_listens(o.d.host, o.d.port, o.d.family,
 				SSHCLI_CONNECT_MS)) {
 		fprintf(stderr,

@@ -631,7 +631,8 @@ static bool fall_back(struct send_cli *o)
 {
 	unsigned i, n = o->pull ? o->c.npaths : 1;
 
-	if (o->via_ssh || o->ssh.no_ssh)
+	/* a port given names a server: nothing to start */
+	if (o->via_ssh || o->ssh.no_ssh || o->net.have_port)
 		return false;
 	for (i = 0; i < n; i++) {
 		const char *p = o->pull ? o->raw[i] : o->ra.path;
@@ -678,7 +679,7 @@ static int run(int argc, char **argv, bool pull)
 		r = want_ssh(&o, &err);
 	/* no token to hand (it would be asked for): is there a server? */
 	if (!r && !o.via_ssh && !o.ssh.no_ssh && !o.net.token_file &&
-	    !getenv("LINERATE_TOKEN") &&
+	    !o.net.have_port && !getenv("LINERATE_TOKEN") &&
 	    ssh_nothing_listens(o.c.host, o.c.port, o.c.family,
 				SSHCLI_CONNECT_MS))
 		fall_back(&o);
