@@ -35,7 +35,7 @@
 #   --warmup N      N runs of each row before the counted ones, per group,
 #                   not in the table (the first runs on a fresh tmpfs pay
 #                   for its pages; default 0)
-#   --tools LIST    only these rows, comma separated: lr, lrssh, lrold
+#   --tools LIST    only these rows, comma separated: lr, lrssh, lrvia, lrold
 #                   (needs --against), lrchacha, lrnone, nc, tarnc, scp,
 #                   rsync, ref, dd (default: all that apply)
 #   --out FILE      also write the header and table to FILE
@@ -50,6 +50,8 @@
 #                   -e "ssh -i KEY ..." --remote-path BIN SRC root@B:DIR:
 #                   the far end started over ssh for the run (its start,
 #                   ssh's login included, is in the wall time)
+#   linerate via ssh the same with --via-ssh: the data through the ssh
+#                   session too (what a firewall in front of B leaves)
 #   linerate none   the same, send --cipher none (authenticated, data in clear)
 #   linerate chacha the same, send --cipher chacha20-poly1305 (the default
 #                   row uses auto: AES-256-GCM on CPUs with AES instructions)
@@ -228,7 +230,7 @@ if [ -n "$opt_tools" ]; then
     IFS=, read -r -a _tl <<<"$opt_tools"
     for _t in "${_tl[@]}"; do
         case $_t in
-        lr | lrssh | lrchacha | lrnone | nc | tarnc | scp | rsync | ref | dd) TOOL_OK[$_t]=1 ;;
+        lr | lrssh | lrvia | lrchacha | lrnone | nc | tarnc | scp | rsync | ref | dd) TOOL_OK[$_t]=1 ;;
         lrold)
             [ -n "$opt_against" ] || die_usage "--tools lrold needs --against BIN"
             TOOL_OK[$_t]=1
@@ -615,6 +617,13 @@ run_one() {
         cli=("$LINERATE_BIN" send -q --json -e "ssh ${SSH_OPTS[*]}"
             --remote-path "$FAR_BIN" "$src" "$BENCH_USER@$TH_ADDR_B:$rundir")
         ;;
+    lrvia)
+        port=$SSH_PORT
+        rm -f "$SSHD_DIR/sshd.pid"
+        srv=("$SSHD_BIN" -D -e -f "$SSHD_DIR/sshd_config")
+        cli=("$LINERATE_BIN" send -q --json --via-ssh -e "ssh ${SSH_OPTS[*]}"
+            --remote-path "$FAR_BIN" "$src" "$BENCH_USER@$TH_ADDR_B:$rundir")
+        ;;
     scp | rsync)
         port=$SSH_PORT
         rm -f "$SSHD_DIR/sshd.pid"
@@ -719,7 +728,7 @@ run_one() {
     # to done: the start-up (ssh's login, for lrssh) left out
     R_XFER=-
     case $tool in
-    lr | lrssh | lrnone | lrchacha | lrold)
+    lr | lrssh | lrvia | lrnone | lrchacha | lrold)
         R_XFER=$(sed -n 's/.*"event":"end".*"bytes_per_second":\([0-9.e+-]*\).*/\1/p' "$clog" |
             awk 'NR == 1 { printf "%.3f\n", $1 / 1e6 }')
         [ -n "$R_XFER" ] || R_XFER=-
@@ -765,7 +774,7 @@ ratio() {
 tools_for() {
     local kind=$1 x
     local -a t=() u=()
-    [ "$opt_peers_only" = 0 ] && t+=(lr lrssh)
+    [ "$opt_peers_only" = 0 ] && t+=(lr lrssh lrvia)
     [ "$opt_peers_only" = 0 ] && [ -n "$opt_against" ] && t+=(lrold)
     [ "$opt_peers_only" = 0 ] && t+=(lrchacha lrnone)
     [ "$kind" = file ] && t+=(nc)
@@ -926,6 +935,7 @@ tool_label() {
     case $1 in
     lr) echo "linerate send" ;;
     lrssh) echo "linerate send USER@HOST: (far end over ssh)" ;;
+    lrvia) echo "linerate send --via-ssh USER@HOST: (the data through ssh)" ;;
     lrold) echo "linerate send ($opt_against_desc)" ;;
     lrnone) echo "linerate send --cipher none" ;;
     lrchacha) echo "linerate send --cipher chacha20-poly1305" ;;

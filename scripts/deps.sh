@@ -9,7 +9,7 @@ pkgs=(
 	libssl-dev libxxhash-dev libcjson-dev libcmocka-dev
 	python3 python3-pytest
 	iproute2 iputils-ping ethtool procps psmisc iperf3 universal-ctags
-	openssh-server openssh-client passwd
+	openssh-server openssh-client passwd nftables
 )
 if [ "${1:-}" = "--bench" ]; then
 	pkgs+=(rsync netcat-openbsd fio hyperfine time)

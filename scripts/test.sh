@@ -87,6 +87,7 @@ tsan_tests=(
 	"tests/integration/test_iperf3_dos.py::test_many_idle_connections_from_one_host"
 	"tests/integration/test_ssh.py::test_push_a_file_with_user_at_host"
 	"tests/integration/test_ssh.py::test_client_killed_the_far_end_exits_and_resume"
+	"tests/integration/test_ssh.py::test_a_firewall_sends_the_data_through_ssh"
 )
 [ -f build-tsan/build.ninja ] ||
 	CC=clang meson setup build-tsan --buildtype=debug -Db_sanitize=thread \
@@ -97,7 +98,7 @@ trap 'rm -rf "$tsan_dir"' EXIT
 tsan_opts="halt_on_error=0 history_size=4 second_deadlock_stack=1"
 tsan_opts+=" log_path=$tsan_dir/report"
 tsan_t0=$(date +%s)
-TSAN_OPTIONS=$tsan_opts meson test -C build-tsan --print-errorlogs xfer fsio server
+TSAN_OPTIONS=$tsan_opts meson test -C build-tsan --print-errorlogs xfer fsio server relay
 TSAN_OPTIONS=$tsan_opts LINERATE_BIN="$PWD/build-tsan/linerate" \
 	/usr/bin/python3 -m pytest -rs -q "${tsan_tests[@]}"
 if compgen -G "$tsan_dir/report.*" >/dev/null; then

@@ -65,6 +65,8 @@ const char cmd_bench_usage[] =
 	"  -e, --rsh CMD          start the far end with CMD (default ssh)\n"
 	"      --remote-path P    the far end's linerate (default: on its PATH)\n"
 	"      --no-ssh           never start the far end over ssh\n"
+	"      --via-ssh          the data through the ssh session too (for a\n"
+	"                         firewall; said when a direct connection fails)\n"
 	"  -h, --help             this text\n"
 	"\n"
 	"SIZE takes K, M, G (1024-based); RATE takes k, m, g bits (1000-based).\n"
@@ -403,9 +405,13 @@ static int bench_ssh(struct bench_cli_opts *o, struct sshcli *sc,
 		return r;
 	o->have_token = true;
 	o->b.psk = o->psk;
-	o->b.host = sc->boot.addr;
-	o->b.port = sc->boot.port;
+	o->b.host = sc->addr;
+	o->b.port = sc->port;
 	o->b.connect_timeout_ms = SSHCLI_CONNECT_MS;
+	if (sc->relay) { /* a loopback port: -4/-6 and -B were for the far end */
+		o->b.family = AF_UNSPEC;
+		o->b.bind_addr = NULL;
+	}
 	return 0;
 }
 

@@ -48,6 +48,8 @@ const char cmd_doctor_usage[] =
 	"  -e, --rsh CMD         start the far end with CMD (default ssh)\n"
 	"      --remote-path P   the far end's linerate (default: on its PATH)\n"
 	"      --no-ssh          never start the far end over ssh\n"
+	"      --via-ssh         the data through the ssh session too (for a\n"
+	"                        firewall; said when a direct connection fails)\n"
 	"  -h, --help            this text\n"
 	"\n"
 	"Exit status: 0 measured, 1 failure, 2 usage error.\n";
@@ -211,8 +213,13 @@ static int doctor_ssh(struct doctor_cli *o, struct sshcli *sc,
 		return r;
 	o->have_token = true;
 	o->d.psk = o->psk;
-	o->d.host = sc->boot.addr;
-	o->d.port = sc->boot.port;
+	o->d.host = sc->addr;
+	o->d.port = sc->port;
+	/* through ssh every stream shares one ssh channel: one is enough */
+	if (sc->relay && !o->net.streams)
+		o->d.streams = 1;
+	if (sc->relay) /* a loopback port: -4/-6 were for the far end */
+		o->d.family = AF_UNSPEC;
 	return 0;
 }
 

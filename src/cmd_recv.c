@@ -418,6 +418,8 @@ static int recv_run(struct recv_cli *o)
 	r = server_run(srv, &err);
 	the_server = NULL;
 	server_free(srv);
+	if (o->ssh)
+		sshcli_far_done();
 	if (!r && o->got_result && o->ok)
 		token_drop(o);
 	session_token_wipe(o->psk, sizeof(o->psk));

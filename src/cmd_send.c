@@ -51,6 +51,8 @@
 	"      --remote-path P   the far end's linerate (default: linerate on\n"    \
 	"                        its PATH)\n"                                       \
 	"      --no-ssh          never start the far end over ssh\n"                \
+	"      --via-ssh         the data through the ssh session too (for a\n"     \
+	"                        firewall; said when a direct connection fails)\n"  \
 	"  -r                    accepted, as scp's: trees are always recursive\n"  \
 	"  -q, --quiet           no progress, only errors\n"                        \
 	"  -h, --help            this text\n"
@@ -615,11 +617,18 @@ static int ssh_begin(struct send_cli *o, struct sshcli *sc, struct lr_err *err)
 	sc->ends_itself = !o->pull; /* recv --ssh serves one push */
 	o->have_token = true;
 	o->c.psk = o->psk;
-	o->c.host = sc->boot.addr;
-	o->c.port = sc->boot.port;
+	o->c.host = sc->addr;
+	o->c.port = sc->port;
 	if (!o->pull)
 		o->c.paths[0] = "";
 	o->c.connect_timeout_ms = SSHCLI_CONNECT_MS;
+	/* through ssh every stream shares one ssh channel: one is enough */
+	if (sc->relay && !o->net.streams)
+		o->c.streams = 1;
+	if (sc->relay) { /* a loopback port: -4/-6 and -B were for the far end */
+		o->c.family = AF_UNSPEC;
+		o->c.bind_addr = NULL;
+	}
 	return 0;
 }
 

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 /* The ssh mode of the commands, both ends (sshcli.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "sshcli.h"
@@ -52,6 +54,7 @@ int sshcli_option(int c, const char *arg, struct sshcli_opts *o)
 	case 'e': o->rsh = arg; return 0;
 	case SSHCLI_OPT_REMOTE_PATH: o->remote_path = arg; return 0;
 	case SSHCLI_OPT_NO_SSH: o->no_ssh = true; return 0;
+	case SSHCLI_OPT_VIA_SSH: o->via_ssh = true; return 0;
 	default: return 1;
 	}
 }
@@ -59,18 +62,89 @@ int sshcli_option(int c, const char *arg, struct sshcli_opts *o)
 int sshcli_wanted(const struct sshcli_opts *o, const struct remote_addr *ra,
 		  bool token_file, struct lr_err *err)
 {
-	bool asked = ra->user[0] || o->rsh;
+	bool asked = ra->user[0] || o->rsh || o->via_ssh;
 
 	if (asked && o->no_ssh)
 		return lr_err_set(err, -EINVAL,
 				  "%s asks for ssh, and --no-ssh refuses it",
-				  ra->user[0] ? "USER@" : "-e");
+				  ra->user[0] ? "USER@"
+				  : o->rsh    ? "-e"
+					      : "--via-ssh");
 	if (asked && token_file)
 		return lr_err_set(err, -EINVAL,
 				  "--token-file is for a running server; "
 				  "started over ssh, the far end makes its "
 				  "own");
 	return asked ? 1 : 0;
+}
+
+static void *relay_main(void *arg)
+{
+	struct sshcli *s = arg;
+
+	s->relay_err = relay_run(s->relay);
+	return NULL;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	ssize_t k;
+
+	while (n) {
+		k = write(fd, p, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k < 0 ? -errno : -EPIPE;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* The connections through ssh: the far end is told (its relay starts),
+ * then ours listens on loopback. */
+static int relay_begin(struct sshcli *s, struct lr_err *err)
+{
+	struct relay_opts ro = { .in = s->far.out,
+				 .out = s->far.lifeline,
+				 .near = true };
+	int r;
+
+	r = write_all(s->far.lifeline, RELAY_LINE, strlen(RELAY_LINE));
+	if (!r)
+		r = relay_new(&ro, &s->relay);
+	if (r)
+		return lr_err_setc(err, r, "the connections through ssh");
+	if (pthread_create(&s->relay_thread, NULL, relay_main, s)) {
+		relay_free(s->relay);
+		s->relay = NULL;
+		return lr_err_set(err, -EAGAIN, "no thread for the relay");
+	}
+	snprintf(s->addr, sizeof(s->addr), "%s", relay_addr(s->relay));
+	s->port = relay_port(s->relay);
+	return 0;
+}
+
+/* Straight to the far end's port, or through ssh when it cannot be
+ * reached (said why) or --via-ssh asks. */
+static int choose_path(struct sshcli *s, const struct sshcli_opts *o,
+		       struct lr_err *err)
+{
+	struct lr_err ce = { 0 };
+
+	snprintf(s->addr, sizeof(s->addr), "%s", s->boot.addr);
+	s->port = s->boot.port;
+	if (!o->via_ssh) {
+		if (!ssh_try_connect(s->boot.addr, s->boot.port, AF_UNSPEC,
+				     SSHCLI_CONNECT_MS, &ce))
+			return 0;
+		fprintf(stderr,
+			"linerate: no direct connection to the far end (%s); "
+			"the data goes through ssh instead, slower\n",
+			ce.msg);
+	}
+	return relay_begin(s, err);
 }
 
 int sshcli_start(struct sshcli *s, const struct sshcli_opts *o,
@@ -118,7 +192,28 @@ int sshcli_start(struct sshcli *s, const struct sshcli_opts *o,
 		sshcli_finish(s, false, NULL);
 		return lr_err_setc(err, r, "the far end's token");
 	}
-	return 0;
+	r = choose_path(s, o, err);
+	if (r)
+		sshcli_finish(s, false, NULL);
+	return r;
+}
+
+/* The relay's end: what this side said has left; a far end that ends by
+ * itself has (its output ended), or is cut off. */
+static void relay_end(struct sshcli *s, bool ok)
+{
+	if (!s->relay)
+		return;
+	relay_wait_flushed(s->relay, 2000);
+	if (ok && s->ends_itself)
+		relay_wait_done(s->relay, SSHCLI_LINGER_MS);
+	relay_stop(s->relay);
+	pthread_join(s->relay_thread, NULL);
+	relay_free(s->relay);
+	s->relay = NULL;
+	if (s->relay_err)
+		fprintf(stderr, "linerate: the connections through ssh: %s\n",
+			lr_strerror(-s->relay_err));
 }
 
 int sshcli_finish(struct sshcli *s, bool ok, struct lr_err *err)
@@ -130,6 +225,7 @@ int sshcli_finish(struct sshcli *s, bool ok, struct lr_err *err)
 		return 0;
 	s->started = false;
 	session_token_wipe(s->boot.token, sizeof(s->boot.token));
+	relay_end(s, ok);
 	/* after a transfer that worked the far end ends by itself (it
 	 * serves one); a far end that failed first has ended, or ends now */
 	st = ssh_far_finish(&s->far,
@@ -160,19 +256,77 @@ int sshcli_far_addr(char *addr, unsigned cap, struct lr_err *err)
 	return ssh_conn_local_addr(getenv("SSH_CONNECTION"), addr, cap, err);
 }
 
+/* The far end's relay, when the near end asks for one: guarded by
+ * far_lock (made by the lifeline thread, never freed: the process ends
+ * with it). */
+static pthread_mutex_t far_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct relay *far_relay;
+/* set before the lifeline thread starts, read-only after */
+static int far_out = -1; /* ssh's standard output, for the relay */
+static char far_addr[SSH_ADDR_MAX];
+static uint16_t far_port;
+
+/* Carry the connections through standard input and output (pre: what
+ * was read after the relay's line) until standard input ends. */
+static void far_relay_run(const char *pre, size_t n)
+{
+	struct relay_opts ro = { .in = STDIN_FILENO,
+				 .out = far_out,
+				 .addr = far_addr,
+				 .port = far_port,
+				 .pre = (const uint8_t *)pre,
+				 .pre_len = n };
+	struct relay *r;
+	int e = relay_new(&ro, &r);
+
+	if (!e) {
+		pthread_mutex_lock(&far_lock);
+		far_relay = r;
+		pthread_mutex_unlock(&far_lock);
+		e = relay_run(r);
+	}
+	if (e)
+		fprintf(stderr, "linerate: the connections through ssh: %s\n",
+			lr_strerror(-e));
+}
+
 /* The lifeline: standard input, which ssh closes when the near end
- * closes its side or dies. */
+ * closes its side or dies. Its first bytes may ask for the relay. */
 static void *lifeline_main(void *arg)
 {
+	const size_t want = strlen(RELAY_LINE);
 	char buf[256];
+	size_t have = 0;
 	ssize_t k;
 
 	(void)arg;
-	do
-		k = read(STDIN_FILENO, buf, sizeof(buf));
-	while (k > 0 || (k < 0 && errno == EINTR));
+	while (have < want) {
+		k = read(STDIN_FILENO, buf + have, sizeof(buf) - have);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		have += (size_t)k;
+	}
+	if (have >= want && !memcmp(buf, RELAY_LINE, want))
+		far_relay_run(buf + want, have - want);
+	else if (have >= want)
+		do
+			k = read(STDIN_FILENO, buf, sizeof(buf));
+		while (k > 0 || (k < 0 && errno == EINTR));
 	kill(getpid(), SIGTERM);
 	return NULL;
+}
+
+void sshcli_far_done(void)
+{
+	struct relay *r;
+
+	pthread_mutex_lock(&far_lock);
+	r = far_relay;
+	pthread_mutex_unlock(&far_lock);
+	if (r)
+		relay_wait_flushed(r, 5000);
 }
 
 int sshcli_far_ready(const char *addr, uint16_t port, const char *token)
@@ -190,7 +344,13 @@ int sshcli_far_ready(const char *addr, uint16_t port, const char *token)
 		return r;
 	fputs(line, stdout);
 	session_token_wipe(line, sizeof(line));
-	if (fflush(stdout) || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+	if (fflush(stdout))
+		return -errno;
+	/* ssh's standard output stays for the relay's frames */
+	far_out = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+	snprintf(far_addr, sizeof(far_addr), "%s", addr);
+	far_port = port;
+	if (far_out < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
 		return -errno;
 	if (pthread_create(&t, NULL, lifeline_main, NULL))
 		return -EAGAIN;

@@ -674,20 +674,30 @@ int ssh_far_boot(struct ssh_far *f, int timeout_ms, const char *host,
 	return r;
 }
 
+int ssh_try_connect(const char *host, uint16_t port, int family, int timeout_ms,
+		    struct lr_err *err)
+{
+	const struct net_sockopts so = { 0 };
+	struct net_addr a;
+	int fd, r;
+
+	r = net_resolve(host, port, family, false, &a, err);
+	if (r)
+		return r;
+	fd = net_connect(&a, NULL, &so, timeout_ms, err);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
+}
+
 bool ssh_nothing_listens(const char *host, uint16_t port, int family,
 			 int timeout_ms)
 {
-	const struct net_sockopts so = { 0 };
 	struct lr_err e = { 0 };
-	struct net_addr a;
-	int fd;
 
-	if (net_resolve(host, port, family, false, &a, &e))
-		return false;
-	fd = net_connect(&a, NULL, &so, timeout_ms, &e);
-	if (fd >= 0)
-		close(fd);
-	return fd == -ECONNREFUSED;
+	return ssh_try_connect(host, port, family, timeout_ms, &e) ==
+	       -ECONNREFUSED;
 }
 
 int ssh_far_finish(struct ssh_far *f, int linger_ms, int timeout_ms)

@@ -112,6 +112,12 @@ bool ssh_far_ended(struct ssh_far *f);
 bool ssh_nothing_listens(const char *host, uint16_t port, int family,
 			 int timeout_ms);
 
+/* Open and close one TCP connection to host:port within timeout_ms: 0,
+ * or how it failed (LR_ETIMEOUT, -ECONNREFUSED, -EHOSTUNREACH, ...)
+ * with err set. */
+int ssh_try_connect(const char *host, uint16_t port, int family, int timeout_ms,
+		    struct lr_err *err);
+
 /* After ssh_far_finish, once nothing reads f any more. */
 void ssh_far_free(struct ssh_far *f);
 

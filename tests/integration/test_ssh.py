@@ -10,6 +10,7 @@ with the reason otherwise.
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 
@@ -330,3 +331,118 @@ def test_a_host_that_a_shell_would_read_is_refused(sh, tmp_path):
     res = sh.run_client(["send", str(src), "root@h$(touch x):d"])
     assert res.returncode == 2, text(res)
     assert "letters, digits" in res.stderr.decode(), text(res)
+
+
+# ---- the data through ssh (a firewall in front of the far end) ----
+
+THROUGH = "the data goes through ssh"
+
+
+class Firewall:
+    """An nft table in host B that drops every TCP connection coming in
+    from the link except ssh's (port 2222): the far end's own port cannot
+    be reached, as behind a firewall. Removed on exit."""
+
+    def __init__(self, hosts):
+        self.hosts = hosts
+
+    def nft(self, *words, check=True):
+        return self.hosts.run_b(["nft", *words], capture_output=True,
+                                text=True, timeout=10, check=check)
+
+    def __enter__(self):
+        self.nft("add", "table", "inet", "lrfw")
+        self.nft("add", "chain", "inet", "lrfw", "input",
+                 "{ type filter hook input priority 0; policy accept; }")
+        self.nft("add", "rule", "inet", "lrfw", "input", "iifname", "!=",
+                 "lo", "tcp", "dport", "!=", str(2222), "drop")
+        return self
+
+    def __exit__(self, *exc):
+        self.nft("delete", "table", "inet", "lrfw", check=False)
+
+
+@pytest.fixture
+def fw(sh):
+    if shutil.which("nft") is None:
+        pytest.skip("'nft' not installed (Debian nftables)")
+    with Firewall(sh.hosts) as f:
+        yield f
+
+
+def test_a_firewall_sends_the_data_through_ssh(sh, fw, tmp_path):
+    """The far end's port dropped: within about 2 s the push goes through
+    the ssh session instead, said in one line with the reason, still
+    encrypted and verified; a tree and a pull too."""
+    src = write_random(tmp_path / "fw.bin", 24 * MiB + 3)
+    dest = os.path.join(sh.dir, "fw")
+    res = sh.run_client(["send", "--json", str(src), far(sh, dest)],
+                        timeout=90)
+    assert res.returncode == 0, text(res)
+    err = res.stderr.decode()
+    assert err.count(THROUGH) == 1 and "timed out" in err, err
+    end = end_event(res.stdout.decode())
+    assert end["ok"] is True and end["cipher"] != "none", end
+    same_file(src, os.path.join(dest, "fw.bin"))
+    top = tmp_path / "tree"
+    make_tree(str(top))
+    res = sh.run_client(["send", "-q", str(top), far(sh, dest)], timeout=90)
+    assert res.returncode == 0, text(res)
+    compare_tree(str(top), os.path.join(dest, "tree"))
+    res = sh.run_client(["get", "-q", far(sh, os.path.join(dest, "fw.bin")),
+                         str(tmp_path / "back")], timeout=90)
+    assert res.returncode == 0, text(res)
+    assert THROUGH in res.stderr.decode(), text(res)
+    same_file(src, tmp_path / "back" / "fw.bin")
+    wait_until(lambda: not sh.far_linerates(), 5, what="the far end's exit")
+
+
+def test_via_ssh_forces_it_and_bench_and_doctor_go_through(sh, tmp_path):
+    """--via-ssh with no firewall: no line about a failed connection, the
+    bytes arrive; bench's test and doctor's stages through ssh too."""
+    src = write_random(tmp_path / "v.bin", 5 * MiB)
+    dest = os.path.join(sh.dir, "via")
+    res = sh.run_client(["send", "--via-ssh", "-q", str(src),
+                         far(sh, dest)], timeout=90)
+    assert res.returncode == 0, text(res)
+    assert THROUGH not in res.stderr.decode(), text(res)
+    same_file(src, os.path.join(dest, "v.bin"))
+    res = sh.run_client(["bench", "--via-ssh", "-J", "-t", "1", "-P", "2",
+                         far(sh)[:-1]], timeout=60)
+    assert res.returncode == 0, text(res)
+    doc = strict_json(res.stdout.decode())
+    assert doc["end"]["sum_received"]["bytes"] > 0, doc["end"]
+    pw = sh.ensure_user()
+    res = sh.run_client(["doctor", "--via-ssh", "--json", "-t", "1",
+                         "--size", "8M", f"{TEST_USER}@farhost"], timeout=120)
+    assert res.returncode == 0, text(res)
+    assert strict_json(res.stdout.decode()).get("bottleneck")
+    assert os.listdir(pw.pw_dir) == [], os.listdir(pw.pw_dir)
+    wait_until(lambda: not sh.far_linerates(), 5, what="the far end's exit")
+
+
+def test_via_ssh_far_end_killed_and_client_killed(sh, fw, tmp_path):
+    """Through ssh as directly: the far end killed, the client exits 1
+    naming it; the client killed, the far end exits within 5 s and a
+    re-run resumes."""
+    dest = os.path.join(sh.dir, "vk")
+    _src, proc = _slow_push(sh, tmp_path, dest)
+    for line in sh.far_linerates():
+        os.kill(int(line.split()[0]), signal.SIGKILL)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1, (out, err)
+    assert THROUGH.encode() in err, err
+    assert b"far end" in out + err, (out, err)
+    wait_until(lambda: not sh.far_linerates(), 5, what="no far end left")
+    dest = os.path.join(sh.dir, "vk2")
+    src, proc = _slow_push(sh, tmp_path, dest)
+    proc.kill()
+    proc.communicate(timeout=10)
+    wait_until(lambda: not sh.far_linerates(), 5,
+               what="the far end's exit after the client's death")
+    res = sh.run_client(["send", "--json", str(src), far(sh, dest)],
+                        timeout=120)
+    assert res.returncode == 0, text(res)
+    end = end_event(res.stdout.decode())
+    assert end["bytes_already_held"] > 0, end
+    same_file(src, os.path.join(dest, "slow.bin"))
