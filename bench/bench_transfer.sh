@@ -21,7 +21,8 @@
 #                               the sending end each held to 20% of one core
 #                               (cgroup v1 cpu.cfs_quota_us 20000 / period 100000)
 #                     tree      the tree of small files, veth unshaped
-#   --size SIZE     the random file (K, M, G: 1024-based; default 1G)
+#   --size SIZE     the random file (bytes, or K, M, G: 1024-based; default
+#                   1G)
 #   --files N       files of 4 KiB in the tree, 1000 per directory (default 10000)
 #   --dest-disk DIR receive into a fresh directory under DIR (a disk; not
 #                   fsynced, but `sync`ed before each run) instead of a tmpfs
@@ -209,8 +210,8 @@ if [[ $opt_size =~ ^([0-9]{1,7})([KkMmGg]?)$ ]]; then
 else
     die_usage "--size wants a size such as 256M or 1G, not '$opt_size'"
 fi
-if [ "$SIZE_BYTES" -lt 4096 ] || [ "$SIZE_BYTES" -gt $((64 * 1024 * 1024 * 1024)) ]; then
-    die_usage "--size wants 4K to 64G, not '$opt_size'"
+if [ "$SIZE_BYTES" -lt 1 ] || [ "$SIZE_BYTES" -gt $((64 * 1024 * 1024 * 1024)) ]; then
+    die_usage "--size wants 1 byte to 64G, not '$opt_size'"
 fi
 if ! [[ $opt_files =~ ^[0-9]{1,7}$ ]] || [ "$opt_files" -lt 1 ] || [ "$opt_files" -gt 1000000 ]; then
     die_usage "--files wants 1-1000000, not '$opt_files'"

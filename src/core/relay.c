@@ -842,11 +842,13 @@ int relay_new(const struct relay_opts *o, struct relay **out)
 void relay_stop(struct relay *r)
 {
 	uint64_t one = 1;
+	int saved = errno; /* (a signal handler may call it) */
 
 	atomic_store(&r->stop, true);
 	if (write(r->wake, &one, sizeof(one)) < 0) {
 		/* the counter is far from full */
 	}
+	errno = saved;
 }
 
 /* Wait up to timeout_ms for *what (under r->lock). */
