@@ -4,8 +4,9 @@
 # tests under ASan+UBSan (gcc), a clang build with -Werror, the fuzz corpus
 # as a regression test, the pytest integration tests (loopback and network
 # namespaces; namespace tests skip with a printed reason when not root),
-# and a ThreadSanitizer build running the threaded engine's unit tests and
-# the integration tests that exercise every thread.
+# a ThreadSanitizer build running the threaded engine's unit tests and
+# the integration tests that exercise every thread, and the cross builds
+# for aarch64 and s390x with their tests under qemu-user.
 #
 # Environment: FUZZ_SECONDS=N adds a time-bounded fuzz run per target.
 set -euo pipefail
@@ -107,3 +108,16 @@ if compgen -G "$tsan_dir/report.*" >/dev/null; then
 	exit 1
 fi
 echo "ThreadSanitizer: no report ($(($(date +%s) - tsan_t0)) s)"
+
+step "cross builds under qemu-user: aarch64 and s390x (big-endian)"
+# the unit tests and tests/integration/test_cross.py, each target's
+# linerate against this machine's; armhf, mipsel and i386 on demand
+# (scripts/cross.sh all; docs/PORTING.md)
+if [ "$(id -u)" -ne 0 ]; then
+	echo "note: not root: cross builds skipped (they add Debian architectures and packages)"
+else
+	cross_t0=$(date +%s)
+	bash scripts/cross.sh aarch64
+	bash scripts/cross.sh s390x
+	echo "cross: $(($(date +%s) - cross_t0)) s"
+fi

@@ -108,31 +108,113 @@ int crypto_cipher_parse(const char *s, enum crypto_cipher *out)
 	return -EINVAL;
 }
 
-#if defined(__aarch64__)
-#ifndef HWCAP_AES
-#define HWCAP_AES (1 << 3)
-#endif
+/* The bits, as the kernel and the CPU define them (and OpenSSL's
+ * arm_arch.h for OPENSSL_armcap). */
+#define X86_ECX_PCLMUL	   (1ul << 1)
+#define X86_ECX_AES	   (1ul << 25)
+#define ARM64_HWCAP_AES	   (1ul << 3)
+#define ARM64_HWCAP_PMULL  (1ul << 4)
+#define ARM32_HWCAP2_AES   (1ul << 0)
+#define ARM32_HWCAP2_PMULL (1ul << 1)
+#define ARMCAP_AES	   (1ul << 2)
+#define ARMCAP_PMULL	   (1ul << 5)
+
+/* OPENSSL_ia32cap's first word, "[~]VALUE[:...]": VALUE's high half is
+ * CPUID.1:ECX; with '~' its bits are cleared, else it replaces. */
+static unsigned long ia32cap_ecx(unsigned long ecx, const char *env)
+{
+	bool clear = env[0] == '~';
+	unsigned long long v = strtoull(env + clear, NULL, 0);
+	unsigned long hi = (unsigned long)((v >> 32) & 0xffffffffull);
+
+	return clear ? ecx & ~hi : hi;
+}
+
+void crypto_caps_from(enum crypto_arch arch, unsigned long hw, const char *env,
+		      struct crypto_caps *out)
+{
+	unsigned long v;
+
+	memset(out, 0, sizeof(*out));
+	out->masked = env && env[0];
+	switch (arch) {
+	case CRYPTO_ARCH_X86:
+		v = out->masked ? ia32cap_ecx(hw, env) : hw;
+		out->aes = v & X86_ECX_AES;
+		out->clmul = v & X86_ECX_PCLMUL;
+		break;
+	case CRYPTO_ARCH_ARM64:
+	case CRYPTO_ARCH_ARM32:
+		if (out->masked) { /* it replaces what the CPU says */
+			v = strtoul(env, NULL, 0);
+			out->aes = v & ARMCAP_AES;
+			out->clmul = v & ARMCAP_PMULL;
+		} else if (arch == CRYPTO_ARCH_ARM64) {
+			out->aes = hw & ARM64_HWCAP_AES;
+			out->clmul = hw & ARM64_HWCAP_PMULL;
+		} else {
+			out->aes = hw & ARM32_HWCAP2_AES;
+			out->clmul = hw & ARM32_HWCAP2_PMULL;
+		}
+		break;
+	default: out->masked = false; break;
+	}
+}
+
+void crypto_caps_probe(struct crypto_caps *out)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	unsigned int eax, ebx, ecx = 0, edx;
+
+	if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx))
+		ecx = 0;
+	crypto_caps_from(CRYPTO_ARCH_X86, ecx, getenv("OPENSSL_ia32cap"), out);
+#elif defined(__aarch64__)
+	crypto_caps_from(CRYPTO_ARCH_ARM64, getauxval(AT_HWCAP),
+			 getenv("OPENSSL_armcap"), out);
 #elif defined(__arm__)
-#ifndef HWCAP2_AES
-#define HWCAP2_AES (1 << 0)
+	crypto_caps_from(CRYPTO_ARCH_ARM32, getauxval(AT_HWCAP2),
+			 getenv("OPENSSL_armcap"), out);
+#else
+	crypto_caps_from(CRYPTO_ARCH_OTHER, 0, NULL, out);
 #endif
+}
+
+const char *crypto_caps_words(const struct crypto_caps *c, char *buf,
+			      size_t cap)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	const char *mul = "PCLMULQDQ", *var = "OPENSSL_ia32cap";
+#else
+	const char *mul = "PMULL", *var = "OPENSSL_armcap";
 #endif
+	size_t n;
+
+	if (c->aes && c->clmul)
+		n = (size_t)snprintf(buf, cap,
+				     "this CPU has AES and carry-less "
+				     "multiply (%s) instructions",
+				     mul);
+	else if (c->aes)
+		n = (size_t)snprintf(buf, cap,
+				     "this CPU has AES instructions but no "
+				     "carry-less multiply (%s), which GCM "
+				     "needs",
+				     mul);
+	else
+		n = (size_t)snprintf(buf, cap,
+				     "this CPU lacks AES instructions");
+	if (c->masked && n < cap)
+		snprintf(buf + n, cap - n, " (as %s says)", var);
+	return buf;
+}
 
 bool crypto_cpu_has_aes(void)
 {
-#if defined(__x86_64__) || defined(__i386__)
-	unsigned int eax, ebx, ecx, edx;
+	struct crypto_caps c;
 
-	if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx))
-		return false;
-	return (ecx & bit_AES) != 0;
-#elif defined(__aarch64__)
-	return (getauxval(AT_HWCAP) & HWCAP_AES) != 0;
-#elif defined(__arm__)
-	return (getauxval(AT_HWCAP2) & HWCAP2_AES) != 0;
-#else
-	return false;
-#endif
+	crypto_caps_probe(&c);
+	return c.aes && c.clmul;
 }
 
 /* Feed len bytes to a digest in pieces EVP can take. */
@@ -492,8 +574,10 @@ static int aead_check(const struct crypto_aead *a, const uint8_t *nonce,
 {
 	if (!a || !nonce || !tag || (!aad && aadlen) || (!buf && len))
 		return -EINVAL;
+#if SIZE_MAX > AEAD_MAX_LEN /* (a 32-bit size_t never is) */
 	if ((uint64_t)len > AEAD_MAX_LEN)
 		return -EMSGSIZE;
+#endif
 	return 0;
 }
 

@@ -31,7 +31,41 @@ int crypto_memcmp(const void *a, const void *b, size_t len);
 /* Overwrite len bytes at p in a way the compiler keeps. */
 void crypto_wipe(void *p, size_t len);
 
-/* True when this CPU has AES instructions (x86 AES-NI, ARMv8 AES). */
+/*
+ * What decides whether AES-256-GCM is the fast cipher here: instructions
+ * for AES's rounds and for GCM's carry-less multiply (x86 AES-NI and
+ * PCLMULQDQ, ARMv8 AES and PMULL), as OpenSSL will use them, that is
+ * after the masks of OPENSSL_ia32cap / OPENSSL_armcap when those are set.
+ */
+struct crypto_caps {
+	bool aes;
+	bool clmul;
+	bool masked; /* an OPENSSL_*cap variable decided (part of) it */
+};
+
+enum crypto_arch {
+	CRYPTO_ARCH_X86,   /* hw: CPUID leaf 1 ECX; env: OPENSSL_ia32cap */
+	CRYPTO_ARCH_ARM64, /* hw: AT_HWCAP; env: OPENSSL_armcap */
+	CRYPTO_ARCH_ARM32, /* hw: AT_HWCAP2; env: OPENSSL_armcap */
+	CRYPTO_ARCH_OTHER, /* neither, whatever hw says */
+};
+
+/* The rule alone, on raw values (env: the variable's text, NULL when
+ * unset): for the unit tests' table and crypto_caps_probe. */
+void crypto_caps_from(enum crypto_arch arch, unsigned long hw, const char *env,
+		      struct crypto_caps *out);
+
+/* This CPU's. */
+void crypto_caps_probe(struct crypto_caps *out);
+
+/* Why auto picks as it does on these caps, in words ("this CPU has AES
+ * and carry-less multiply instructions (PMULL)", "... lacks PMULL", "...
+ * OPENSSL_armcap masks them"). */
+const char *crypto_caps_words(const struct crypto_caps *c, char *buf,
+			      size_t cap);
+
+/* True when AES-GCM is fast on this CPU: AES and carry-less multiply
+ * instructions, after OpenSSL's masks (crypto_caps_probe). */
 bool crypto_cpu_has_aes(void);
 
 /* SHA-256 of the concatenation a || b (b may be NULL with blen 0). */

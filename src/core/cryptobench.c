@@ -12,6 +12,7 @@
 #include <sys/auxv.h>
 #endif
 
+#include "crypto.h"
 #include "cryptobench.h"
 #include "session.h"
 #include "banned.h"
@@ -180,6 +181,8 @@ static void add_feature(struct cryptobench_cpu *cpu, const char *name,
 
 static void probe_features(struct cryptobench_cpu *cpu)
 {
+	struct crypto_caps caps;
+
 #if defined(__x86_64__) || defined(__i386__)
 	unsigned int eax, ebx, ecx = 0, edx;
 	bool vaes = false, vpclmul = false;
@@ -188,8 +191,7 @@ static void probe_features(struct cryptobench_cpu *cpu)
 	__builtin_cpu_init();
 	/* __builtin_cpu_supports also checks that the OS saves the AVX and
 	 * AVX-512 state (XGETBV). */
-	cpu->aes = __builtin_cpu_supports("aes");
-	add_feature(cpu, "aes", cpu->aes);
+	add_feature(cpu, "aes", __builtin_cpu_supports("aes"));
 	add_feature(cpu, "pclmul", __builtin_cpu_supports("pclmul"));
 	add_feature(cpu, "avx2", __builtin_cpu_supports("avx2"));
 	add_feature(cpu, "avx512f", __builtin_cpu_supports("avx512f"));
@@ -207,8 +209,7 @@ static void probe_features(struct cryptobench_cpu *cpu)
 	unsigned long hw = getauxval(AT_HWCAP);
 
 	cpu->arch = "aarch64";
-	cpu->aes = (hw & HWCAP_AES) != 0;
-	add_feature(cpu, "aes", cpu->aes);
+	add_feature(cpu, "aes", (hw & HWCAP_AES) != 0);
 	add_feature(cpu, "pmull", (hw & HWCAP_PMULL) != 0);
 	add_feature(cpu, "asimd", (hw & HWCAP_ASIMD) != 0);
 	add_feature(cpu, "sha2", (hw & HWCAP_SHA2) != 0);
@@ -216,15 +217,17 @@ static void probe_features(struct cryptobench_cpu *cpu)
 	unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
 
 	cpu->arch = "arm";
-	cpu->aes = (hw2 & HWCAP2_AES) != 0;
-	add_feature(cpu, "aes", cpu->aes);
+	add_feature(cpu, "aes", (hw2 & HWCAP2_AES) != 0);
 	add_feature(cpu, "pmull", (hw2 & HWCAP2_PMULL) != 0);
 	add_feature(cpu, "neon", (hw & HWCAP_NEON) != 0);
 #else
 	cpu->arch = "other";
-	cpu->aes = false;
 	add_feature(cpu, "aes", false);
 #endif
+	/* the rule, not the raw bit: what auto decides on */
+	crypto_caps_probe(&caps);
+	cpu->aes = caps.aes && caps.clmul;
+	crypto_caps_words(&caps, cpu->aes_why, sizeof(cpu->aes_why));
 }
 
 /* Copy s without its trailing newline and spaces into dst. */
@@ -331,11 +334,13 @@ enum crypto_cipher cryptobench_auto_pick(bool local_aes, bool peer_aes)
 
 const char *cryptobench_auto_reason(bool local_aes)
 {
-	return local_aes ? "both ends need AES instructions: this CPU has "
-			   "them, so AES-256-GCM if the peer has them too, "
-			   "else ChaCha20-Poly1305"
-			 : "both ends need AES instructions: this CPU lacks "
-			   "them, so ChaCha20-Poly1305 whatever the peer has";
+	return local_aes ? "AES-256-GCM needs AES and carry-less multiply "
+			   "instructions at both ends: this CPU has them, so "
+			   "AES-256-GCM if the peer has them too, else "
+			   "ChaCha20-Poly1305"
+			 : "AES-256-GCM needs AES and carry-less multiply "
+			   "instructions at both ends: this CPU lacks them, so "
+			   "ChaCha20-Poly1305 whatever the peer has";
 }
 
 char *cryptobench_auto_explain(bool local_aes, bool peer_aes, char *buf,

@@ -51,10 +51,13 @@ struct cryptobench_feature {
 };
 
 struct cryptobench_cpu {
-	const char *arch;   /* "x86_64", "aarch64", "arm", "other" */
-	char model[128];    /* "" when /proc/cpuinfo does not say */
-	char governor[32];  /* cpu0's cpufreq governor, "" when unreadable */
-	bool aes;	    /* AES instructions, probed independently */
+	const char *arch;  /* "x86_64", "aarch64", "arm", "other" */
+	char model[128];   /* "" when /proc/cpuinfo does not say */
+	char governor[32]; /* cpu0's cpufreq governor, "" when unreadable */
+	/* AES-GCM is fast here: AES and carry-less multiply instructions
+	 * after OpenSSL's masks (crypto_caps_probe), and why in words */
+	bool aes;
+	char aes_why[160];
 	unsigned nfeatures; /* aes first, then the arch's vector features */
 	struct cryptobench_feature features[CRYPTOBENCH_MAX_FEATURES];
 };

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * XXH3-128 chunk and file digests (digest.h). Two builds of libxxhash's
- * header: SSE2 here, AVX2 in digest_avx2.c; the first call picks one by
- * CPU and every later call uses it.
+ * XXH3-128 chunk and file digests (digest.h). Builds of libxxhash's
+ * header: the architecture's baseline here (SSE2 on x86-64; elsewhere
+ * what xxhash picks for the target: NEON on aarch64, plain C on the
+ * rest) and, on x86-64, AVX2 in digest_avx2.c; the first call picks one
+ * by CPU and every later call uses it.
  */
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -11,7 +13,14 @@
 #include <string.h>
 
 #define XXH_INLINE_ALL
+#if defined(__x86_64__)
 #define XXH_VECTOR XXH_SSE2
+#define BASE_NAME  "sse2"
+#elif defined(__aarch64__) || defined(__ARM_NEON) || defined(__ARM_NEON__)
+#define BASE_NAME "neon"
+#else
+#define BASE_NAME "scalar"
+#endif
 #include <xxhash.h>
 
 #include "digest.h"
@@ -20,16 +29,20 @@
 
 const uint8_t digest_zero_buf[DIGEST_ZERO_BUF];
 
-#define DIGEST_BUILD_OPS  digest_ops_sse2
-#define DIGEST_BUILD_NAME "sse2"
+#define DIGEST_BUILD_OPS  digest_ops_base
+#define DIGEST_BUILD_NAME BASE_NAME
 #include "digest_build.h"
 
 bool digest_avx2_usable(void)
 {
+#ifdef DIGEST_HAVE_AVX2
 	/* libgcc and compiler-rt also check that the OS saves the YMM
 	 * state (XGETBV) before they report avx2. */
 	__builtin_cpu_init();
 	return __builtin_cpu_supports("avx2");
+#else
+	return false;
+#endif
 }
 
 /* Chosen once; racing first callers store the same pointer. */
@@ -42,7 +55,11 @@ static const struct digest_ops *ops(void)
 	o = atomic_load_explicit(&chosen, memory_order_acquire);
 	if (o)
 		return o;
-	o = digest_avx2_usable() ? &digest_ops_avx2 : &digest_ops_sse2;
+#ifdef DIGEST_HAVE_AVX2
+	o = digest_avx2_usable() ? &digest_ops_avx2 : &digest_ops_base;
+#else
+	o = &digest_ops_base;
+#endif
 	atomic_store_explicit(&chosen, o, memory_order_release);
 	return o;
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The XXH3-128 routines of one build of libxxhash's header, included once
- * by digest.c (SSE2) and once by digest_avx2.c (AVX2, compiled with
- * -mavx2). The includer defines XXH_INLINE_ALL and XXH_VECTOR, includes
+ * by digest.c (the architecture's baseline) and, on x86-64, once by
+ * digest_avx2.c (AVX2, compiled with -mavx2). The includer defines XXH_INLINE_ALL and XXH_VECTOR, includes
  * <xxhash.h>, then defines DIGEST_BUILD_OPS (the table's name) and
  * DIGEST_BUILD_NAME (its label) before including this file. Not a header
  * to include anywhere else.

@@ -24,14 +24,20 @@ struct digest_ops {
 		    uint8_t out[DIGEST_LEN]);
 };
 
-/* The SSE2 build (digest.c); always usable on x86-64. */
-extern const struct digest_ops digest_ops_sse2;
+/* The build for the architecture's baseline (digest.c), always usable:
+ * SSE2 on x86-64, NEON where the compiler targets it (aarch64), plain C
+ * elsewhere (armhf, MIPS, s390x, i386). */
+extern const struct digest_ops digest_ops_base;
 
-/* The AVX2 build (digest_avx2.c); only for a CPU where
+#if defined(__x86_64__)
+#define DIGEST_HAVE_AVX2 1
+/* The AVX2 build (digest_avx2.c, x86-64 only); only for a CPU where
  * digest_avx2_usable() is true. */
 extern const struct digest_ops digest_ops_avx2;
+#endif
 
-/* Whether this CPU and OS can run digest_ops_avx2. */
+/* Whether this CPU and OS can run digest_ops_avx2 (false where there is
+ * none). */
 bool digest_avx2_usable(void);
 
 /* Zeros that digest_zeros hashes from, over and over (in digest.c). */

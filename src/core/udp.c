@@ -129,17 +129,24 @@ static void seen_advance(struct udp_rx *rx, uint64_t seq)
 
 static void rx_jitter(struct udp_rx *rx, int64_t sent_us, int64_t arrival_us)
 {
-	/* in double: the difference of two hostile int64 may overflow */
-	double transit = ((double)arrival_us - (double)sent_us) / 1e6;
-	double d;
+	/* in whole microseconds, so that equal transits give a difference
+	 * of exactly 0 whatever the FPU's precision (x87 keeps more than a
+	 * double in its registers); in double when the difference of two
+	 * hostile int64 would overflow */
+	int64_t diff;
+	double transit, d;
 
+	if (__builtin_sub_overflow(arrival_us, sent_us, &diff))
+		transit = (double)arrival_us - (double)sent_us;
+	else
+		transit = (double)diff;
 	if (!rx->have_transit) {
-		rx->prev_transit = transit;
+		rx->prev_transit_us = transit;
 		rx->have_transit = true;
 		return;
 	}
-	d = fabs(transit - rx->prev_transit);
-	rx->prev_transit = transit;
+	d = fabs(transit - rx->prev_transit_us) / 1e6;
+	rx->prev_transit_us = transit;
 	rx->jitter_s += (d - rx->jitter_s) / 16.0;
 }
 
@@ -190,15 +197,37 @@ void udp_rx_packet(struct udp_rx *rx, uint64_t seq, int64_t sent_us,
  * The pacer lets a datagram go once the bytes sent with it would not make
  * the average since t0 exceed the rate: the send of the n-th byte is due at
  * t0 + n * 8e6 / rate_bps microseconds (rounded up). So even the first
- * datagram waits its own time at the rate. 128-bit arithmetic: at 100
- * Gbit/s for 24 h, bytes * 8e6 is about 8.6e21, beyond 64 bits.
+ * datagram waits its own time at the rate. At 100 Gbit/s for 24 h, bytes
+ * * 8e6 is about 8.6e21, beyond 64 bits: the quotient by the rate is
+ * taken first, and only the remainder (below the rate) is multiplied;
+ * 64-bit arithmetic only, for 32-bit CPUs without a 128-bit type.
  */
-static __int128 pacer_due(const struct udp_pacer *p, __int128 bytes)
+static uint64_t pacer_us(uint64_t bytes, uint64_t rate)
 {
-	__int128 bits_us = bytes * 8 * US_PER_S;
-	__int128 r = (__int128)p->rate_bps;
+	const uint64_t k = 8 * US_PER_S;
+	uint64_t q = bytes / rate, rem = bytes % rate, part;
 
-	return (__int128)p->t0_us + (bits_us + r - 1) / r;
+	if (q > UINT64_MAX / k)
+		return UINT64_MAX;
+	if (rem <= UINT64_MAX / k) { /* any rate below 2.3 Tbit/s */
+		part = (rem * k + rate - 1) / rate;
+	} else {
+		long double x = (long double)rem * k / (long double)rate;
+
+		part = (uint64_t)x + 1;
+	}
+	return q * k > UINT64_MAX - part ? UINT64_MAX : q * k + part;
+}
+
+static int64_t pacer_due(const struct udp_pacer *p, uint64_t bytes)
+{
+	uint64_t us = pacer_us(bytes, p->rate_bps);
+
+	if (p->t0_us > 0 && us > (uint64_t)(INT64_MAX - p->t0_us))
+		return INT64_MAX;
+	if (p->t0_us <= 0 && us > (uint64_t)INT64_MAX)
+		return INT64_MAX;
+	return p->t0_us + (int64_t)us;
 }
 
 /*
@@ -209,14 +238,23 @@ static __int128 pacer_due(const struct udp_pacer *p, __int128 bytes)
  * to burst_us (timer slop) is still made up, so the average holds even
  * when one datagram takes longer than burst_us at the rate.
  */
+/* bytes + len, saturated */
+static uint64_t pacer_total(const struct udp_pacer *p, size_t len)
+{
+	return p->bytes > UINT64_MAX - len ? UINT64_MAX : p->bytes + len;
+}
+
 static void pacer_catch_up(struct udp_pacer *p, int64_t now_us, size_t len)
 {
-	__int128 behind;
-	__int128 burst = p->burst_us < 0 ? 0 : p->burst_us;
+	uint64_t burst = p->burst_us < 0 ? 0 : (uint64_t)p->burst_us, late;
+	int64_t due = pacer_due(p, pacer_total(p, len));
 
-	behind = (__int128)now_us - pacer_due(p, (__int128)p->bytes + len);
-	if (behind > burst)
-		p->t0_us = (int64_t)((__int128)p->t0_us + behind - burst);
+	if (due >= now_us)
+		return;
+	/* (as unsigned: now - due fits, and t0 + it stays at most now) */
+	late = (uint64_t)now_us - (uint64_t)due;
+	if (late > burst)
+		p->t0_us = (int64_t)((uint64_t)p->t0_us + (late - burst));
 }
 
 void udp_pacer_init(struct udp_pacer *p, uint64_t rate_bps, int64_t now_us)
@@ -229,15 +267,17 @@ void udp_pacer_init(struct udp_pacer *p, uint64_t rate_bps, int64_t now_us)
 
 int64_t udp_pacer_wait_us(struct udp_pacer *p, int64_t now_us, size_t len)
 {
-	__int128 wait;
+	int64_t due;
 
 	if (p->rate_bps == 0)
 		return 0;
 	pacer_catch_up(p, now_us, len);
-	wait = pacer_due(p, (__int128)p->bytes + len) - now_us;
-	if (wait <= 0)
+	due = pacer_due(p, pacer_total(p, len));
+	if (due <= now_us)
 		return 0;
-	return wait > INT64_MAX ? INT64_MAX : (int64_t)wait;
+	if (now_us < 0 && due > INT64_MAX + now_us)
+		return INT64_MAX;
+	return due - now_us;
 }
 
 void udp_pacer_sent(struct udp_pacer *p, int64_t now_us, size_t len)

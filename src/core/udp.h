@@ -46,7 +46,7 @@ struct udp_rx {
 	uint64_t dup;	  /* seen before (within UDP_DUP_WINDOW) */
 	uint64_t max_seq; /* highest seq seen; 0 = none yet */
 	double jitter_s;  /* RFC 1889: J += (|D| - J) / 16 */
-	double prev_transit;
+	double prev_transit_us; /* a whole number of microseconds */
 	bool have_transit;
 	uint64_t seen[UDP_DUP_WINDOW / 64]; /* bit per seq, mod window */
 };

@@ -51,7 +51,8 @@ void report_crypto_human(FILE *out, const struct cryptobench_cpu *cpu,
 		"\n1 GbE carries %.1f MB/s each way: the sender seals it, the "
 		"receiver opens it.\n",
 		CRYPTOBENCH_GBE_MBPS);
-	fprintf(out, "auto: %s\n", cryptobench_auto_reason(cpu->aes));
+	fprintf(out, "auto: %s; %s\n", cryptobench_auto_reason(cpu->aes),
+		cpu->aes_why);
 }
 
 static cJSON *cpu_json(const struct cryptobench_cpu *cpu)
@@ -94,9 +95,10 @@ static cJSON *cell_json(const char *op, const struct cryptobench_row *r,
 	return o;
 }
 
-static cJSON *auto_json(bool aes)
+static cJSON *auto_json(const struct cryptobench_cpu *cpu)
 {
 	cJSON *o = cJSON_CreateObject();
+	bool aes = cpu->aes;
 
 	if (!o)
 		return NULL;
@@ -107,6 +109,7 @@ static cJSON *auto_json(bool aes)
 		o, "peer_without_aes",
 		crypto_cipher_name(cryptobench_auto_pick(aes, false)));
 	cJSON_AddStringToObject(o, "reason", cryptobench_auto_reason(aes));
+	cJSON_AddStringToObject(o, "why", cpu->aes_why);
 	return o;
 }
 
@@ -132,7 +135,7 @@ int report_crypto_json(FILE *out, const struct cryptobench_cpu *cpu,
 		cJSON_AddItemToArray(arr, cell_json("open", &res->rows[i],
 						    &res->rows[i].open));
 	}
-	cJSON_AddItemToObject(root, "auto", auto_json(cpu->aes));
+	cJSON_AddItemToObject(root, "auto", auto_json(cpu));
 	text = cJSON_Print(root);
 	cJSON_Delete(root);
 	if (!text)

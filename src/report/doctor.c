@@ -28,8 +28,11 @@ static void doctor_side_human(FILE *out, const char *who,
 
 	fprintf(out, "  %-10s ", who);
 	report_escaped(out, p->model);
-	fprintf(out, ", %.2f cores usable, governor %s, AES %s, %s\n", s->cores,
-		p->governor[0] ? p->governor : "unknown", p->aes ? "yes" : "no",
+	fprintf(out,
+		", %.2f cores usable, governor %s, AES and carry-less "
+		"multiply %s, %s\n",
+		s->cores, p->governor[0] ? p->governor : "unknown",
+		p->aes ? "yes" : "no (so ChaCha20-Poly1305)",
 		p->cc[0] ? p->cc : "?");
 	fprintf(out,
 		"  %-10s socket buffers: rmem_max %u, tcp_rmem max %u, "

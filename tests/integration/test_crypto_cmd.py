@@ -4,6 +4,8 @@ Asserts shape and sanity only, never a speed."""
 
 import json
 import math
+import os
+import platform
 import subprocess
 
 import pytest
@@ -25,7 +27,27 @@ def test_human_output(linerate_bin):
     assert "ChaCha20-Poly1305" in res.stdout
     autos = [ln for ln in res.stdout.splitlines() if ln.startswith("auto: ")]
     assert len(autos) == 1, res.stdout
-    assert "AES instructions" in autos[0]
+    assert "carry-less multiply" in autos[0]
+
+
+def test_openssl_masks_decide_auto(linerate_bin):
+    """OPENSSL_ia32cap / OPENSSL_armcap masking AES (as OpenSSL obeys
+    them too) makes auto pick ChaCha20-Poly1305, and says so."""
+    machine = platform.machine()
+    if machine in ("x86_64", "i686", "i386"):
+        var, val = "OPENSSL_ia32cap", "~0x200000200000000"
+    elif machine.startswith(("aarch64", "arm")):
+        var, val = "OPENSSL_armcap", "0"
+    else:
+        pytest.skip(f"no AES instructions to mask on {machine}")
+    res = subprocess.run([linerate_bin, "crypto", "--json", *SHORT],
+                         stdin=subprocess.DEVNULL, capture_output=True,
+                         text=True, timeout=60,
+                         env=dict(os.environ, **{var: val}))
+    assert res.returncode == 0, describe(res)
+    auto = _no_nan(res.stdout)["auto"]
+    assert auto["peer_with_aes"] == "chacha20-poly1305", auto
+    assert var in auto["why"] and "lacks AES" in auto["why"], auto
 
 
 def _no_nan(text):

@@ -856,6 +856,69 @@ static void test_warm_then_known_answers(void **state)
 	test_chacha_rfc8439_2_8_2(state);
 }
 
+/* The rule behind --cipher auto, over a table of capability sets: AES
+ * and carry-less multiply both, after OpenSSL's masks. */
+static void test_caps_rule(void **state)
+{
+	static const struct {
+		enum crypto_arch arch;
+		unsigned long hw;
+		const char *env;
+		bool aes, clmul, masked;
+	} t[] = {
+		/* x86: CPUID.1 ECX bit 25 AES, bit 1 PCLMULQDQ */
+		{ CRYPTO_ARCH_X86, 1ul << 25 | 1ul << 1, NULL, 1, 1, 0 },
+		{ CRYPTO_ARCH_X86, 1ul << 25, NULL, 1, 0, 0 },
+		{ CRYPTO_ARCH_X86, 1ul << 1, NULL, 0, 1, 0 },
+		/* OPENSSL_ia32cap: the high word is ECX; '~' clears */
+		{ CRYPTO_ARCH_X86, 1ul << 25 | 1ul << 1, "~0x200000000000000",
+		  0, 1, 1 },
+		{ CRYPTO_ARCH_X86, 1ul << 25 | 1ul << 1, "~0x200000200000000",
+		  0, 0, 1 },
+		{ CRYPTO_ARCH_X86, 0, "0x200000200000000", 1, 1, 1 },
+		{ CRYPTO_ARCH_X86, 1ul << 25 | 1ul << 1, "", 1, 1, 0 },
+		/* aarch64: HWCAP bit 3 AES, bit 4 PMULL (a Pi 4 has none) */
+		{ CRYPTO_ARCH_ARM64, 1ul << 3 | 1ul << 4, NULL, 1, 1, 0 },
+		{ CRYPTO_ARCH_ARM64, 0, NULL, 0, 0, 0 },
+		{ CRYPTO_ARCH_ARM64, 1ul << 3, NULL, 1, 0, 0 },
+		/* OPENSSL_armcap replaces: bit 2 AES, bit 5 PMULL */
+		{ CRYPTO_ARCH_ARM64, 1ul << 3 | 1ul << 4, "0", 0, 0, 1 },
+		{ CRYPTO_ARCH_ARM64, 0, "0x24", 1, 1, 1 },
+		{ CRYPTO_ARCH_ARM64, 1ul << 3 | 1ul << 4, "0x4", 1, 0, 1 },
+		/* armv7/armv8 32-bit: HWCAP2 bit 0 AES, bit 1 PMULL */
+		{ CRYPTO_ARCH_ARM32, 3, NULL, 1, 1, 0 },
+		{ CRYPTO_ARCH_ARM32, 1, NULL, 1, 0, 0 },
+		{ CRYPTO_ARCH_ARM32, 0, NULL, 0, 0, 0 },
+		/* MIPS, s390x and the rest: ChaCha20 */
+		{ CRYPTO_ARCH_OTHER, ~0ul, "0x24", 0, 0, 0 },
+	};
+	struct crypto_caps c;
+	char words[200];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		crypto_caps_from(t[i].arch, t[i].hw, t[i].env, &c);
+		if (c.aes != t[i].aes || c.clmul != t[i].clmul ||
+		    c.masked != t[i].masked)
+			fail_msg("case %zu: aes %d clmul %d masked %d", i,
+				 c.aes, c.clmul, c.masked);
+	}
+	c = (struct crypto_caps){ .aes = true, .clmul = true };
+	assert_non_null(strstr(crypto_caps_words(&c, words, sizeof(words)),
+			       "has AES and carry-less multiply"));
+	c = (struct crypto_caps){ .aes = true, .masked = true };
+	crypto_caps_words(&c, words, sizeof(words));
+	assert_non_null(strstr(words, "no carry-less multiply"));
+	assert_non_null(strstr(words, "says)"));
+	c = (struct crypto_caps){ 0 };
+	assert_non_null(strstr(crypto_caps_words(&c, words, sizeof(words)),
+			       "lacks AES"));
+	/* the probe agrees with the rule on this CPU's own words */
+	crypto_caps_probe(&c);
+	assert_int_equal(crypto_cpu_has_aes(), c.aes && c.clmul);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -879,6 +942,7 @@ int main(void)
 		cmocka_unit_test(test_cipher_names),
 		cmocka_unit_test(test_memcmp_wipe_random),
 		cmocka_unit_test(test_version_and_cpu),
+		cmocka_unit_test(test_caps_rule),
 	};
 	return cmocka_run_group_tests_name("crypto", tests, NULL, NULL);
 }

@@ -354,7 +354,7 @@ static void test_rx_jitter_constant(void **state)
 	assert_true(rx.have_transit);
 	assert_true(rx.jitter_s == 0.0);
 
-	/* the first packet only sets prev_transit */
+	/* the first packet only sets prev_transit_us */
 	udp_rx_init(&rx);
 	udp_rx_packet(&rx, 1, 0, 123456789, 1);
 	assert_true(rx.jitter_s == 0.0);

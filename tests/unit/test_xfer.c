@@ -66,6 +66,12 @@ ssize_t pwrite(int fd, const void *p, size_t n, off_t off)
 	static ssize_t (*real)(int, const void *, size_t, off_t);
 	bool hold = false, fail = false;
 
+	/* with _FILE_OFFSET_BITS=64 on 32-bit glibc this function is
+	 * pwrite64 (and so is the one it wraps); "pwrite" there takes a
+	 * 32-bit offset. musl has no pwrite64: its pwrite is 64-bit. */
+	if (!real)
+		real = (ssize_t(*)(int, const void *, size_t,
+				   off_t))dlsym(RTLD_NEXT, "pwrite64");
 	if (!real)
 		real = (ssize_t(*)(int, const void *, size_t,
 				   off_t))dlsym(RTLD_NEXT, "pwrite");
