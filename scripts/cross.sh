@@ -31,7 +31,7 @@ SYSROOT_PKGS=(libc6 libgcc-s1 libatomic1 libssl3 libssl-dev libxxhash0 libxxhash
 	libcjson1 libcjson-dev libcmocka0 libcmocka-dev)
 
 usage() {
-	echo "usage: scripts/cross.sh [--no-test] {${TARGETS[*]// /,},all}" >&2
+	echo "usage: scripts/cross.sh [--no-test] {$(IFS=,; echo "${TARGETS[*]}"),all}" >&2
 	exit 2
 }
 
@@ -78,13 +78,14 @@ deps() {
 	fi
 }
 
-# build-TARGET/sysroot: the target's packages, unpacked; redone when the
-# list of versions apt would download changes.
-sysroot() {
-	local t=$1 dir=build-$1 arch=${DEB_ARCH[$1]} p v
-	local -a specs=() names=()
+# specs (PKG:ARCH=VERSION) and want (them, one per line): what apt
+# would download now for target $1
+sysroot_specs() {
+	local arch=${DEB_ARCH[$1]} p v
+	local -a names=()
 	local -A cand=()
-	local want=""
+	specs=()
+	want=""
 	for p in "${SYSROOT_PKGS[@]}"; do names+=("$p:$arch"); done
 	# one apt-cache call for all (each reads every architecture's lists)
 	while read -r p v; do cand[$p]=$v; done < <(apt-cache policy "${names[@]}" |
@@ -95,13 +96,29 @@ sysroot() {
 		specs+=("$p=$v")
 		want+="$p=$v"$'\n'
 	done
+}
+
+# build-TARGET/sysroot: the target's packages, unpacked; redone when the
+# list of versions apt would download changes.
+sysroot() {
+	local t=$1 dir=build-$1 p
+	local -a specs=()
+	local want=""
+	sysroot_specs "$t"
 	if [ -f "$dir/sysroot.list" ] && [ "$(cat "$dir/sysroot.list")" = "${want%$'\n'}" ]; then
 		return
 	fi
-	say "$t: unpacking ${#specs[@]} packages of $arch into $dir/sysroot"
+	say "$t: unpacking ${#specs[@]} packages of ${DEB_ARCH[$t]} into $dir/sysroot"
 	rm -rf "$dir/sysroot" "$dir/debs"
 	mkdir -p "$dir/sysroot" "$dir/debs"
-	(cd "$dir/debs" && apt-get download -q "${specs[@]}" >/dev/null)
+	# (a stale package list names versions the mirror has dropped:
+	# refresh it once and try again)
+	if ! (cd "$dir/debs" && apt-get download -q "${specs[@]}" >/dev/null 2>&1); then
+		say "$t: download failed; refreshing apt's lists"
+		apt-get update -q >/dev/null
+		sysroot_specs "$t"
+		(cd "$dir/debs" && apt-get download -q "${specs[@]}" >/dev/null)
+	fi
 	for p in "$dir"/debs/*.deb; do dpkg-deb -x "$p" "$dir/sysroot"; done
 	printf '%s' "$want" >"$dir/sysroot.list"
 }
@@ -110,6 +127,7 @@ build() {
 	local t=$1 dir=build-$1
 	local root
 	root=$(cd "$dir/sysroot" && pwd)
+	case $root in *"'"* | *" "*) say "$root: no quote or space in the path, please"; exit 1 ;; esac
 	printf "[constants]\nsysroot = '%s'\n" "$root" >"$dir/paths.ini"
 	if [ ! -f "$dir/build.ninja" ]; then
 		meson setup "$dir" --buildtype=release --cross-file "$dir/paths.ini" \
@@ -125,16 +143,27 @@ build() {
 
 run_tests() {
 	local t=$1 dir=build-$1
+	local log=$dir/cross-test.log
 	say "$t: unit tests under ${QEMU[$t]}"
-	meson test -C "$dir" --suite unit --print-errorlogs --timeout-multiplier 4 | tail -n 8
+	if ! meson test -C "$dir" --suite unit --print-errorlogs --timeout-multiplier 4 >"$log" 2>&1; then
+		cat "$log"
+		exit 1
+	fi
+	grep -E "^(Ok|Fail):" "$log"
 	[ -f build/build.ninja ] || meson setup build --buildtype=release >/dev/null
 	ninja -C build >/dev/null
 	say "$t: integration subset (tests/integration/test_cross.py)"
+	# every case must run here: a skip (no root, no namespaces) fails
 	LINERATE_BIN="$PWD/build/linerate" LINERATE_CROSS_BIN="$PWD/$dir/linerate-qemu" \
 		LINERATE_CROSS_NAME="$t" \
-		/usr/bin/python3 -m pytest -q -rs tests/integration/test_cross.py
+		/usr/bin/python3 -m pytest -q -rs tests/integration/test_cross.py | tee "$log"
+	if grep -q "skipped" "$log"; then
+		say "$t: some cases were skipped (above): they must run"
+		exit 1
+	fi
 }
 
+bash scripts/deps.sh # this machine's build and the test hosts
 deps
 for t in "${targets[@]}"; do
 	sysroot "$t"

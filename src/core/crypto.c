@@ -119,15 +119,61 @@ int crypto_cipher_parse(const char *s, enum crypto_cipher *out)
 #define ARMCAP_AES	   (1ul << 2)
 #define ARMCAP_PMULL	   (1ul << 5)
 
-/* OPENSSL_ia32cap's first word, "[~]VALUE[:...]": VALUE's high half is
- * CPUID.1:ECX; with '~' its bits are cleared, else it replaces. */
-static unsigned long ia32cap_ecx(unsigned long ecx, const char *env)
+/* A number as OpenSSL 3.0 reads OPENSSL_ia32cap's: 0x hex, 0 octal or
+ * decimal, no sign or space, up to the first other character. */
+static uint64_t cap_number(const char *s)
 {
-	bool clear = env[0] == '~';
-	unsigned long long v = strtoull(env + clear, NULL, 0);
-	unsigned long hi = (unsigned long)((v >> 32) & 0xffffffffull);
+	unsigned base = 10, d;
+	uint64_t v = 0;
 
-	return clear ? ecx & ~hi : hi;
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		base = 16;
+		s += 2;
+	} else if (s[0] == '0') {
+		base = 8;
+	}
+	for (;; s++) {
+		if (*s >= '0' && *s <= '9')
+			d = (unsigned)(*s - '0');
+		else if (*s >= 'a' && *s <= 'f')
+			d = (unsigned)(*s - 'a' + 10);
+		else if (*s >= 'A' && *s <= 'F')
+			d = (unsigned)(*s - 'A' + 10);
+		else
+			break;
+		if (d >= base)
+			break;
+		v = v * base + d;
+	}
+	return v;
+}
+
+/* CPUID.1:ECX as OpenSSL 3.0 takes it with OPENSSL_ia32cap set: its
+ * first word "[~]VALUE" (the high half is ECX) clears those bits with
+ * '~', else replaces them; a word that starts with ':' keeps what the
+ * CPU says; with '~', FXSR (bit 24 of the low half) also clears the XMM
+ * features, PCLMULQDQ and AES among them. *masked: it changed them. */
+static unsigned long ia32cap_ecx(unsigned long ecx, const char *env,
+				 bool *masked)
+{
+	const unsigned long xmm = 1ul << 1 | 1ul << 11 | 1ul << 25 | 1ul << 28;
+	bool clear = env[0] == '~';
+	uint64_t v;
+	unsigned long out;
+
+	if (env[0] == ':') {
+		*masked = false;
+		return ecx;
+	}
+	v = cap_number(env + clear);
+	out = (unsigned long)((v >> 32) & 0xffffffffu);
+	if (clear) {
+		out = ecx & ~out;
+		if (v & (1u << 24))
+			out &= ~xmm;
+	}
+	*masked = true;
+	return out;
 }
 
 void crypto_caps_from(enum crypto_arch arch, unsigned long hw, const char *env,
@@ -136,17 +182,19 @@ void crypto_caps_from(enum crypto_arch arch, unsigned long hw, const char *env,
 	unsigned long v;
 
 	memset(out, 0, sizeof(*out));
-	out->masked = env && env[0];
 	switch (arch) {
 	case CRYPTO_ARCH_X86:
-		v = out->masked ? ia32cap_ecx(hw, env) : hw;
+		v = env ? ia32cap_ecx(hw, env, &out->masked) : hw;
 		out->aes = v & X86_ECX_AES;
 		out->clmul = v & X86_ECX_PCLMUL;
 		break;
 	case CRYPTO_ARCH_ARM64:
 	case CRYPTO_ARCH_ARM32:
-		if (out->masked) { /* it replaces what the CPU says */
+		/* OpenSSL: strtoul(env, NULL, 0) replaces what the CPU says,
+		 * an empty one too */
+		if (env) {
 			v = strtoul(env, NULL, 0);
+			out->masked = true;
 			out->aes = v & ARMCAP_AES;
 			out->clmul = v & ARMCAP_PMULL;
 		} else if (arch == CRYPTO_ARCH_ARM64) {
@@ -157,7 +205,7 @@ void crypto_caps_from(enum crypto_arch arch, unsigned long hw, const char *env,
 			out->clmul = hw & ARM32_HWCAP2_PMULL;
 		}
 		break;
-	default: out->masked = false; break;
+	default: break;
 	}
 }
 

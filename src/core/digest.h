@@ -28,7 +28,8 @@ void digest_zeros(size_t n, uint8_t out[DIGEST_LEN]);
 void digest_file(uint64_t size, uint32_t chunk_size, uint32_t nchunks,
 		 const uint8_t *chunk_digests, uint8_t out[DIGEST_LEN]);
 
-/* "avx2" or "sse2": the implementation in use. */
+/* The implementation in use: "avx2" or "sse2" on x86-64, "neon" or
+ * "scalar" elsewhere. */
 const char *digest_impl(void);
 
 #endif

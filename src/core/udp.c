@@ -199,35 +199,84 @@ void udp_rx_packet(struct udp_rx *rx, uint64_t seq, int64_t sent_us,
  * t0 + n * 8e6 / rate_bps microseconds (rounded up). So even the first
  * datagram waits its own time at the rate. At 100 Gbit/s for 24 h, bytes
  * * 8e6 is about 8.6e21, beyond 64 bits: the quotient by the rate is
- * taken first, and only the remainder (below the rate) is multiplied;
- * 64-bit arithmetic only, for 32-bit CPUs without a 128-bit type.
+ * taken first, and only the remainder (below the rate) is multiplied.
+ * 64-bit arithmetic only, for 32-bit CPUs without a 128-bit type, and
+ * exact: the same microsecond as a 128-bit computation for every input.
  */
-static uint64_t pacer_us(uint64_t bytes, uint64_t rate)
+
+/* ceil(a * b / d) for a < d, where a * b may pass 64 bits: the product
+ * in two halves, then long division (a rate above 2.3 Tbit/s only).
+ * The quotient is below b. */
+static uint64_t muldiv_ceil(uint64_t a, uint64_t b, uint64_t d)
+{
+	uint64_t a0 = a & 0xffffffffu, a1 = a >> 32;
+	uint64_t b0 = b & 0xffffffffu, b1 = b >> 32;
+	uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+	uint64_t mid = (p00 >> 32) + (p01 & 0xffffffffu) + (p10 & 0xffffffffu);
+	uint64_t hi = p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+	uint64_t lo = (mid << 32) | (p00 & 0xffffffffu);
+	uint64_t r = hi, q = 0, top;
+	int i;
+
+	/* hi < d because a < d: the quotient fits in 64 bits */
+	for (i = 63; i >= 0; i--) {
+		top = r >> 63;
+		r = (r << 1) | ((lo >> i) & 1);
+		q <<= 1;
+		if (top || r >= d) {
+			r -= d;
+			q |= 1;
+		}
+	}
+	return q + (r != 0);
+}
+
+/* ceil(bytes * 8e6 / rate) microseconds; false when beyond 64 bits. */
+static bool pacer_us(uint64_t bytes, uint64_t rate, uint64_t *us)
 {
 	const uint64_t k = 8 * US_PER_S;
 	uint64_t q = bytes / rate, rem = bytes % rate, part;
 
-	if (q > UINT64_MAX / k)
-		return UINT64_MAX;
-	if (rem <= UINT64_MAX / k) { /* any rate below 2.3 Tbit/s */
-		part = (rem * k + rate - 1) / rate;
-	} else {
-		long double x = (long double)rem * k / (long double)rate;
-
-		part = (uint64_t)x + 1;
-	}
-	return q * k > UINT64_MAX - part ? UINT64_MAX : q * k + part;
+	if (rem <= UINT64_MAX / k) /* any rate below 2.3 Tbit/s */
+		part = rem * k / rate + (rem * k % rate != 0);
+	else
+		part = muldiv_ceil(rem, k, rate);
+	if (q > UINT64_MAX / k || q * k > UINT64_MAX - part)
+		return false;
+	*us = q * k + part;
+	return true;
 }
 
-static int64_t pacer_due(const struct udp_pacer *p, uint64_t bytes)
+/* Where now is against the due time of byte number bytes: *late > 0
+ * when past it, else *wait until it (both saturated at UINT64_MAX; the
+ * due time itself may lie beyond int64 while the wait does not). */
+static void pacer_when(const struct udp_pacer *p, uint64_t bytes,
+		       int64_t now_us, uint64_t *late, uint64_t *wait)
 {
-	uint64_t us = pacer_us(bytes, p->rate_bps);
+	uint64_t us, gap;
 
-	if (p->t0_us > 0 && us > (uint64_t)(INT64_MAX - p->t0_us))
-		return INT64_MAX;
-	if (p->t0_us <= 0 && us > (uint64_t)INT64_MAX)
-		return INT64_MAX;
-	return p->t0_us + (int64_t)us;
+	*late = *wait = 0;
+	if (!pacer_us(bytes, p->rate_bps, &us)) {
+		*wait = UINT64_MAX;
+		return;
+	}
+	/* (as unsigned: each difference fits, for every t0 and now) */
+	if (now_us >= p->t0_us) {
+		gap = (uint64_t)now_us - (uint64_t)p->t0_us; /* elapsed */
+		if (gap > us)
+			*late = gap - us;
+		else
+			*wait = us - gap;
+	} else {
+		gap = (uint64_t)p->t0_us - (uint64_t)now_us; /* before t0 */
+		*wait = us > UINT64_MAX - gap ? UINT64_MAX : us + gap;
+	}
+}
+
+/* bytes + len, saturated */
+static uint64_t pacer_total(const struct udp_pacer *p, size_t len)
+{
+	return p->bytes > UINT64_MAX - len ? UINT64_MAX : p->bytes + len;
 }
 
 /*
@@ -238,21 +287,13 @@ static int64_t pacer_due(const struct udp_pacer *p, uint64_t bytes)
  * to burst_us (timer slop) is still made up, so the average holds even
  * when one datagram takes longer than burst_us at the rate.
  */
-/* bytes + len, saturated */
-static uint64_t pacer_total(const struct udp_pacer *p, size_t len)
-{
-	return p->bytes > UINT64_MAX - len ? UINT64_MAX : p->bytes + len;
-}
-
 static void pacer_catch_up(struct udp_pacer *p, int64_t now_us, size_t len)
 {
 	uint64_t burst = p->burst_us < 0 ? 0 : (uint64_t)p->burst_us, late;
-	int64_t due = pacer_due(p, pacer_total(p, len));
+	uint64_t wait;
 
-	if (due >= now_us)
-		return;
-	/* (as unsigned: now - due fits, and t0 + it stays at most now) */
-	late = (uint64_t)now_us - (uint64_t)due;
+	pacer_when(p, pacer_total(p, len), now_us, &late, &wait);
+	/* (t0 + late - burst stays at most now) */
 	if (late > burst)
 		p->t0_us = (int64_t)((uint64_t)p->t0_us + (late - burst));
 }
@@ -267,17 +308,13 @@ void udp_pacer_init(struct udp_pacer *p, uint64_t rate_bps, int64_t now_us)
 
 int64_t udp_pacer_wait_us(struct udp_pacer *p, int64_t now_us, size_t len)
 {
-	int64_t due;
+	uint64_t late, wait;
 
 	if (p->rate_bps == 0)
 		return 0;
 	pacer_catch_up(p, now_us, len);
-	due = pacer_due(p, pacer_total(p, len));
-	if (due <= now_us)
-		return 0;
-	if (now_us < 0 && due > INT64_MAX + now_us)
-		return INT64_MAX;
-	return due - now_us;
+	pacer_when(p, pacer_total(p, len), now_us, &late, &wait);
+	return wait > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)wait;
 }
 
 void udp_pacer_sent(struct udp_pacer *p, int64_t now_us, size_t len)

@@ -876,7 +876,16 @@ static void test_caps_rule(void **state)
 		{ CRYPTO_ARCH_X86, 1ul << 25 | 1ul << 1, "~0x200000200000000",
 		  0, 0, 1 },
 		{ CRYPTO_ARCH_X86, 0, "0x200000200000000", 1, 1, 1 },
-		{ CRYPTO_ARCH_X86, 1ul << 25 | 1ul << 1, "", 1, 1, 0 },
+		/* as OpenSSL 3.0 reads it: "" replaces with nothing, a
+		 * leading ':' keeps the CPU's first word, '~' with FXSR
+		 * (bit 24) clears the XMM features too, no sign or space */
+		{ CRYPTO_ARCH_X86, 1ul << 25 | 1ul << 1, "", 0, 0, 1 },
+		{ CRYPTO_ARCH_X86, 1ul << 25 | 1ul << 1, ":0x0", 1, 1, 0 },
+		{ CRYPTO_ARCH_X86, 1ul << 25 | 1ul << 1, "~0x1000000", 0, 0,
+		  1 },
+		{ CRYPTO_ARCH_X86, 1ul << 25 | 1ul << 1, "~", 1, 1, 1 },
+		{ CRYPTO_ARCH_X86, 1ul << 25 | 1ul << 1, "-1", 0, 0, 1 },
+		{ CRYPTO_ARCH_X86, 0, "0X200000200000000", 1, 1, 1 },
 		/* aarch64: HWCAP bit 3 AES, bit 4 PMULL (a Pi 4 has none) */
 		{ CRYPTO_ARCH_ARM64, 1ul << 3 | 1ul << 4, NULL, 1, 1, 0 },
 		{ CRYPTO_ARCH_ARM64, 0, NULL, 0, 0, 0 },
@@ -885,6 +894,7 @@ static void test_caps_rule(void **state)
 		{ CRYPTO_ARCH_ARM64, 1ul << 3 | 1ul << 4, "0", 0, 0, 1 },
 		{ CRYPTO_ARCH_ARM64, 0, "0x24", 1, 1, 1 },
 		{ CRYPTO_ARCH_ARM64, 1ul << 3 | 1ul << 4, "0x4", 1, 0, 1 },
+		{ CRYPTO_ARCH_ARM64, 1ul << 3 | 1ul << 4, "", 0, 0, 1 },
 		/* armv7/armv8 32-bit: HWCAP2 bit 0 AES, bit 1 PMULL */
 		{ CRYPTO_ARCH_ARM32, 3, NULL, 1, 1, 0 },
 		{ CRYPTO_ARCH_ARM32, 1, NULL, 1, 0, 0 },

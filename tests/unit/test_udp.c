@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -501,6 +502,79 @@ static void test_pacer_slop(void **state)
 	assert_true(now == 100 * 11680 + 500);
 }
 
+#ifdef __SIZEOF_INT128__
+/* The pacer as it was computed with a 128-bit type, for comparison. */
+static int64_t ref_wait(struct udp_pacer *p, int64_t now, size_t len)
+{
+	__int128 r = (__int128)p->rate_bps, due, behind, wait;
+	__int128 bytes = (__int128)p->bytes + len;
+	__int128 burst = p->burst_us < 0 ? 0 : p->burst_us;
+
+	due = (__int128)p->t0_us + (bytes * 8 * 1000000 + r - 1) / r;
+	behind = (__int128)now - due;
+	if (behind > burst)
+		p->t0_us = (int64_t)((__int128)p->t0_us + behind - burst);
+	due = (__int128)p->t0_us + (bytes * 8 * 1000000 + r - 1) / r;
+	wait = due - now;
+	if (wait <= 0)
+		return 0;
+	return wait > INT64_MAX ? INT64_MAX : (int64_t)wait;
+}
+
+static uint64_t xs(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* The 64-bit pacer (what 32-bit CPUs run) against the 128-bit one, on
+ * random inputs of every magnitude and on the edges: the same wait and
+ * the same t0 after. */
+static void test_pacer_matches_128bit(void **state)
+{
+	static const uint64_t rates[] = { 1,
+					  999,
+					  1000000,
+					  100000000000ULL,
+					  2305843009213ULL,
+					  3000000000000ULL,
+					  8000000000000ULL,
+					  UINT64_MAX };
+	uint64_t seed = 0x9e3779b97f4a7c15ULL;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 300000; i++) {
+		struct udp_pacer a, b;
+		uint64_t rate = i < 8 ? rates[i]
+				      : xs(&seed) >> (xs(&seed) % 64);
+		int64_t t0 = (int64_t)(xs(&seed) >> (1 + xs(&seed) % 63));
+		int64_t now;
+		size_t len = 1 + xs(&seed) % 65507;
+
+		if (!rate)
+			rate = 1;
+		if (xs(&seed) & 1)
+			t0 = -t0;
+		now = t0 + (int64_t)(xs(&seed) % 20000000000ULL) - 1000000000;
+		udp_pacer_init(&a, rate, t0);
+		a.bytes =
+			(xs(&seed) >> (xs(&seed) % 64)) % (UINT64_MAX - 65536);
+		if (i % 7 ==
+		    0) /* the review's case: near the 2.3 Tbit/s edge */
+			a.bytes = 2305843008213ULL;
+		b = a;
+		if (udp_pacer_wait_us(&a, now, len) != ref_wait(&b, now, len) ||
+		    a.t0_us != b.t0_us)
+			fail_msg("rate %" PRIu64 " bytes %" PRIu64
+				 " t0 %" PRId64 " now %" PRId64 " len %zu",
+				 rate, b.bytes, t0, now, len);
+	}
+}
+#endif
+
 static void test_pacer_large(void **state)
 {
 	struct udp_pacer p;
@@ -563,6 +637,9 @@ int main(void)
 		cmocka_unit_test(test_pacer_burst),
 		cmocka_unit_test(test_pacer_slop),
 		cmocka_unit_test(test_pacer_large),
+#ifdef __SIZEOF_INT128__
+		cmocka_unit_test(test_pacer_matches_128bit),
+#endif
 		cmocka_unit_test(test_pacer_rate_zero),
 	};
 
