@@ -101,9 +101,15 @@ trap 'rm -rf "$tsan_dir"' EXIT
 tsan_opts="halt_on_error=0 history_size=4 second_deadlock_stack=1"
 tsan_opts+=" log_path=$tsan_dir/report"
 tsan_t0=$(date +%s)
-TSAN_OPTIONS=$tsan_opts meson test -C build-tsan --print-errorlogs xfer fsio server relay
+tsan_report() {
+	cat "$tsan_dir"/report.* 2>/dev/null || true
+	echo "ThreadSanitizer: the runs above failed" >&2
+	exit 1
+}
+TSAN_OPTIONS=$tsan_opts meson test -C build-tsan --print-errorlogs xfer fsio server relay ||
+	tsan_report
 TSAN_OPTIONS=$tsan_opts LINERATE_BIN="$PWD/build-tsan/linerate" \
-	/usr/bin/python3 -m pytest -rs -q "${tsan_tests[@]}"
+	/usr/bin/python3 -m pytest -rs -q "${tsan_tests[@]}" || tsan_report
 if compgen -G "$tsan_dir/report.*" >/dev/null; then
 	cat "$tsan_dir"/report.*
 	echo "ThreadSanitizer reported the races above" >&2

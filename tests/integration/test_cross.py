@@ -190,3 +190,65 @@ def test_cipher_rule_follows_openssls_masks(cross_bin):
         assert auto["peer_with_aes"] == want, (var, val, auto)
         if var:
             assert var in auto["why"], auto
+
+
+GiB = 1024 * MiB
+BIG = 5 * GiB  # past every 32-bit size and offset
+DATA = ((0, 4 * MiB), (4 * GiB + 512 * MiB, 12 * MiB))  # (offset, length)
+
+
+def _sparse_big(path):
+    """A 5 GiB sparse file: random data at 0 and past 4 GiB, holes
+    elsewhere (the data regions are what travels)."""
+    with open(path, "wb") as f:
+        for off, n in DATA:
+            f.seek(off)
+            f.write(os.urandom(n))
+        f.truncate(BIG)
+    return path
+
+
+def _same_big(src, dst):
+    assert os.stat(dst).st_size == BIG, os.stat(dst).st_size
+    with open(src, "rb") as a, open(dst, "rb") as b:
+        for off, n in DATA:
+            assert os.pread(a.fileno(), n, off) == os.pread(b.fileno(), n,
+                                                            off), off
+        # and the holes read as zeros on both sides of 4 GiB
+        for off in (GiB, 4 * GiB - MiB, 4 * GiB, BIG - MiB):
+            assert os.pread(b.fileno(), MiB, off) == bytes(MiB), off
+
+
+def test_a_5_gib_file_and_its_resume(pair):
+    """Sizes, offsets and counters past 4 GiB on every target (32-bit
+    ones above all): a sparse 5 GiB file whose data lies before and after
+    4 GiB is pushed, interrupted, resumed, and arrives whole; its end
+    event counts 5 GiB."""
+    x = pair
+    x.start_server()
+    src = _sparse_big(x.src / "big.bin")
+    proc, out, err = x.popen_send("--json", "--limit", "4M", src,
+                                  x.dest("b"))
+    wait_partial(x.root / "b", src.name, 2 * MiB, timeout=60)
+    journal = x.root / "b" / f".{src.name}.lrjournal"
+    wait_until(lambda: journal.exists() and
+               journal.stat().st_size >= 40 + 24, 60,
+               what=f"a record in {journal}")
+    assert proc.poll() is None, f"{out.text()} {err.text()}"
+    kill_and_reap(proc)
+    res = x.send_ok("--json", src, x.dest("b"), timeout=300)
+    end = end_event(res.stdout)
+    assert end["ok"] is True and end["bytes_already_held"] > 0, end
+    assert end["bytes"] + end["bytes_already_held"] == BIG, end
+    _same_big(src, x.root / "b" / src.name)
+
+
+def test_bench_of_5_gib(cross_bin, cross_serve):
+    """bench -n 5G: the byte counters of both ends past 2^32."""
+    srv = cross_serve("-B", "127.0.0.1", "--max-duration", "300")
+    res = run([cross_bin, "bench", "-J", "-n", "5G", "-p", str(srv.port),
+               "127.0.0.1"], text=True, timeout=300)
+    assert res.returncode == 0, describe(res)
+    end = strict_json(res.stdout)["end"]
+    assert end["sum_sent"]["bytes"] == BIG, end["sum_sent"]
+    assert end["sum_received"]["bytes"] == BIG, end["sum_received"]

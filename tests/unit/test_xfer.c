@@ -61,20 +61,28 @@ static struct hook hook = { PTHREAD_MUTEX_INITIALIZER,
 
 ssize_t pwrite(int fd, const void *p, size_t n, off_t off);
 
+typedef ssize_t (*pwrite_fn)(int, const void *, size_t, off_t);
+static pwrite_fn real_pwrite;
+static pthread_once_t real_pwrite_once = PTHREAD_ONCE_INIT;
+
+/* The wrapped pwrite, found once (stream threads call it at once). With
+ * _FILE_OFFSET_BITS=64 on 32-bit glibc this file's pwrite is pwrite64,
+ * and so is the one it wraps; "pwrite" there takes a 32-bit offset. musl
+ * has no pwrite64: its pwrite is 64-bit. */
+static void find_real_pwrite(void)
+{
+	real_pwrite = (pwrite_fn)dlsym(RTLD_NEXT, "pwrite64");
+	if (!real_pwrite)
+		real_pwrite = (pwrite_fn)dlsym(RTLD_NEXT, "pwrite");
+}
+
 ssize_t pwrite(int fd, const void *p, size_t n, off_t off)
 {
-	static ssize_t (*real)(int, const void *, size_t, off_t);
+	pwrite_fn real;
 	bool hold = false, fail = false;
 
-	/* with _FILE_OFFSET_BITS=64 on 32-bit glibc this function is
-	 * pwrite64 (and so is the one it wraps); "pwrite" there takes a
-	 * 32-bit offset. musl has no pwrite64: its pwrite is 64-bit. */
-	if (!real)
-		real = (ssize_t(*)(int, const void *, size_t,
-				   off_t))dlsym(RTLD_NEXT, "pwrite64");
-	if (!real)
-		real = (ssize_t(*)(int, const void *, size_t,
-				   off_t))dlsym(RTLD_NEXT, "pwrite");
+	pthread_once(&real_pwrite_once, find_real_pwrite);
+	real = real_pwrite;
 	pthread_mutex_lock(&hook.lock);
 	if (hook.armed && n == hook.len) {
 		hold = (uint64_t)off == hook.hold_off;
