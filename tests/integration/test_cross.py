@@ -145,22 +145,30 @@ def test_push_and_pull_a_file_and_a_tree(pair):
     compare_tree(str(top), str(back / "tree"))
 
 
-def test_resume_after_the_sender_is_killed(pair):
-    x = pair
-    x.start_server()
-    src = write_random(x.src / "r.bin", 32 * MiB)
-    proc, out, err = x.popen_send("--json", "--limit", "8M", src,
-                                  x.dest("r"))
-    wait_partial(x.root / "r", src.name, 2 * MiB, timeout=60)
-    journal = x.root / "r" / f".{src.name}.lrjournal"
+def _push_killed_and_resumed(x, src, sub, limit):
+    """Push src to SUB at LIMIT, kill the sender once the journal holds a
+    record (a chunk reached the far disk), push again: the end event of
+    the resume, which kept what was there."""
+    proc, out, err = x.popen_send("--json", "--limit", limit, src,
+                                  x.dest(sub))
+    wait_partial(x.root / sub, src.name, 2 * MiB, timeout=60)
+    journal = x.root / sub / f".{src.name}.lrjournal"
     wait_until(lambda: journal.exists() and
                journal.stat().st_size >= 40 + 24, 60,
                what=f"a record in {journal}")
     assert proc.poll() is None, f"{out.text()} {err.text()}"
     kill_and_reap(proc)
-    res = x.send_ok("--json", src, x.dest("r"), timeout=180)
+    res = x.send_ok("--json", src, x.dest(sub), timeout=300)
     end = end_event(res.stdout)
     assert end["ok"] is True and end["bytes_already_held"] > 0, end
+    return end
+
+
+def test_resume_after_the_sender_is_killed(pair):
+    x = pair
+    x.start_server()
+    src = write_random(x.src / "r.bin", 32 * MiB)
+    _push_killed_and_resumed(x, src, "r", "8M")
     same_file(src, x.root / "r" / src.name)
 
 
@@ -227,18 +235,7 @@ def test_a_5_gib_file_and_its_resume(pair):
     x = pair
     x.start_server()
     src = _sparse_big(x.src / "big.bin")
-    proc, out, err = x.popen_send("--json", "--limit", "4M", src,
-                                  x.dest("b"))
-    wait_partial(x.root / "b", src.name, 2 * MiB, timeout=60)
-    journal = x.root / "b" / f".{src.name}.lrjournal"
-    wait_until(lambda: journal.exists() and
-               journal.stat().st_size >= 40 + 24, 60,
-               what=f"a record in {journal}")
-    assert proc.poll() is None, f"{out.text()} {err.text()}"
-    kill_and_reap(proc)
-    res = x.send_ok("--json", src, x.dest("b"), timeout=300)
-    end = end_event(res.stdout)
-    assert end["ok"] is True and end["bytes_already_held"] > 0, end
+    end = _push_killed_and_resumed(x, src, "b", "4M")
     assert end["bytes"] + end["bytes_already_held"] == BIG, end
     _same_big(src, x.root / "b" / src.name)
 
