@@ -37,7 +37,7 @@
 #                   not in the table (the first runs on a fresh tmpfs pay
 #                   for its pages; default 0)
 #   --tools LIST    only these rows, comma separated: lr, lrssh, lrvia, lrold
-#                   (needs --against), lrchacha, lrnone, nc, tarnc, scp,
+#                   (needs --against), lrchacha, lraes, lrnone, nc, tarnc, scp,
 #                   rsync, ref, dd (default: all that apply)
 #   --out FILE      also write the header and table to FILE
 #   -h, --help      this text
@@ -56,6 +56,7 @@
 #   linerate none   the same, send --cipher none (authenticated, data in clear)
 #   linerate chacha the same, send --cipher chacha20-poly1305 (the default
 #                   row uses auto: AES-256-GCM on CPUs with AES instructions)
+#   linerate aes    the same, send --cipher aes-256-gcm
 #   nc              B: nc -l -s ADDR -p PORT -d > FILE     A: nc -N ADDR PORT < SRC
 #   tar | nc        B: nc -l ... | tar xf - -C DIR         A: tar cf - -C PARENT NAME | nc -N ...
 #   scp             an sshd started in B for the run (throw-away host key and
@@ -231,7 +232,7 @@ if [ -n "$opt_tools" ]; then
     IFS=, read -r -a _tl <<<"$opt_tools"
     for _t in "${_tl[@]}"; do
         case $_t in
-        lr | lrssh | lrvia | lrchacha | lrnone | nc | tarnc | scp | rsync | ref | dd) TOOL_OK[$_t]=1 ;;
+        lr | lrssh | lrvia | lrchacha | lraes | lrnone | nc | tarnc | scp | rsync | ref | dd) TOOL_OK[$_t]=1 ;;
         lrold)
             [ -n "$opt_against" ] || die_usage "--tools lrold needs --against BIN"
             TOOL_OK[$_t]=1
@@ -574,7 +575,7 @@ run_one() {
     [ -n "$opt_dest_disk" ] && sync
 
     case $tool in
-    lr | lrnone | lrchacha | lrold)
+    lr | lrnone | lrchacha | lraes | lrold)
         port=$LR_PORT
         local lrbin=$LINERATE_BIN
         [ "$tool" = lrold ] && lrbin=$opt_against
@@ -583,6 +584,7 @@ run_one() {
         cli=("$lrbin" send --token-file "$TOKEN_FILE" -q --json)
         [ "$tool" = lrnone ] && cli+=(--cipher none)
         [ "$tool" = lrchacha ] && cli+=(--cipher chacha20-poly1305)
+        [ "$tool" = lraes ] && cli+=(--cipher aes-256-gcm)
         cli+=("$src" "$TH_ADDR_B:$tag")
         ;;
     ref)
@@ -729,7 +731,7 @@ run_one() {
     # to done: the start-up (ssh's login, for lrssh) left out
     R_XFER=-
     case $tool in
-    lr | lrssh | lrvia | lrnone | lrchacha | lrold)
+    lr | lrssh | lrvia | lrnone | lrchacha | lraes | lrold)
         R_XFER=$(sed -n 's/.*"event":"end".*"bytes_per_second":\([0-9.e+-]*\).*/\1/p' "$clog" |
             awk 'NR == 1 { printf "%.3f\n", $1 / 1e6 }')
         [ -n "$R_XFER" ] || R_XFER=-
@@ -777,7 +779,7 @@ tools_for() {
     local -a t=() u=()
     [ "$opt_peers_only" = 0 ] && t+=(lr lrssh lrvia)
     [ "$opt_peers_only" = 0 ] && [ -n "$opt_against" ] && t+=(lrold)
-    [ "$opt_peers_only" = 0 ] && t+=(lrchacha lrnone)
+    [ "$opt_peers_only" = 0 ] && t+=(lrchacha lraes lrnone)
     [ "$kind" = file ] && t+=(nc)
     t+=(tarnc scp rsync)
     [ "$opt_peers_only" = 0 ] && [ "$kind" = file ] && t+=(ref)
@@ -940,6 +942,7 @@ tool_label() {
     lrold) echo "linerate send ($opt_against_desc)" ;;
     lrnone) echo "linerate send --cipher none" ;;
     lrchacha) echo "linerate send --cipher chacha20-poly1305" ;;
+    lraes) echo "linerate send --cipher aes-256-gcm" ;;
     nc) echo "nc" ;;
     tarnc) echo "tar \\| nc" ;;
     scp) echo "scp$([ "$2" = tree ] && echo ' -r')" ;;

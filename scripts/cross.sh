@@ -3,7 +3,8 @@
 # Cross builds for the boards of the field reports, and their tests under
 # qemu-user:
 #
-#   scripts/cross.sh [--no-test] {aarch64,armhf,mipsel,s390x,i386,all}
+#   scripts/cross.sh [--no-test] {aarch64,armhf,mipsel,s390x,i386,
+#                                 static-x86_64,static-aarch64,static-mipsel,all}
 #
 # Each target builds into build-TARGET/ (build-TARGET/linerate) with
 # Debian's cross compiler (gcc-TRIPLET) against the target's own Debian
@@ -17,6 +18,8 @@
 # namespace test hosts, with the target's linerate on one end and this
 # machine's on the other (byte order across machines with s390x, the
 # big-endian one). Installs what it needs from Debian (root; idempotent).
+# static-TARGET is the self-contained build against musl, for a router:
+# scripts/static.sh does it. all is every target, the static ones too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,16 +34,19 @@ SYSROOT_PKGS=(libc6 libgcc-s1 libatomic1 libssl3 libssl-dev libxxhash0 libxxhash
 	libcjson1 libcjson-dev libcmocka0 libcmocka-dev)
 
 usage() {
-	echo "usage: scripts/cross.sh [--no-test] {$(IFS=,; echo "${TARGETS[*]}"),all}" >&2
+	echo "usage: scripts/cross.sh [--no-test] {$(IFS=,; echo "${TARGETS[*]}"),static-x86_64,static-aarch64,static-mipsel,all}" >&2
 	exit 2
 }
 
 test_too=1
-[ "${1:-}" = "--no-test" ] && { test_too=0; shift; }
+no_test=()
+[ "${1:-}" = "--no-test" ] && { test_too=0; no_test=(--no-test); shift; }
 [ $# -eq 1 ] || usage
+statics=()
 case $1 in
-all) targets=("${TARGETS[@]}") ;;
+all) targets=("${TARGETS[@]}") statics=(x86_64 aarch64 mipsel) ;;
 aarch64 | armhf | mipsel | s390x | i386) targets=("$1") ;;
+static-x86_64 | static-aarch64 | static-mipsel) exec bash scripts/static.sh "${no_test[@]}" "${1#static-}" ;;
 *) usage ;;
 esac
 
@@ -133,7 +139,7 @@ build() {
 		meson setup "$dir" --buildtype=release --cross-file "$dir/paths.ini" \
 			--cross-file "cross/$t.ini" >/dev/null
 	fi
-	ninja -C "$dir" >/dev/null
+	ninja -C "$dir" >"$dir/ninja.log" 2>&1 || { grep -v "^\[" "$dir/ninja.log" | tail -40; exit 1; }
 	# the target's linerate as a program this machine runs
 	printf '#!/bin/sh\nexec %s -L %s %s "$@"\n' "${QEMU[$t]}" "$root" \
 		"$(cd "$dir" && pwd)/linerate" >"$dir/linerate-qemu"
@@ -170,4 +176,5 @@ for t in "${targets[@]}"; do
 	build "$t"
 	[ $test_too = 1 ] && run_tests "$t"
 done
+for t in "${statics[@]}"; do bash scripts/static.sh "${no_test[@]}" "$t"; done
 say "done: ${targets[*]}"

@@ -10,6 +10,7 @@ pkgs=(
 	python3 python3-pytest
 	iproute2 iputils-ping ethtool procps psmisc iperf3 universal-ctags
 	openssh-server openssh-client passwd nftables
+	busybox # the --copy-self script under the shell tools of OpenWrt
 )
 if [ "${1:-}" = "--bench" ]; then
 	pkgs+=(rsync netcat-openbsd fio hyperfine time)

@@ -59,9 +59,10 @@ step "integration tests (pytest)"
 if [ "$(id -u)" -ne 0 ]; then
 	echo "note: not root: the network-namespace tests will be skipped"
 fi
-# (test_cross.py runs in the cross step below, against each target)
+# (test_cross.py runs in the cross step below, against each target;
+# test_static.py with scripts/cross.sh static-TARGET, on demand)
 LINERATE_BIN="$PWD/build/linerate" /usr/bin/python3 -m pytest -rs -q tests/integration \
-	--ignore=tests/integration/test_cross.py
+	--ignore=tests/integration/test_cross.py --ignore=tests/integration/test_static.py
 
 step "ThreadSanitizer (clang): the engine's threads, in a chosen set of tests"
 # push and pull of a file and a tree with -P 4, a pipe in and out, a

@@ -67,6 +67,8 @@ const char cmd_bench_usage[] =
 	"      --no-ssh           never start the far end over ssh\n"
 	"      --via-ssh          the data through the ssh session too (for a\n"
 	"                         firewall; said when a direct connection fails)\n"
+	"      --copy-self[=F]    no linerate on the far end: copy one there for\n"
+	"                         the run (F, or a static build for its machine)\n"
 	"  -h, --help             this text\n"
 	"\n"
 	"SIZE takes K, M, G (1024-based); RATE takes k, m, g bits (1000-based).\n"

@@ -53,6 +53,8 @@
 	"      --no-ssh          never start the far end over ssh\n"                \
 	"      --via-ssh         the data through the ssh session too (for a\n"     \
 	"                        firewall; said when a direct connection fails)\n"  \
+	"      --copy-self[=F]   no linerate on the far end: copy one there for\n"  \
+	"                        the run (F, or a static build for its machine)\n"  \
 	"  -r                    accepted, as scp's: trees are always recursive\n"  \
 	"  -q, --quiet           no progress, only errors\n"                        \
 	"  -h, --help            this text\n"

@@ -13,20 +13,40 @@
 #include "sshcli.h"
 #include "banned.h"
 
-/* The far command as one string for the far shell: REMOTE_PATH ARGS. */
+/* The far command as one string for the far shell: REMOTE_PATH ARGS;
+ * with --copy-self, `sh -c SCRIPT` (selfcopy.h) that runs it when it is
+ * there and else a copy of this side's. */
 static int far_command(const struct sshcli_opts *o, const char *const args[],
 		       char *out, size_t cap, struct lr_err *err)
 {
-	size_t n;
+	const char *prog = o->remote_path ? o->remote_path : "linerate";
+	char words[8192], script[12288];
+	size_t n = 0;
 	unsigned i;
 
-	/* --remote-path is the user's own shell text, as rsync's
-	 * --rsync-path is (it may be "sudo linerate") */
-	n = (size_t)snprintf(out, cap, "%s",
-			     o->remote_path ? o->remote_path : "linerate");
-	for (i = 0; args[i] && n < cap; i++)
-		n += (size_t)snprintf(out + n, cap - n, " %s", args[i]);
-	if (n >= cap)
+	for (i = 0; args[i] && n < sizeof(words); i++)
+		n += (size_t)snprintf(words + n, sizeof(words) - n, "%s%s",
+				      i ? " " : "", args[i]);
+	if (n >= sizeof(words))
+		return lr_err_set(err, -E2BIG, "the far command is too long");
+	if (!o->copy_self) {
+		/* --remote-path is the user's own shell text, as rsync's
+		 * --rsync-path is (it may be "sudo linerate") */
+		n = (size_t)snprintf(out, cap, "%s %s", prog, words);
+		return n >= cap ? lr_err_set(err, -E2BIG,
+					     "the far command is too long")
+				: 0;
+	}
+	if (strpbrk(prog, " \t\n"))
+		return lr_err_set(err, -EINVAL,
+				  "--copy-self runs the far program itself: "
+				  "--remote-path must then be one path, not "
+				  "'%s'",
+				  prog);
+	if (selfcopy_far_script(prog, words, script, sizeof(script)) || cap < 7)
+		return lr_err_set(err, -E2BIG, "the far command is too long");
+	memcpy(out, "sh -c ", 6);
+	if (ssh_shell_quote(script, false, out + 6, cap - 6))
 		return lr_err_set(err, -E2BIG, "the far command is too long");
 	return 0;
 }
@@ -55,6 +75,10 @@ int sshcli_option(int c, const char *arg, struct sshcli_opts *o)
 	case SSHCLI_OPT_REMOTE_PATH: o->remote_path = arg; return 0;
 	case SSHCLI_OPT_NO_SSH: o->no_ssh = true; return 0;
 	case SSHCLI_OPT_VIA_SSH: o->via_ssh = true; return 0;
+	case SSHCLI_OPT_COPY_SELF:
+		o->copy_self = true;
+		o->copy_self_file = arg;
+		return 0;
 	default: return 1;
 	}
 }
@@ -62,14 +86,15 @@ int sshcli_option(int c, const char *arg, struct sshcli_opts *o)
 int sshcli_wanted(const struct sshcli_opts *o, const struct remote_addr *ra,
 		  bool token_file, struct lr_err *err)
 {
-	bool asked = ra->user[0] || o->rsh || o->via_ssh;
+	bool asked = ra->user[0] || o->rsh || o->via_ssh || o->copy_self;
 
 	if (asked && o->no_ssh)
 		return lr_err_set(err, -EINVAL,
 				  "%s asks for ssh, and --no-ssh refuses it",
-				  ra->user[0] ? "USER@"
-				  : o->rsh    ? "-e"
-					      : "--via-ssh");
+				  ra->user[0]  ? "USER@"
+				  : o->rsh     ? "-e"
+				  : o->via_ssh ? "--via-ssh"
+					       : "--copy-self");
 	if (asked && token_file)
 		return lr_err_set(err, -EINVAL,
 				  "--token-file is for a running server; "
@@ -126,6 +151,59 @@ static int relay_begin(struct sshcli *s, struct lr_err *err)
 	return 0;
 }
 
+/* --copy-self: the far shell found no linerate and said what it runs;
+ * the one that runs there goes down ssh's standard input, its size
+ * first. */
+static int send_self(struct sshcli *s, const struct sshcli_opts *o,
+		     const struct ssh_self *self, struct lr_err *err)
+{
+	char exe[SELFCOPY_PATH_MAX], head[32], buf[65536];
+	struct selfcopy_pick pick;
+	uint64_t off = 0;
+	ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	int r;
+
+	if (k <= 0)
+		return lr_err_setc(err, k < 0 ? -errno : -ENOENT,
+				   "--copy-self: /proc/self/exe");
+	exe[k] = '\0';
+	/* replaced since it started (an upgrade): the path names the new
+	 * one, which is what to copy */
+	if (k > 10 && !strcmp(exe + k - 10, " (deleted)"))
+		exe[k - 10] = '\0';
+	r = selfcopy_find(exe, o->copy_self_file, self, &pick, err);
+	if (r && pick.tried[0])
+		fprintf(stderr, "linerate: --copy-self looked at:\n%s",
+			pick.tried);
+	if (r)
+		return r;
+	fprintf(stderr,
+		"linerate: no linerate on %s (%s); copying %s (%.1f MB%s) "
+		"there for this run\n",
+		s->host, self->machine, pick.path, (double)pick.size / 1e6,
+		pick.dynamic ? ", dynamically linked: it needs the same "
+			       "libraries there"
+			     : "");
+	snprintf(head, sizeof(head), "%llu\n", (unsigned long long)pick.size);
+	r = write_all(s->far.lifeline, head, strlen(head));
+	while (!r && off < pick.size) {
+		size_t want = pick.size - off < sizeof(buf)
+				      ? (size_t)(pick.size - off)
+				      : sizeof(buf);
+
+		k = pread(pick.fd, buf, want, (off_t)off);
+		if (k <= 0) {
+			r = k < 0 ? -errno : -EIO;
+			break;
+		}
+		r = write_all(s->far.lifeline, buf, (size_t)k);
+		off += (uint64_t)k;
+	}
+	close(pick.fd);
+	return r ? lr_err_setc(err, r, "copying %s to %s", pick.path, s->host)
+		 : 0;
+}
+
 /* Straight to the far end's port, or through ssh when it cannot be
  * reached (said why) or --via-ssh asks. */
 static int choose_path(struct sshcli *s, const struct sshcli_opts *o,
@@ -151,7 +229,8 @@ int sshcli_start(struct sshcli *s, const struct sshcli_opts *o,
 		 const struct remote_addr *ra, const char *const far_args[],
 		 uint8_t psk[SESSION_PSK_LEN], struct lr_err *err)
 {
-	char dest[REMOTE_MAX_USER + REMOTE_MAX_HOST + 2], cmd[8192];
+	char dest[REMOTE_MAX_USER + REMOTE_MAX_HOST + 2], cmd[32768];
+	struct ssh_self self;
 	char words[1024], *argv[SSH_MAX_ARGS];
 	int r;
 
@@ -167,7 +246,15 @@ int sshcli_start(struct sshcli *s, const struct sshcli_opts *o,
 	if (r)
 		return r;
 	s->started = true;
-	r = ssh_far_boot(&s->far, SSHCLI_BOOT_MS, ra->host, &s->boot, err);
+	r = ssh_far_boot(&s->far, SSHCLI_BOOT_MS, ra->host, &s->boot,
+			 o->copy_self ? &self : NULL, err);
+	if (r == 1) {
+		/* no linerate there: a copy of one, then its line */
+		r = send_self(s, o, &self, err);
+		if (!r)
+			r = ssh_far_boot(&s->far, SSHCLI_BOOT_MS, ra->host,
+					 &s->boot, NULL, err);
+	}
 	if (r) {
 		/* ssh's own words, as it said them (a failed login): the
 		 * last line is in err; more than one, here */

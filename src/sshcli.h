@@ -16,34 +16,43 @@
 #include "core/err.h"
 #include "core/relay.h"
 #include "core/remote.h"
+#include "core/selfcopy.h"
 #include "core/ssh.h"
 
 /* what the near end was told: -e, --remote-path, --no-ssh */
 struct sshcli_opts {
-	const char *rsh;	 /* -e/--rsh CMD; NULL = "ssh" */
-	const char *remote_path; /* --remote-path; NULL = "linerate" */
-	bool no_ssh;		 /* --no-ssh */
-	bool via_ssh;		 /* --via-ssh: the data through ssh too */
+	const char *rsh;	    /* -e/--rsh CMD; NULL = "ssh" */
+	const char *remote_path;    /* --remote-path; NULL = "linerate" */
+	bool no_ssh;		    /* --no-ssh */
+	bool via_ssh;		    /* --via-ssh: the data through ssh too */
+	bool copy_self;		    /* --copy-self[=FILE] */
+	const char *copy_self_file; /* its FILE; NULL: found (selfcopy.h) */
 };
 
 /* Their ids in a command's option table (above any command's own) and
  * the table's entries: { "rsh", 'e' }, { "remote-path" }, { "no-ssh" },
- * { "via-ssh" }. */
-enum { SSHCLI_OPT_REMOTE_PATH = 0x5300, SSHCLI_OPT_NO_SSH, SSHCLI_OPT_VIA_SSH };
+ * { "via-ssh" }, { "copy-self" }. */
+enum {
+	SSHCLI_OPT_REMOTE_PATH = 0x5300,
+	SSHCLI_OPT_NO_SSH,
+	SSHCLI_OPT_VIA_SSH,
+	SSHCLI_OPT_COPY_SELF,
+};
 /* clang-format off */
 #define SSHCLI_LONG_OPTIONS                                              \
 	{ "rsh", required_argument, NULL, 'e' },                         \
 	{ "remote-path", required_argument, NULL, SSHCLI_OPT_REMOTE_PATH }, \
 	{ "no-ssh", no_argument, NULL, SSHCLI_OPT_NO_SSH },              \
-	{ "via-ssh", no_argument, NULL, SSHCLI_OPT_VIA_SSH }
+	{ "via-ssh", no_argument, NULL, SSHCLI_OPT_VIA_SSH },            \
+	{ "copy-self", optional_argument, NULL, SSHCLI_OPT_COPY_SELF }
 /* clang-format on */
 
 /* One of those options (c: getopt's value, arg its value): 0 when it was
  * one, 1 when not. */
 int sshcli_option(int c, const char *arg, struct sshcli_opts *o);
 
-/* Whether the far end starts over ssh: USER@, -e or --via-ssh asks for
- * it (not with --no-ssh, nor with a token file: an error in err). 1 yes,
+/* Whether the far end starts over ssh: USER@, -e, --via-ssh or
+ * --copy-self asks for it (not with --no-ssh, nor with a token file: an error in err). 1 yes,
  * 0 no. */
 int sshcli_wanted(const struct sshcli_opts *o, const struct remote_addr *ra,
 		  bool token_file, struct lr_err *err);

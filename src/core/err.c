@@ -37,7 +37,16 @@ const char *lr_strerror(int code)
 		return "peer does not speak the linerate protocol";
 	default: break;
 	}
+#ifdef __GLIBC__
 	s = strerrordesc_np(code);
+#else
+	{
+		/* musl's strerror_r is the XSI one, its strings constant */
+		static __thread char buf[128];
+
+		s = strerror_r(code, buf, sizeof(buf)) ? NULL : buf;
+	}
+#endif
 	return s ? s : "unknown error";
 }
 

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <linux/fs.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
 #include <stdio.h>
@@ -407,8 +408,10 @@ int fsio_commit(int fd, int dirfd, const char *tmp, const char *name,
 {
 	if (fd >= 0 && !is_named(fd, dirfd, tmp))
 		return -ESTALE; /* the temporary name is not ours any more */
-	return renameat2(dirfd, tmp, dirfd, name,
-			 replace ? 0 : RENAME_NOREPLACE)
+	if (replace)
+		return renameat(dirfd, tmp, dirfd, name) ? -errno : 0;
+	/* the system call itself: musl 1.2.3 has no renameat2 */
+	return syscall(SYS_renameat2, dirfd, tmp, dirfd, name, RENAME_NOREPLACE)
 		       ? -errno
 		       : 0;
 }

@@ -117,21 +117,23 @@ static int boot_token(const char *s, size_t n, struct ssh_boot *b,
 	return 0;
 }
 
-int ssh_boot_parse(const char *line, size_t len, struct ssh_boot *b,
-		   struct lr_err *err)
+/* Both lines: five words, one space apart, a newline (and a CR before
+ * it) dropped, at most SSH_BOOT_MAX bytes. */
+#define SSH_WORDS 5
+
+static int split_line(const char *line, size_t len, const char *w[SSH_WORDS],
+		      size_t n[SSH_WORDS], struct lr_err *err)
 {
-	const char *w[5];
-	size_t n[5], at = 0;
+	size_t at = 0;
 	unsigned i;
 
-	memset(b, 0, sizeof(*b));
 	if (len && line[len - 1] == '\n')
 		len--;
 	if (len && line[len - 1] == '\r')
 		len--;
 	if (len > SSH_BOOT_MAX)
 		return bad_line(err, "too long");
-	for (i = 0; i < 5; i++) {
+	for (i = 0; i < SSH_WORDS; i++) {
 		w[i] = line + at;
 		n[i] = 0;
 		while (at < len && line[at] != ' ') {
@@ -140,14 +142,27 @@ int ssh_boot_parse(const char *line, size_t len, struct ssh_boot *b,
 			at++;
 			n[i]++;
 		}
-		if (!n[i])
-			return bad_line(err, "a word missing");
-		if (i < 4 && (at >= len || line[at] != ' '))
+		if (!n[i] ||
+		    (i < SSH_WORDS - 1 && (at >= len || line[at] != ' ')))
 			return bad_line(err, "a word missing");
 		at++;
 	}
 	if (at <= len)
 		return bad_line(err, "more words than five");
+	return 0;
+}
+
+int ssh_boot_parse(const char *line, size_t len, struct ssh_boot *b,
+		   struct lr_err *err)
+{
+	const char *w[SSH_WORDS];
+	size_t n[SSH_WORDS];
+	int r;
+
+	memset(b, 0, sizeof(*b));
+	r = split_line(line, len, w, n, err);
+	if (r)
+		return r;
 	if (n[0] != strlen(SSH_BOOT_WORD) || memcmp(w[0], SSH_BOOT_WORD, n[0]))
 		return bad_line(err, "no LINERATE-SSH");
 	if (n[1] != 1 || w[1][0] != '0' + SSH_BOOT_VERSION)
@@ -164,6 +179,66 @@ int ssh_boot_parse(const char *line, size_t len, struct ssh_boot *b,
 	if (!parse_port(w[3], n[3], &b->port))
 		return bad_line(err, "no port 1-65535");
 	return boot_token(w[4], n[4], b, err);
+}
+
+static bool machine_ok(const char *s, size_t n)
+{
+	size_t i;
+
+	if (!n || n > SSH_MACHINE_MAX)
+		return false;
+	for (i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+		      c == '-' || c == '+'))
+			return false;
+	}
+	return true;
+}
+
+static int self_word(char *out, const char *w, size_t n, struct lr_err *err,
+		     const char *what)
+{
+	if (!machine_ok(w, n))
+		return bad_line(err, what);
+	memcpy(out, w, n);
+	out[n] = '\0';
+	return 0;
+}
+
+int ssh_self_parse(const char *line, size_t len, struct ssh_self *s,
+		   struct lr_err *err)
+{
+	const char *w[SSH_WORDS];
+	size_t n[SSH_WORDS];
+	int r;
+
+	memset(s, 0, sizeof(*s));
+	r = split_line(line, len, w, n, err);
+	if (r)
+		return r;
+	if (n[0] != strlen(SSH_SELF_WORD) || memcmp(w[0], SSH_SELF_WORD, n[0]))
+		return bad_line(err, "no LINERATE-SELF");
+	if (n[1] != 1 || w[1][0] != '0' + SSH_SELF_VERSION)
+		return lr_err_set(err, LR_EVERSION,
+				  "the far shell speaks another version of "
+				  "--copy-self (%.*s, this one %d)",
+				  (int)(n[1] > 8 ? 8 : n[1]), w[1],
+				  SSH_SELF_VERSION);
+	r = self_word(s->os, w[2], n[2], err, "no system name");
+	if (!r)
+		r = self_word(s->machine, w[3], n[3], err, "no machine name");
+	if (r)
+		return r;
+	if (n[4] == 6 && !memcmp(w[4], "little", 6))
+		s->order = 1;
+	else if (n[4] == 3 && !memcmp(w[4], "big", 3))
+		s->order = 2;
+	else if (!(n[4] == 7 && !memcmp(w[4], "unknown", 7)))
+		return bad_line(err, "no byte order");
+	return 0;
 }
 
 static bool tilde_ok(char c)
@@ -579,8 +654,9 @@ static int ended_early(struct ssh_far *f, const char *host, struct lr_err *err)
 	if (f->status == 127)
 		return lr_err_set(err, -ENOENT,
 				  "linerate is not installed on %s: ssh said "
-				  "'%s'; install it there or give "
-				  "--remote-path",
+				  "'%s'; install it there, give "
+				  "--remote-path, or --copy-self to copy "
+				  "this one there for the run",
 				  host, last);
 	if (f->status == 255)
 		return lr_err_set(err, -ECONNREFUSED, "ssh to %s failed: %s",
@@ -625,7 +701,7 @@ static int read_line(int fd, char *line, size_t cap, size_t *len, bool *skip,
 /* The wait for the line, into line (cap bytes). */
 static int boot_wait(struct ssh_far *f, int timeout_ms, const char *host,
 		     char *line, size_t cap, struct ssh_boot *b,
-		     struct lr_err *err)
+		     struct ssh_self *self, struct lr_err *err)
 {
 	size_t len = 0, junk = 0;
 	bool skip = false;
@@ -659,16 +735,23 @@ static int boot_wait(struct ssh_far *f, int timeout_ms, const char *host,
 			continue;
 		if (len > wlen && !memcmp(line, SSH_BOOT_WORD " ", wlen + 1))
 			return ssh_boot_parse(line, len, b, err);
+		if (self && len > strlen(SSH_SELF_WORD) &&
+		    !memcmp(line, SSH_SELF_WORD " ",
+			    strlen(SSH_SELF_WORD) + 1)) {
+			r = ssh_self_parse(line, len, self, err);
+			return r ? r : 1;
+		}
 		junk += len;
 		len = 0;
 	}
 }
 
 int ssh_far_boot(struct ssh_far *f, int timeout_ms, const char *host,
-		 struct ssh_boot *b, struct lr_err *err)
+		 struct ssh_boot *b, struct ssh_self *self, struct lr_err *err)
 {
 	char line[SSH_BOOT_MAX + 2];
-	int r = boot_wait(f, timeout_ms, host, line, sizeof(line) - 1, b, err);
+	int r = boot_wait(f, timeout_ms, host, line, sizeof(line) - 1, b, self,
+			  err);
 
 	session_token_wipe(line, sizeof(line));
 	return r;

@@ -31,6 +31,29 @@
 #define SSH_MAX_ARGS	 64   /* words of a -e command, and the rest */
 #define SSH_TAIL_MAX	 2048 /* what is kept of ssh's standard error */
 
+/* With --copy-self the far shell, when it finds no linerate there, says
+ * what it runs instead of the line above, and waits for one:
+ *
+ *   LINERATE-SELF 1 OS MACHINE ORDER
+ *
+ * OS is `uname -s`, MACHINE `uname -m`, ORDER the byte order of /bin/sh's
+ * ELF header: little, big or unknown (MIPS's uname -m says "mips" for
+ * both). */
+#define SSH_SELF_WORD	 "LINERATE-SELF"
+#define SSH_SELF_VERSION 1
+#define SSH_MACHINE_MAX	 32
+
+struct ssh_self {
+	char os[SSH_MACHINE_MAX + 1];	   /* letters, digits, _ . - + */
+	char machine[SSH_MACHINE_MAX + 1]; /* the same */
+	unsigned order;			   /* 1 little, 2 big, 0 unknown */
+};
+
+/* That line (newline dropped or not). 0 or LR_EBADMSG/LR_EVERSION with
+ * err set. */
+int ssh_self_parse(const char *line, size_t len, struct ssh_self *s,
+		   struct lr_err *err);
+
 struct ssh_boot {
 	char addr[SSH_ADDR_MAX]; /* numeric IPv4 or IPv6 */
 	uint16_t port;
@@ -89,9 +112,11 @@ int ssh_far_start(struct ssh_far *f, char *const argv[], int relay_to,
 
 /* Wait up to timeout_ms for the line. When ssh ends first, err tells why:
  * exit 127 (the far shell found no linerate), 255 (ssh itself failed:
- * what ssh said is in the tail) or another. 0 or an error. */
+ * what ssh said is in the tail) or another. 0 or an error; with self
+ * (else NULL), 1 when the far end asked for a copy of linerate instead
+ * (LINERATE-SELF, in *self). */
 int ssh_far_boot(struct ssh_far *f, int timeout_ms, const char *host,
-		 struct ssh_boot *b, struct lr_err *err);
+		 struct ssh_boot *b, struct ssh_self *self, struct lr_err *err);
 
 /* What ssh wrote to its standard error so far (the last SSH_TAIL_MAX
  * bytes) into out, as text for a terminal. */

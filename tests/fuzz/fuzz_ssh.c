@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
  * libFuzzer target for what the far end over ssh sends back and what a
- * user types: ssh_boot_parse (the far end's line, ssh.h) and
- * remote_parse ([USER@]HOST[:PATH], remote.h), each on the same input.
+ * user types: ssh_boot_parse (the far end's line, ssh.h),
+ * ssh_self_parse (the far shell's line of --copy-self) and remote_parse
+ * ([USER@]HOST[:PATH], remote.h), each on the same input.
  *
  * Invariants checked, beyond "no sanitizer report":
  *  - an accepted line gives a NUL-terminated numeric address, a port
  *    1-65535 and a token that parses, and formats back to a line that
  *    parses to the same;
  *  - a refused line has a message;
+ *  - an accepted LINERATE-SELF line gives a NUL-terminated system and
+ *    machine of 1-32 letters, digits, '_', '.', '-', '+' and a byte
+ *    order 0-2;
  *  - an accepted operand has a non-empty host, and user and host of
  *    letters, digits, '.', '_', '-' (':' and '%' in a host) without a
  *    leading '-'; its path points into the input.
@@ -49,6 +53,35 @@ static void check_boot(const char *line, size_t size)
 	    ssh_boot_parse(again, strlen(again), &c, &e) ||
 	    strcmp(b.addr, c.addr) || b.port != c.port ||
 	    strcmp(b.token, c.token))
+		abort();
+}
+
+static bool self_word(const char *s, size_t cap)
+{
+	size_t n = strnlen(s, cap);
+
+	if (!n || n == cap)
+		return false;
+	for (; *s; s++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			    "0123456789_.-+",
+			    *s))
+			return false;
+	return true;
+}
+
+static void check_self(const char *line, size_t size)
+{
+	struct ssh_self s;
+	struct lr_err e = { 0 };
+
+	if (ssh_self_parse(line, size, &s, &e)) {
+		if (!e.msg[0])
+			abort();
+		return;
+	}
+	if (!self_word(s.os, sizeof(s.os)) ||
+	    !self_word(s.machine, sizeof(s.machine)) || s.order > 2)
 		abort();
 }
 
@@ -97,6 +130,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	memcpy(line, data, size);
 	check_boot(line, size);
+	check_self(line, size);
 	memcpy(arg, data, size);
 	arg[size] = '\0';
 	check_operand(arg, strlen(arg));

@@ -446,3 +446,127 @@ def test_via_ssh_far_end_killed_and_client_killed(sh, fw, tmp_path):
     end = end_event(res.stdout.decode())
     assert end["bytes_already_held"] > 0, end
     same_file(src, os.path.join(dest, "slow.bin"))
+
+
+# --copy-self: the far login's PATH has no linerate (no --remote-path);
+# the far shell keeps the copy in /tmp/linerate.XXXXXX (this machine's
+# /tmp: the test hosts share the file system)
+COPYING = "there for this run"
+
+
+def _far_copies(sh):
+    """Processes in host B running a copy made by --copy-self."""
+    res = sh.hosts.run_b(["ps", "-eo", "pid=,args="],
+                         capture_output=True, text=True, timeout=10)
+    return [line for line in res.stdout.splitlines()
+            if re.search(r"/linerate\.[A-Za-z0-9]{6}/linerate ", line)]
+
+
+def _copy_dirs():
+    return {n for n in os.listdir("/tmp") if re.fullmatch(
+        r"linerate\.[A-Za-z0-9]{6}", n)}
+
+
+def _gone(sh, before):
+    wait_until(lambda: not _far_copies(sh) and _copy_dirs() <= before, 10,
+               what="the far copy ended and its directory removed")
+
+
+def test_copy_self_push_get_and_bench(sh, tmp_path):
+    """No linerate on the far PATH: with --copy-self each command copies
+    one there (said in one line), works, and leaves nothing behind."""
+    before = _copy_dirs()
+    src = write_random(tmp_path / "c.bin", 3 * MiB + 11)
+    dest = os.path.join(sh.dir, "copied")
+    res = sh.run_client(["send", "--copy-self", "--json", str(src),
+                         far(sh, dest)], remote_path=False)
+    assert res.returncode == 0, text(res)
+    err = res.stderr.decode()
+    assert err.count(COPYING) == 1, err
+    assert f"no linerate on {sh.hosts.addr_b}" in err, err
+    assert end_event(res.stdout.decode())["ok"] is True
+    same_file(src, os.path.join(dest, "c.bin"))
+    _gone(sh, before)
+    back = tmp_path / "back"
+    res = sh.run_client(["get", "--copy-self", "-q",
+                         far(sh, os.path.join(dest, "c.bin")), str(back)],
+                        remote_path=False)
+    assert res.returncode == 0, text(res)
+    assert COPYING in res.stderr.decode(), text(res)
+    same_file(src, back / "c.bin")
+    _gone(sh, before)
+    res = sh.run_client(["bench", "--copy-self", "-J", "-t", "1", "-b",
+                         "100M", far(sh)[:-1]], remote_path=False)
+    assert res.returncode == 0, text(res)
+    assert strict_json(res.stdout.decode())["end"]["sum_received"][
+        "bytes"] > 0
+    _gone(sh, before)
+
+
+def test_copy_self_runs_the_far_ends_own_when_there(sh, tmp_path):
+    src = write_random(tmp_path / "o.bin", 100_000)
+    dest = os.path.join(sh.dir, "own")
+    res = sh.run_client(["send", "--copy-self", "-q", str(src),
+                         far(sh, dest)])
+    assert res.returncode == 0, text(res)
+    assert COPYING not in res.stderr.decode(), text(res)
+    same_file(src, os.path.join(dest, "o.bin"))
+
+
+def _elf_for(path, machine):
+    """An ELF header of a static 64-bit little-endian program for
+    machine (EM_*): enough for linerate to tell what it runs on."""
+    hdr = bytearray(512)
+    hdr[0:4] = b"\x7fELF"
+    hdr[4], hdr[5], hdr[6] = 2, 1, 1
+    hdr[16:18] = (2).to_bytes(2, "little")         # ET_EXEC
+    hdr[18:20] = machine.to_bytes(2, "little")
+    hdr[32:40] = (64).to_bytes(8, "little")        # e_phoff
+    hdr[54:56] = (56).to_bytes(2, "little")        # e_phentsize
+    hdr[56:58] = (1).to_bytes(2, "little")         # e_phnum
+    hdr[64:68] = (1).to_bytes(4, "little")         # PT_LOAD
+    with open(path, "wb") as f:
+        f.write(hdr)
+    os.chmod(path, 0o755)
+    return path
+
+
+def test_copy_self_refuses_a_program_for_another_machine(sh, tmp_path):
+    before = _copy_dirs()
+    other = _elf_for(tmp_path / "linerate-aarch64", 183)  # EM_AARCH64
+    src = write_random(tmp_path / "f.bin", 1000)
+    res = sh.run_client(["send", f"--copy-self={other}", str(src),
+                         far(sh, "nope")], remote_path=False)
+    assert res.returncode == 1, text(res)
+    err = res.stderr.decode()
+    assert "another machine" in err and "ELF machine 183" in err, err
+    assert COPYING not in err, err
+    assert not os.path.exists(os.path.join(sh.dir, "nope"))
+    _gone(sh, before)
+    # and --remote-path must then be one program
+    res = sh.run_client(["send", "--copy-self", "--remote-path",
+                         "sudo linerate", str(src), far(sh, "nope")],
+                        remote_path=False)
+    assert res.returncode != 0, text(res)
+    assert "one path" in res.stderr.decode(), text(res)
+
+
+def test_copy_self_client_killed_the_copy_goes(sh, tmp_path):
+    """The client killed mid-transfer: the far copy exits and the far
+    shell removes its directory."""
+    before = _copy_dirs()
+    src = write_random(tmp_path / "slow.bin", 48 * MiB)
+    dest = os.path.join(sh.dir, "ck")
+    proc = sh.popen_client(["send", "--copy-self", "--limit", "8M",
+                            str(src), far(sh, dest)], remote_path=False,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: os.path.exists(os.path.join(dest, ".slow.bin"
+                                                       ".lrjournal")), 30,
+                   what="the far copy writing")
+        assert _far_copies(sh), "no far copy running"
+        assert _copy_dirs() - before, "no copy directory in /tmp"
+    finally:
+        proc.kill()
+        proc.communicate(timeout=10)
+    _gone(sh, before)

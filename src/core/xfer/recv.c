@@ -806,27 +806,33 @@ int xfer_recv(struct xfer_conns *cs, const struct xfer_dest *dest, int outfd,
 	      const struct xfer_opts *o, const struct xfer_callbacks *cb,
 	      struct xfer_result *res, struct lr_err *err)
 {
-	struct xsess x;
-	struct rxc c = { .x = &x, .err = err };
+	/* ~330 KiB: on the heap, not on a thread's stack (musl gives a
+	 * thread 128 KiB) */
+	struct xsess *x = calloc(1, sizeof(*x));
+	struct rxc c = { .x = x, .err = err };
 	unsigned i;
 	int r;
 
+	if (!x)
+		return lr_err_setc(err, -ENOMEM, "starting the transfer");
 	xfer__raise_nofile();
-	r = xfer__sess_init(&x, cs, o, cb, res, false);
-	if (r)
+	r = xfer__sess_init(x, cs, o, cb, res, false);
+	if (r) {
+		free(x);
 		return lr_err_setc(err, r, "starting the transfer");
+	}
 	if (dest)
-		x.rx.dest = *dest;
-	x.rx.outfd = outfd;
+		x->rx.dest = *dest;
+	x->rx.outfd = outfd;
 	/* an unnamed file is named through /proc/self/fd (AT_EMPTY_PATH
 	 * needs a capability on older kernels): none without /proc */
-	x.rx.no_anon = access("/proc/self/fd", F_OK) != 0;
-	x.rx.umask = xfer__read_umask();
-	x.rx.svc_buf = malloc(MSG_BUF);
+	x->rx.no_anon = access("/proc/self/fd", F_OK) != 0;
+	x->rx.umask = xfer__read_umask();
+	x->rx.svc_buf = malloc(MSG_BUF);
 	c.buf = malloc(MSG_BUF);
 	c.rbuf = malloc(MSG_BUF);
 	c.ts = calloc(cs->n, sizeof(*c.ts));
-	if (!x.rx.svc_buf || !c.buf || !c.rbuf || !c.ts) {
+	if (!x->rx.svc_buf || !c.buf || !c.rbuf || !c.ts) {
 		r = lr_err_setc(err, -ENOMEM, "transfer buffers");
 		goto out;
 	}
@@ -835,24 +841,25 @@ int xfer_recv(struct xfer_conns *cs, const struct xfer_dest *dest, int outfd,
 		goto out;
 	r = recv_session(&c);
 	if (r)
-		atomic_store(&x.abort, true);
-	xfer__join_threads(&x, c.ts);
+		atomic_store(&x->abort, true);
+	xfer__join_threads(x, c.ts);
 	for (i = 0; r && i < XFER_WINDOW; i++)
-		if (xfer__used(&x.win[i]))
-			xfer__rx_abandon(&x, &x.win[i], true);
-	xfer__deliver(&x);
-	r = xfer__result(&x, r, c.tot.files, err);
-	xfer__emit_edge(&x, XFER_EV_END, r == 0, c.tot.bytes,
+		if (xfer__used(&x->win[i]))
+			xfer__rx_abandon(x, &x->win[i], true);
+	xfer__deliver(x);
+	r = xfer__result(x, r, c.tot.files, err);
+	xfer__emit_edge(x, XFER_EV_END, r == 0, c.tot.bytes,
 			c.tot.bytes != UINT64_MAX, c.tot.files);
-	xfer__dirs_sync(&x);
+	xfer__dirs_sync(x);
 out:
-	xfer__dirh_fini(&x);
-	if (x.rx.destfd >= 0)
-		close(x.rx.destfd);
+	xfer__dirh_fini(x);
+	if (x->rx.destfd >= 0)
+		close(x->rx.destfd);
 	xfer__late_free(c.late);
 	free(c.ts);
 	free(c.buf);
 	free(c.rbuf);
-	xfer__sess_fini(&x);
+	xfer__sess_fini(x);
+	free(x);
 	return r;
 }

@@ -839,14 +839,20 @@ int xfer_send(struct xfer_conns *cs, const struct xfer_source *src,
 	      const struct xfer_opts *o, const struct xfer_callbacks *cb,
 	      struct xfer_result *res, struct lr_err *err)
 {
-	struct xsess x;
-	struct txc c = { .x = &x, .src = src, .err = err };
+	/* ~330 KiB: on the heap, not on a thread's stack (musl gives a
+	 * thread 128 KiB) */
+	struct xsess *x = calloc(1, sizeof(*x));
+	struct txc c = { .x = x, .src = src, .err = err };
 	int r;
 
+	if (!x)
+		return lr_err_setc(err, -ENOMEM, "starting the transfer");
 	xfer__raise_nofile();
-	r = xfer__sess_init(&x, cs, o, cb, res, true);
-	if (r)
+	r = xfer__sess_init(x, cs, o, cb, res, true);
+	if (r) {
+		free(x);
 		return lr_err_setc(err, r, "starting the transfer");
+	}
 	c.buf = malloc(MSG_BUF);
 	c.rbuf = malloc(MSG_BUF);
 	c.ts = calloc(cs->n, sizeof(*c.ts));
@@ -857,18 +863,18 @@ int xfer_send(struct xfer_conns *cs, const struct xfer_source *src,
 	r = send_totals(&c);
 	if (r)
 		goto out;
-	xfer__emit_edge(&x, XFER_EV_START, false, c.tot.bytes, !c.has_pipe,
+	xfer__emit_edge(x, XFER_EV_START, false, c.tot.bytes, !c.has_pipe,
 			c.tot.files);
-	xfer__data_sockopts(&x);
-	r = xfer__start_threads(&x, c.ts, xfer__send_stream);
+	xfer__data_sockopts(x);
+	r = xfer__start_threads(x, c.ts, xfer__send_stream);
 	if (!r)
 		r = send_loop(&c);
 	if (r)
-		atomic_store(&x.abort, true);
-	xfer__join_threads(&x, c.ts);
-	xfer__deliver(&x);
-	r = xfer__result(&x, r, c.tot.files, err);
-	xfer__emit_edge(&x, XFER_EV_END, r == 0, c.tot.bytes, !c.has_pipe,
+		atomic_store(&x->abort, true);
+	xfer__join_threads(x, c.ts);
+	xfer__deliver(x);
+	r = xfer__result(x, r, c.tot.files, err);
+	xfer__emit_edge(x, XFER_EV_END, r == 0, c.tot.bytes, !c.has_pipe,
 			c.tot.files);
 out:
 	while (c.nrq--) {
@@ -878,6 +884,7 @@ out:
 	free(c.ts);
 	free(c.buf);
 	free(c.rbuf);
-	xfer__sess_fini(&x);
+	xfer__sess_fini(x);
+	free(x);
 	return r;
 }
