@@ -29,6 +29,19 @@ declare -A MUSL=([x86_64]=x86_64-linux-musl [aarch64]=aarch64-linux-musl
 declare -A OSSL_TARGET=([x86_64]=linux-x86_64 [aarch64]=linux-aarch64
 	[mipsel]=linux-mips32)
 declare -A QEMU=([x86_64]="" [aarch64]=qemu-aarch64 [mipsel]=qemu-mipsel)
+# MIPS soft float: an MT7621 has no FPU and OpenWrt's kernels for it do
+# not emulate one, so the MIPS build may hold no FPU instruction. Debian's
+# musl:mipsel and its libgcc are hard-float: this build makes its own musl
+# from Debian's musl source, and the floating-point routines from glibc's
+# source (soft-fp/, with cross/softfp/sfp-machine.h), all -msoft-float;
+# its tests run under qemu with a CPU model without an FPU (24Kc).
+declare -A FLOAT=([x86_64]="" [aarch64]="" [mipsel]=-msoft-float)
+declare -A QEMU_CPU=([x86_64]="" [aarch64]="" [mipsel]=24Kc)
+SOFTFP_FUNCS=(adddf3 subdf3 muldf3 divdf3 negdf2 eqdf2 gedf2 ledf2 unorddf2
+	fixdfsi fixunsdfsi fixdfdi fixunsdfdi floatsidf floatunsidf floatdidf
+	floatundidf extendsfdf2 truncdfsf2 addsf3 subsf3 mulsf3 divsf3 negsf2
+	eqsf2 gesf2 lesf2 unordsf2 fixsfsi fixunssfsi fixsfdi fixunssfdi
+	floatsisf floatunsisf floatdisf floatundisf)
 
 # OpenSSL with what linerate uses and little else: the EVP ciphers
 # AES-GCM and ChaCha20-Poly1305, HKDF and SHA-2, X25519 (in "ec"), the
@@ -145,7 +158,9 @@ source_pkg() {
 # build-TARGET/musl: the target's musl, and gcc's specs for it
 musl() {
 	local arch=${DEB_ARCH[$t]} m=${MUSL[$t]} root p
-	if [ ! -f "$dir/musl/usr/lib/$m/libc.a" ]; then
+	if [ -n "${FLOAT[$t]}" ]; then
+		musl_soft
+	elif [ ! -f "$dir/musl/usr/lib/$m/libc.a" ]; then
 		rm -rf "$dir/musl" "$dir/debs"
 		mkdir -p "$dir/musl" "$dir/debs"
 		(cd "$dir/debs" && apt-get download -q "musl:$arch" "musl-dev:$arch" >/dev/null 2>&1) ||
@@ -155,9 +170,17 @@ musl() {
 	fi
 	root=$(cd "$dir/musl" && pwd)
 	case $root in *"'"* | *" "* | *"#"*) say "$root: no quote, space or # in the path, please"; exit 1 ;; esac
-	sed -e "s#/usr/include/$m#$root/usr/include/$m#g" \
-		-e "s#/usr/lib/$m#$root/usr/lib/$m#g" \
-		"$dir/musl/usr/lib/$m/musl-gcc.specs" >"$dir/musl-gcc.specs"
+	if [ -n "${FLOAT[$t]}" ]; then
+		# musl's own specs for the tree it installed; the soft-float
+		# routines ahead of libgcc's
+		sh "build-src/$(cat build-src/musl.dir)/tools/musl-gcc.specs.sh" \
+			"$root/usr/include/$m" "$root/usr/lib/$m" /lib/ld-musl-mipsel-sf.so.1 |
+			sed "/^\*libgcc:\$/{n;s#^#$PWD/$dir/deps/lib/libsoftfp.a #}" >"$dir/musl-gcc.specs"
+	else
+		sed -e "s#/usr/include/$m#$root/usr/include/$m#g" \
+			-e "s#/usr/lib/$m#$root/usr/lib/$m#g" \
+			"$dir/musl/usr/lib/$m/musl-gcc.specs" >"$dir/musl-gcc.specs"
+	fi
 	# the kernel's headers, and nothing else of glibc's
 	local k=/usr/${GNU[$t]}/include
 	[ "$t" = x86_64 ] && k=/usr/include
@@ -171,10 +194,71 @@ musl() {
 	fi
 }
 
+# build-TARGET/musl from Debian's musl source, for soft float
+musl_soft() {
+	local src m=${MUSL[$t]} want stamp=$dir/musl/soft.stamp
+	src=$PWD/build-src/$(cat build-src/musl.dir)
+	want="$(basename "$src") ${FLOAT[$t]}"
+	if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+		return
+	fi
+	say "building musl ($(basename "$src"), ${FLOAT[$t]})"
+	rm -rf "$dir/musl" "$dir/musl-build"
+	mkdir -p "$dir/musl/usr" "$dir/musl-build"
+	(
+		cd "$dir/musl-build"
+		root=$(cd ../musl/usr && pwd)
+		CC="${GNU[$t]}-gcc ${FLOAT[$t]}" "$src/configure" --target="$m" \
+			--prefix="$root" --includedir="$root/include/$m" \
+			--libdir="$root/lib/$m" --disable-shared >configure.log 2>&1 ||
+			{ cat configure.log; exit 1; }
+		grep -q "^SUBARCH = .*sf" config.mak || { say "musl is not soft-float"; exit 1; }
+		make -j"$(nproc)" CROSS_COMPILE="${GNU[$t]}-" >make.log 2>&1 ||
+			{ grep -v "^${GNU[$t]}-gcc" make.log | tail -20; exit 1; }
+		make install CROSS_COMPILE="${GNU[$t]}-" >install.log 2>&1 ||
+			{ tail -20 install.log; exit 1; }
+	)
+	echo "$want" >"$stamp"
+}
+
+# glibc's source, its soft-fp/ and stdlib/longlong.h alone, into
+# build-src/glibc-softfp (the whole tree is not needed)
+glibc_softfp() {
+	local v orig
+	[ -f build-src/glibc-softfp/soft-fp/soft-fp.h ] && return
+	mkdir -p build-src
+	v=$(apt-cache showsrc glibc | awk '/^Version:/ { print $2 }' | sort -rV | head -n 1)
+	(cd build-src && apt-get source --download-only -q "glibc=$v" >/dev/null 2>&1) ||
+		{ say "apt-get source --download-only glibc=$v failed"; exit 1; }
+	orig=$(ls build-src/glibc_*.orig.tar.* | head -n 1)
+	rm -rf build-src/glibc-softfp build-src/glibc-x
+	mkdir -p build-src/glibc-x
+	tar xf "$orig" -C build-src/glibc-x --wildcards '*/soft-fp/*' '*/stdlib/longlong.h'
+	mkdir -p build-src/glibc-softfp
+	mv build-src/glibc-x/*/soft-fp build-src/glibc-x/*/stdlib build-src/glibc-softfp/
+	rm -rf build-src/glibc-x
+	say "soft-fp of glibc $v in build-src/glibc-softfp"
+}
+
+# deps/lib/libsoftfp.a: the floating-point routines, soft float
+softfp() {
+	local cc ar f g=build-src/glibc-softfp
+	[ -n "${FLOAT[$t]}" ] || return 0
+	cc=$(cc_cmd)
+	ar=$(ar_cmd)
+	mkdir -p "$dir/obj/softfp" "$dir/deps/lib"
+	for f in "${SOFTFP_FUNCS[@]}"; do
+		$cc -O2 -fPIC -I cross/softfp -I "$g/soft-fp" -I "$g/stdlib" \
+			-c "$g/soft-fp/$f.c" -o "$dir/obj/softfp/$f.o"
+	done
+	rm -f "$dir/deps/lib/libsoftfp.a"
+	$ar rcs "$dir/deps/lib/libsoftfp.a" "$dir"/obj/softfp/*.o
+}
+
 cc_cmd() {
 	local c=gcc
 	[ "$t" = x86_64 ] || c=${GNU[$t]}-gcc
-	echo "$c -specs $PWD/$dir/musl-gcc.specs -isystem $PWD/$dir/kinc"
+	echo "$c ${FLOAT[$t]:+${FLOAT[$t]} }-specs $PWD/$dir/musl-gcc.specs -isystem $PWD/$dir/kinc"
 }
 
 ar_cmd() {
@@ -218,7 +302,7 @@ small_libs() {
 openssl() {
 	local src stamp want
 	src=$PWD/build-src/$(cat build-src/openssl.dir)
-	want="${OSSL_TARGET[$t]} ${OPENSSL_OPTS[*]} $(basename "$src")"
+	want="${OSSL_TARGET[$t]} ${FLOAT[$t]} ${OPENSSL_OPTS[*]} $(basename "$src")"
 	stamp=$dir/deps/openssl.stamp
 	if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
 		return
@@ -260,6 +344,7 @@ build() {
 	ninja -C "$dir" >"$dir/ninja.log" 2>&1 || { grep -v "^\[" "$dir/ninja.log" | tail -40; exit 1; }
 	local wrap=""
 	[ -n "${QEMU[$t]}" ] && wrap="${QEMU[$t]} "
+	[ -n "${QEMU_CPU[$t]}" ] && wrap="${QEMU[$t]} -cpu ${QEMU_CPU[$t]} "
 	printf '#!/bin/sh\nexec %s%s "$@"\n' "$wrap" "$(cd "$dir" && pwd)/linerate" \
 		>"$dir/linerate-run"
 	chmod +x "$dir/linerate-run"
@@ -288,7 +373,12 @@ deps
 source_pkg openssl
 source_pkg xxhash
 source_pkg cjson
+if [ -n "${FLOAT[$t]}" ]; then
+	source_pkg musl
+	glibc_softfp
+fi
 musl
+softfp
 small_libs
 openssl
 build

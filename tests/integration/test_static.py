@@ -72,6 +72,28 @@ def test_statically_linked_and_small(static):
     assert size < LIMIT, f"{size} bytes"
 
 
+def test_mips_has_no_fpu_instruction(static):
+    """An MT7621 has no FPU and OpenWrt's kernel does not emulate one:
+    the MIPS build is soft-float (its ELF says so) and holds no FPU
+    instruction. (Its integration subset runs under qemu's 24Kc, a CPU
+    without an FPU, where one would be SIGILL.)"""
+    path, name = static
+    if name != "mipsel":
+        return  # an FPU is part of x86-64 and aarch64
+    tools = {t: shutil.which(f"mipsel-linux-gnu-{t}")
+             for t in ("readelf", "objdump")}
+    assert all(tools.values()), f"{tools} (Debian binutils-mipsel-linux-gnu)"
+    out = subprocess.run([tools["readelf"], "-A", path], capture_output=True,
+                         text=True, timeout=60).stdout
+    assert "FP ABI: Soft float" in out, out
+    dis = subprocess.run([tools["objdump"], "-d", path], capture_output=True,
+                         text=True, timeout=300).stdout
+    fpu = re.findall(r"\t(?:(?:add|sub|mul|div|sqrt|abs|neg|mov|madd|msub|"
+                     r"cvt|trunc|round|floor|ceil|c)\.[a-z]|[ls][wd]c1\b|"
+                     r"m[tf]h?c1\b|[ct]fc1\b|bc1[ft]\b)", dis)
+    assert len(dis) > 100_000 and not fpu, fpu[:10]
+
+
 def test_runs_in_a_chroot_with_nothing_else(static, tmp_path):
     """version (the OpenSSL it carries), token (the random generator
     with no /dev), crypto and gen in a chroot holding the binary alone."""
