@@ -15,11 +15,11 @@
 #define _FP_WS_TYPE	signed int
 #define _FP_I_TYPE	int
 
-#define _FP_MUL_MEAT_S(R, X, Y)                                         \
+#define _FP_MUL_MEAT_S(R, X, Y) \
 	_FP_MUL_MEAT_1_wide(_FP_WFRACBITS_S, R, X, Y, umul_ppmm)
-#define _FP_MUL_MEAT_D(R, X, Y)                                         \
+#define _FP_MUL_MEAT_D(R, X, Y) \
 	_FP_MUL_MEAT_2_wide(_FP_WFRACBITS_D, R, X, Y, umul_ppmm)
-#define _FP_MUL_MEAT_Q(R, X, Y)                                         \
+#define _FP_MUL_MEAT_Q(R, X, Y) \
 	_FP_MUL_MEAT_4_wide(_FP_WFRACBITS_Q, R, X, Y, umul_ppmm)
 #define _FP_DIV_MEAT_S(R, X, Y) _FP_DIV_MEAT_1_udiv_norm(S, R, X, Y)
 #define _FP_DIV_MEAT_D(R, X, Y) _FP_DIV_MEAT_2_udiv(D, R, X, Y)
@@ -35,11 +35,11 @@
 #define _FP_QNANNEGATEDP 1
 
 /* an operation on NaNs gives the default NaN */
-#define _FP_CHOOSENAN(fs, wc, R, X, Y, OP)                              \
-	do {                                                            \
-		R##_s = _FP_NANSIGN_##fs;                               \
-		_FP_FRAC_SET_##wc(R, _FP_NANFRAC_##fs);                 \
-		R##_c = FP_CLS_NAN;                                     \
+#define _FP_CHOOSENAN(fs, wc, R, X, Y, OP)              \
+	do {                                            \
+		R##_s = _FP_NANSIGN_##fs;               \
+		_FP_FRAC_SET_##wc(R, _FP_NANFRAC_##fs); \
+		R##_c = FP_CLS_NAN;                     \
 	} while (0)
 
 #define _FP_TININESS_AFTER_ROUNDING 0
@@ -53,7 +53,7 @@
 #endif
 
 /* glibc's own macro, which the comparison files use for their aliases */
-#define strong_alias(name, aliasname)                                   \
+#define strong_alias(name, aliasname) \
 	extern __typeof(name) aliasname __attribute__((alias(#name)));
 
 #endif
