@@ -19,6 +19,7 @@
  * answer in time (a hang). Every wait is bounded.
  */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -356,15 +357,21 @@ static void on_items(struct sess *s, const uint8_t *body, size_t len)
 static int pump(struct sess *s, int ms)
 {
 	struct lr_err err = { 0 };
+	struct pollfd pfd;
 	struct proto_hdr h;
 	int r;
 
 	if (s->terminal)
 		return 0;
-	r = conn_recv_msg(&s->ctrl, s->rbuf, MSG_CAP, &h, net_now_ms() + ms,
-			  &err);
-	if (r == LR_ETIMEOUT)
+	/* wait for the first byte only: a deadline that ends inside a
+	 * record would leave the rest of it to be read as a new one */
+	pfd.fd = s->ctrl.fd;
+	pfd.events = POLLIN;
+	r = poll(&pfd, 1, ms);
+	if (r == 0 || (r < 0 && errno == EINTR))
 		return 0;
+	r = conn_recv_msg(&s->ctrl, s->rbuf, MSG_CAP, &h,
+			  net_now_ms() + WAIT_MS, &err);
 	if (r) {
 		say("receiver closed the control connection (%s)",
 		    err.msg[0] ? err.msg : lr_strerror(r));
