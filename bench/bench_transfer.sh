@@ -10,7 +10,7 @@
 #                                [--size SIZE] [--files N] [--dest-disk DIR]
 #                                [--peers-only] [--against BIN]
 #                                [--against-label TEXT] [--tools LIST]
-#                                [--warmup N] [--out FILE]
+#                                [--warmup N] [--no-prefault] [--out FILE]
 #
 #   -t SEC          seconds of the `linerate bench` reference run (default 5)
 #   --repeat N      runs per cell; with N > 1 every cell is the median (default 1)
@@ -39,6 +39,10 @@
 #   --tools LIST    only these rows, comma separated: lr, lrssh, lrvia, lrold
 #                   (needs --against), lrchacha, lraes, lrnone, nc, tarnc, scp,
 #                   rsync, ref, dd (default: all that apply)
+#   --no-prefault   leave out the first step, which writes the machine's
+#                   free memory once (MemAvailable less 2 GiB, into a tmpfs
+#                   removed at once) so that no run pays for pages the
+#                   virtual machine's host backs on first touch
 #   --out FILE      also write the header and table to FILE
 #   -h, --help      this text
 #
@@ -106,7 +110,10 @@
 # Needs root (namespaces, mount, cgroups); the groups are skipped, with the
 # reason, otherwise.  Traffic goes only to the 198.18.0.x test hosts.
 # Environment: LINERATE_BIN (default: build/linerate of this tree; LINERATE
-# is accepted too), CGROOT (default: /sys/fs/cgroup/cpu).
+# is accepted too), CGROOT (default: /sys/fs/cgroup/cpu), ACCTROOT (default:
+# /sys/fs/cgroup/cpuacct: each end of every run is put in a group there, and
+# its CPU time, its children's included (sshd's sessions), is read from
+# cpuacct.usage; without it the per-end columns say "-").
 #
 # This is a benchmark: it never fails on a speed.  Exit status: 0 every run
 # succeeded, 2 usage error,
@@ -135,6 +142,7 @@ done
 
 LINERATE_BIN=${LINERATE_BIN:-${LINERATE:-$TOP/build/linerate}}
 CGROOT=${CGROOT:-/sys/fs/cgroup/cpu}
+ACCTROOT=${ACCTROOT:-/sys/fs/cgroup/cpuacct}
 unset LINERATE_TOKEN
 
 opt_time=5
@@ -149,6 +157,7 @@ opt_against=
 opt_against_desc=--against
 opt_tools=
 opt_warmup=0
+opt_prefault=1
 
 BENCH_NAME=bench_transfer
 BENCH_SCRIPT=${BASH_SOURCE[0]}
@@ -196,6 +205,7 @@ while [ $# -gt 0 ]; do
         shift 2
         ;;
     --warmup=*) opt_warmup=${1#*=}; shift ;;
+    --no-prefault) opt_prefault=0; shift ;;
     *) _rest+=("$1"); shift ;;
     esac
 done
@@ -292,6 +302,7 @@ BENCH_USER=lrbench
 BENCH_USER_MADE=0
 SERVER_PIDS=()
 CGROUPS=()
+ACCT_GROUPS=()
 
 kill_tree() {
     local pid=$1 sig=${2:-TERM} child
@@ -348,11 +359,14 @@ cleanup() {
     kill_servers
     testhosts_down
     remove_cgroups
+    CGROUPS=(${ACCT_GROUPS[@]+"${ACCT_GROUPS[@]}"})
+    remove_cgroups
     if [ "$DEST_MOUNTED" = 1 ]; then
         umount "$DEST" 2>/dev/null || umount -l "$DEST" 2>/dev/null ||
             log "could not unmount $DEST"
     fi
     [ -n "$DEST_MADE" ] && rm -rf "$DEST_MADE"
+    mountpoint -q "$WORK/prefault" 2>/dev/null && umount -l "$WORK/prefault"
     [ "$RUN_SSHD_DIR_MADE" = 1 ] && rmdir /run/sshd 2>/dev/null
     [ "$BENCH_USER_MADE" = 1 ] && userdel "$BENCH_USER" 2>/dev/null
     rm -rf "$WORK"
@@ -390,6 +404,32 @@ if [ "$want_tree" = 1 ]; then
     rm -f "$WORK/tree.bin"
     got=$(find "$SRC/$TREE_NAME" -type f | wc -l)
     [ "$got" = "$opt_files" ] || { log "tree generation made $got files, not $opt_files"; exit 1; }
+fi
+
+# Every free page of the machine touched once before the runs (not with
+# --no-prefault): on a virtual machine whose memory the host backs lazily,
+# the first write to a guest page never used before traps to the host, and
+# writing 1 GiB into a fresh tmpfs took 0.28 s to 2.84 s here depending on
+# how many of the pages it got were new (0.21 s every time after this
+# step). That cost lands on whichever tool receives into new pages.
+prefault() {
+    local avail_kib mib t0 t1 dir=$WORK/prefault
+    avail_kib=$(awk '$1 == "MemAvailable:" { print $2 }' /proc/meminfo)
+    mib=$((avail_kib / 1024 - 2048))
+    [ "$mib" -gt 256 ] || { log "prefault: too little memory; skipped"; return 0; }
+    mkdir -p "$dir"
+    mount -t tmpfs -o "size=$((mib + 16))m" tmpfs "$dir" ||
+        { log "prefault: cannot mount a tmpfs; skipped"; return 0; }
+    t0=$(date +%s.%N)
+    dd if=/dev/zero of="$dir/fill" bs=1M count="$mib" status=none || true
+    t1=$(date +%s.%N)
+    rm -f "$dir/fill"
+    umount "$dir" || umount -l "$dir" || true
+    rmdir "$dir" 2>/dev/null || true
+    log "prefault: $mib MiB of free memory touched once in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s"
+}
+if [ "$opt_prefault" = 1 ] && [ "$(id -u)" = 0 ]; then
+    prefault
 fi
 
 # The destination: a tmpfs big enough for one received copy of everything
@@ -473,10 +513,44 @@ SSH_OPTS=(-i "$SSHD_DIR/client_key" -o StrictHostKeyChecking=no -o UserKnownHost
 
 NS_CLIENT=()
 NS_SERVER=()
+# The wrapper joins each cgroup named before "--", then runs the rest.
 # shellcheck disable=SC2016  # $$ and $1 are for the wrapper's shell
-readonly CG_SCRIPT='echo $$ >"$1/cgroup.procs" || exit 125; shift; exec "$@"'
+readonly CG_SCRIPT='while [ "$1" != -- ]; do echo $$ >"$1/cgroup.procs" || exit 125; shift; done; shift; exec "$@"'
 WRAP_SERVER=()
 WRAP_CLIENT=()
+
+# Per-end CPU accounting (cpuacct): one group for each end, made once.
+ACCT_SRV=
+ACCT_CLI=
+if [ "$(id -u)" = 0 ] && [ -f "$ACCTROOT/cpuacct.usage" ]; then
+    ACCT_SRV=$ACCTROOT/lr-xfer-$$-recv
+    ACCT_CLI=$ACCTROOT/lr-xfer-$$-send
+    for _d in "$ACCT_SRV" "$ACCT_CLI"; do
+        if mkdir "$_d" 2>/dev/null; then
+            ACCT_GROUPS+=("$_d")
+        else
+            log "cannot create $_d: no per-end CPU columns"
+            ACCT_SRV= ACCT_CLI=
+            break
+        fi
+    done
+fi
+
+# The CPU time of an accounting group so far, in ns (0 without one).
+acct_ns() {
+    if [ -n "$1" ]; then cat "$1/cpuacct.usage" 2>/dev/null || echo 0; else echo 0; fi
+}
+
+# The wrapper for one end: the quota's group (if any), then its
+# accounting group.
+wrap_for() {
+    local quota=$1 acct=$2
+    local -a groups=()
+    [ -n "$quota" ] && groups+=("$quota")
+    [ -n "$acct" ] && groups+=("$acct")
+    [ ${#groups[@]} -gt 0 ] || return 0
+    printf '%s\n' /bin/sh -c "$CG_SCRIPT" lr-cgroup "${groups[@]}" --
+}
 RUN_NO=0
 
 wait_listen() {
@@ -642,8 +716,9 @@ run_one() {
     esac
 
     local -a ns_cli=("${NS_CLIENT[@]}")
-    local busy0 busy1
+    local busy0 busy1 as0 as1 ac0 ac1
     busy0=$(busy_jiffies)
+    as0=$(acct_ns "$ACCT_SRV") ac0=$(acct_ns "$ACCT_CLI")
     if [ "$local_only" = 1 ]; then
         # the one process runs where the data lands; no receiving end
         ns_cli=("${NS_SERVER[@]}")
@@ -674,6 +749,7 @@ run_one() {
     t1=$(now)
     [ "$persist" = 1 ] && stop_server "$spid"
     busy1=$(busy_jiffies)
+    as1=$(acct_ns "$ACCT_SRV") ac1=$(acct_ns "$ACCT_CLI")
 
     if [ "$crc" != 0 ] || [ "$src_rc" != 0 ]; then
         log "$tag: FAILED (sending end exit $crc, receiving end exit $src_rc)"
@@ -714,18 +790,23 @@ run_one() {
     fi
     rm -rf "$rundir"
 
-    read -r R_WALL R_MBPS R_FPS R_CPUGB R_RSS_RECV R_RSS_SEND R_CPU R_MCPUGB < <(
+    read -r R_WALL R_MBPS R_FPS R_CPUGB R_RSS_RECV R_RSS_SEND R_CPU R_MCPUGB R_RCPUGB R_SCPUGB < <(
         awk -v t0="$t0" -v t1="$t1" -v bytes="$bytes" -v files="$opt_files" -v kind="$kind" \
             -v ct="$ct" -v st="$st" -v tool="$tool" -v bps="${R_BPS:-0}" \
-            -v busy=$((busy1 - busy0)) -v hz="$CLK_TCK" 'BEGIN {
+            -v busy=$((busy1 - busy0)) -v hz="$CLK_TCK" -v acct="${ACCT_SRV:+1}" \
+            -v ar=$((as1 - as0)) -v as=$((ac1 - ac0)) -v local_only="$local_only" 'BEGIN {
             split(ct, c, " "); split(st, s, " ")
             wall = t1 - t0
             cpu = c[2] + c[3] + s[2] + s[3]
             mbps = (tool == "ref") ? bps / 8e6 : (wall > 0 ? bytes / wall / 1e6 : 0)
             fps = (kind == "tree" && wall > 0) ? files / wall : 0
-            printf "%.3f %.3f %.1f %.3f %.1f %.1f %.2f %.3f\n", wall, mbps, fps,
+            # one process only (dd): it ran in the sending group
+            if (local_only) { ar = as; as = 0 }
+            rg = acct ? sprintf("%.3f", ar / 1e9 / (bytes / 1e9)) : "-"
+            sg = acct ? sprintf("%.3f", as / 1e9 / (bytes / 1e9)) : "-"
+            printf "%.3f %.3f %.1f %.3f %.1f %.1f %.2f %.3f %s %s\n", wall, mbps, fps,
                 cpu / (bytes / 1e9), s[4] / 1024, c[4] / 1024, cpu,
-                busy / hz / (bytes / 1e9)
+                busy / hz / (bytes / 1e9), rg, sg
         }')
     # linerate's own rate of the transfer phase (its end event), connected
     # to done: the start-up (ssh's login, for lrssh) left out
@@ -738,7 +819,7 @@ run_one() {
         ;;
     esac
     log "$tag: $R_WALL s, $R_MBPS MB/s$([ "$kind" = tree ] && echo ", $R_FPS files/s"), CPU ${R_CPU}s" \
-        "($R_CPUGB s/GB, machine $R_MCPUGB s/GB; send $ct | recv $st)"
+        "($R_CPUGB s/GB, machine $R_MCPUGB s/GB, recv end $R_RCPUGB s/GB, send end $R_SCPUGB s/GB; send $ct | recv $st)"
     return 0
 }
 
@@ -814,6 +895,11 @@ run_group() {
                 add_res "$group|$tool|fps" "$R_FPS"
                 add_res "$group|$tool|cpugb" "$R_CPUGB"
                 add_res "$group|$tool|mcpugb" "$R_MCPUGB"
+                if [ "$R_RCPUGB" != - ]; then
+                    add_res "$group|$tool|rcpugb" "$R_RCPUGB"
+                    add_res "$group|$tool|scpugb" "$R_SCPUGB"
+                    add_res "$group|$tool|bcpugb" "$(awk -v a="$R_RCPUGB" -v b="$R_SCPUGB" 'BEGIN { printf "%.3f\n", (a > b ? a : b) }')"
+                fi
                 add_res "$group|$tool|rssr" "$R_RSS_RECV"
                 add_res "$group|$tool|rsss" "$R_RSS_SEND"
                 [ "$R_XFER" = - ] || add_res "$group|$tool|xfer" "$R_XFER"
@@ -882,16 +968,17 @@ for group in "${GROUPS_ALL[@]}"; do
     kind='file'
     [ "$group" = shaped ] && rate=1gbit
     [ "$group" = tree ] && kind=tree
-    WRAP_SERVER=() WRAP_CLIENT=()
+    qs= qc=
     if [ "$group" = quota ]; then
         if ! setup_cgroups; then
             log "skipping the quota group: $CG_WHY"
             SKIPPED+=("quota: $CG_WHY")
             continue
         fi
-        WRAP_SERVER=(/bin/sh -c "$CG_SCRIPT" lr-cgroup "$CG_SRV")
-        WRAP_CLIENT=(/bin/sh -c "$CG_SCRIPT" lr-cgroup "$CG_CLI")
+        qs=$CG_SRV qc=$CG_CLI
     fi
+    mapfile -t WRAP_SERVER < <(wrap_for "$qs" "$ACCT_SRV")
+    mapfile -t WRAP_CLIENT < <(wrap_for "$qc" "$ACCT_CLI")
     log "group $group: namespaces, veth${rate:+, tbf $rate}$([ "$group" = quota ] &&
         echo ", each end in a cgroup with cpu.cfs_quota_us $CG_QUOTA / cpu.cfs_period_us $CG_PERIOD")"
     # Not in $(...): the namespaces must be owned by this shell for the trap.
@@ -953,7 +1040,7 @@ tool_label() {
 }
 
 report() {
-    local cpu lr_ver k g tool kind wall mbps xfer fps cpugb mcpugb rssr rsss lr_mbps lr_cpugb lr_mcpugb rl rc rm
+    local cpu lr_ver k g tool kind wall mbps xfer fps cpugb mcpugb rcpugb scpugb rssr rsss lr_mbps lr_cpugb lr_mcpugb lr_bcpugb rl rc rm rb
     cpu=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null)
     lr_ver=$("$LINERATE_BIN" version 2>&1 | head -n 1) || true
     if command -v git >/dev/null 2>&1 &&
@@ -975,9 +1062,11 @@ report() {
     [ "$want_tree" = 1 ] && k="${k:+$k; }a tree of $opt_files files of $TREE_FILE bytes in directories of $TREE_PER_DIR"
     echo "- data: $k; source page-cached; destination: $DEST_DESC; every run verified (cmp / diff -r)"
     echo "- runs per cell: $opt_repeat$([ "$opt_repeat" -gt 1 ] && echo ' (median)'); order rotates per group and repeat$([ "$opt_warmup" -gt 0 ] && echo "; $opt_warmup uncounted warm-up run(s) of each row first")"
+    echo "- prefault: $([ "$opt_prefault" = 1 ] && echo "the free memory written once before the runs" || echo "off (--no-prefault)")"
     echo "- wall s: client start to both ends finished; MB/s: payload bytes / wall / 1e6;" \
         "CPU s/GB: user+sys of both ends (/usr/bin/time) per 1e9 payload bytes;" \
         "machine CPU s/GB: the machine's busy time (/proc/stat, softirq included) across the run;" \
+        "recv/send end CPU s/GB: CPU time of each end's processes and their children (sshd's sessions too; cgroup cpuacct), per 1e9 payload bytes; the busier end's figure is what decides the rate of two real machines at their CPU limit;" \
         "RSS: peak of the largest process of each end; ratios: linerate send ÷ this row, same group"
     echo "- ssh: OpenSSH defaults (scp uses SFTP), sshd started in host B for each run, key auth"
     [ "$opt_peers_only" = 0 ] && echo "- reference: \`linerate bench -t $opt_time\` memory to memory (MB/s from end.sum_received.bits_per_second)"
@@ -988,16 +1077,17 @@ report() {
     echo
     echo "- transfer MB/s: linerate's own rate of the transfer phase (bytes_per_second of its --json end event: connected to done, the start-up left out)"
     echo
-    echo "| group | tool | wall s | MB/s | transfer MB/s | files/s | CPU s/GB | machine CPU s/GB | recv RSS MiB | send RSS MiB | MB/s: linerate ÷ this | CPU/GB: linerate ÷ this | machine CPU/GB: linerate ÷ this |"
-    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    echo "| group | tool | wall s | MB/s | transfer MB/s | files/s | CPU s/GB | machine CPU s/GB | recv end CPU s/GB | send end CPU s/GB | recv RSS MiB | send RSS MiB | MB/s: linerate ÷ this | CPU/GB: linerate ÷ this | machine CPU/GB: linerate ÷ this | busier end's CPU/GB: linerate ÷ this |"
+    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     for g in ${DONE_GROUPS[@]+"${DONE_GROUPS[@]}"}; do
         kind='file'
         [ "$g" = tree ] && kind='tree'
-        lr_mbps=- lr_cpugb=- lr_mcpugb=-
+        lr_mbps=- lr_cpugb=- lr_mcpugb=- lr_bcpugb=-
         if [ -n "${RAN[$g|lr]:-}" ]; then
             lr_mbps=$(median '%.3f' "$g|lr|mbps")
             lr_cpugb=$(median '%.3f' "$g|lr|cpugb")
             lr_mcpugb=$(median '%.3f' "$g|lr|mcpugb")
+            [ -n "${RES[$g|lr|bcpugb]:-}" ] && lr_bcpugb=$(median '%.3f' "$g|lr|bcpugb")
         fi
         for tool in $(tools_for "$kind"); do
             [ -n "${RAN[$g|$tool]:-}" ] || continue
@@ -1009,19 +1099,27 @@ report() {
             [ "$kind" = tree ] && fps=$(median '%.0f' "$g|$tool|fps")
             cpugb=$(median '%.3f' "$g|$tool|cpugb")
             mcpugb=$(median '%.3f' "$g|$tool|mcpugb")
+            rcpugb=- scpugb=-
+            if [ -n "${RES[$g|$tool|rcpugb]:-}" ]; then
+                rcpugb=$(median '%.3f' "$g|$tool|rcpugb")
+                scpugb=$(median '%.3f' "$g|$tool|scpugb")
+            fi
             rssr=$(median '%.1f' "$g|$tool|rssr")
             rsss=$(median '%.1f' "$g|$tool|rsss")
             [ "$tool" = ref ] && wall="($wall)"
             if [ "$tool" = lr ] || [ "$tool" = ref ]; then
-                rl=- rc=- rm=-
+                rl=- rc=- rm=- rb=-
             else
                 rl=$(ratio "$lr_mbps" "$(median '%.3f' "$g|$tool|mbps")")
                 rc=$(ratio "$lr_cpugb" "$(median '%.3f' "$g|$tool|cpugb")")
                 rm=$(ratio "$lr_mcpugb" "$(median '%.3f' "$g|$tool|mcpugb")")
+                rb=-
+                [ -n "${RES[$g|$tool|bcpugb]:-}" ] &&
+                    rb=$(ratio "$lr_bcpugb" "$(median '%.3f' "$g|$tool|bcpugb")")
             fi
-            printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
+            printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
                 "$(group_label "$g")" "$(tool_label "$tool" "$kind")" "$wall" "$mbps" "$xfer" "$fps" \
-                "$cpugb" "$mcpugb" "$rssr" "$rsss" "$rl" "$rc" "$rm"
+                "$cpugb" "$mcpugb" "$rcpugb" "$scpugb" "$rssr" "$rsss" "$rl" "$rc" "$rm" "$rb"
         done
     done
 }
