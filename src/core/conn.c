@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <poll.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -333,14 +335,49 @@ int conn_recv_data(struct conn *c, uint8_t *buf, size_t cap, uint8_t *type,
 	return 0;
 }
 
+int conn_recv_eof(struct conn *c, int64_t timeout_ms)
+{
+	int64_t end = net_now_ms() + timeout_ms, left;
+	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+	uint8_t b;
+	ssize_t k;
+
+	for (;;) {
+		k = recv(c->fd, &b, 1, MSG_DONTWAIT);
+		if (k == 0)
+			return 0;
+		if (k > 0)
+			return LR_EFRAME;
+		if (errno != EAGAIN && errno != EINTR)
+			return -errno;
+		if (c->abort && atomic_load(c->abort))
+			return -ECANCELED;
+		left = end - net_now_ms();
+		if (left <= 0)
+			return LR_ETIMEOUT;
+		/* wake now and then to see the abort flag */
+		(void)poll(&pfd, 1, left < 100 ? (int)left : 100);
+	}
+}
+
+/* The message a changed preamble or handshake header gives. */
+#define TAMPERED \
+	"the connection was tampered with (preamble changed in transit)"
+
+/*
+ * The server's preamble, into raw (as received). Its chosen version must
+ * be one both ranges hold, and 0 only when they have none in common: a
+ * server that refuses a version we share, or picks one we do not speak,
+ * was shown a changed preamble or sent one changed on the way.
+ */
 static int read_preamble(int fd, const char *where, int64_t deadline_ms,
-			 struct lr_err *err)
+			 uint8_t raw[PROTO_PREAMBLE_LEN], struct lr_err *err)
 {
 	struct proto_preamble pre;
-	uint8_t b[PROTO_PREAMBLE_LEN];
+	uint8_t common;
 	int r;
 
-	r = net_read_full(fd, b, sizeof(b), deadline_ms);
+	r = net_read_full(fd, raw, PROTO_PREAMBLE_LEN, deadline_ms);
 	if (r == LR_ECLOSED)
 		return lr_err_set(err, LR_ENOTLINERATE,
 				  "%s closed the "
@@ -351,18 +388,30 @@ static int read_preamble(int fd, const char *where, int64_t deadline_ms,
 		return lr_err_set(err, r, "%s did not answer in time", where);
 	if (r)
 		return lr_err_setc(err, r, "%s", where);
-	if (proto_decode_preamble(b, sizeof(b), &pre) < 0)
+	if (proto_decode_preamble(raw, PROTO_PREAMBLE_LEN, &pre) < 0)
 		return lr_err_set(err, LR_ENOTLINERATE,
 				  "%s does not speak "
 				  "the linerate protocol (an iperf3 server?)",
 				  where);
-	if (!pre.chosen)
+	common = proto_version_choose(pre.vmin, pre.vmax, PROTO_VERSION_MIN,
+				      PROTO_VERSION_MAX);
+	if (!pre.chosen && !common)
 		return lr_err_set(err, LR_EVERSION,
 				  "incompatible version: "
 				  "server speaks protocol %u..%u, this client "
 				  "%u..%u",
 				  pre.vmin, pre.vmax, PROTO_VERSION_MIN,
 				  PROTO_VERSION_MAX);
+	if (pre.chosen != common && common)
+		return lr_err_set(err, LR_ETAMPER,
+				  "%s: " TAMPERED ": the server chose version "
+				  "%u where both speak %u",
+				  where, pre.chosen, common);
+	if (pre.chosen != common)
+		return lr_err_set(err, LR_ETAMPER,
+				  "%s: " TAMPERED ": the server chose version "
+				  "%u, which this client does not speak",
+				  where, pre.chosen);
 	return 0;
 }
 
@@ -378,33 +427,40 @@ static int early_error(const uint8_t *body, size_t len, const char *where,
 	if (pe.code == PROTO_ERR_AUTH)
 		return lr_err_set(err, LR_EAUTH, "authentication failed: %s",
 				  pe.text);
+	if (pe.code == PROTO_ERR_TAMPERED)
+		return lr_err_set(err, LR_ETAMPER, "%s: %s", where, pe.text);
 	if (pe.code == PROTO_ERR_BUSY)
 		return lr_err_set(err, LR_EBUSY, "%s", pe.text);
 	return lr_err_set(err, LR_EPEER, "server error: %s", pe.text);
 }
 
 /* The preamble and, with a token, HS_INIT after it, in one write; hs is
- * set up when psk is given (wiped again on failure). */
+ * set up when psk is given (wiped again on failure). The hello repeats
+ * the preamble and HS_INIT's header as sent. */
 static int client_hello(int fd, const uint8_t *psk, uint8_t wish,
 			const char *where, int64_t deadline_ms,
 			struct session_hs *hs, struct lr_err *err)
 {
 	uint8_t out[PROTO_PREAMBLE_LEN + PROTO_HDR_LEN + SESSION_HS_LEN];
-	struct session_hello me = { .version = 1, .cipher = wish };
+	struct session_hello me = { .version = SESSION_VERSION,
+				    .cipher = wish };
 	size_t n = PROTO_PREAMBLE_LEN;
 	struct proto_buf b;
 	int r;
 
+	_Static_assert(SESSION_WIRE_LEN == PROTO_PREAMBLE_LEN + PROTO_HDR_LEN,
+		       "the wire is a preamble and a header");
 	proto_encode_preamble(out, PROTO_VERSION_MIN, PROTO_VERSION_MAX, 0);
 	if (psk) {
 		me.flags = crypto_cpu_has_aes() ? SESSION_F_HAS_AES : 0;
-		r = session_hs_init(hs, psk, out, PROTO_PREAMBLE_LEN);
+		r = session_hs_init(hs, psk, NULL, 0);
 		if (r)
 			return lr_err_setc(err, r, "handshake");
 		proto_buf_init(&b, out + n, sizeof(out) - n);
 		proto_msg_begin(&b, PROTO_HS_INIT);
 		b.len += SESSION_HS_LEN; /* the body is raw */
 		proto_msg_end(&b);
+		memcpy(me.wire, out, SESSION_WIRE_LEN);
 		r = session_hs_write_init(hs, &me, out + n + PROTO_HDR_LEN);
 		if (r) {
 			session_hs_wipe(hs);
@@ -421,10 +477,11 @@ static int client_hello(int fd, const uint8_t *psk, uint8_t wish,
 	return 0;
 }
 
-/* The server's HS_RESP, read and checked against hs; its hello in srv. */
+/* The server's HS_RESP, read and checked against hs; its hello in srv,
+ * its header as received in hdr. */
 static int client_read_resp(int fd, const char *where, int64_t deadline_ms,
 			    struct session_hs *hs, struct session_hello *srv,
-			    struct lr_err *err)
+			    uint8_t hdr[PROTO_HDR_LEN], struct lr_err *err)
 {
 	uint8_t body[PROTO_HDR_LEN + PROTO_MAX_TEXT + 64];
 	struct proto_hdr h;
@@ -444,16 +501,34 @@ static int client_read_resp(int fd, const char *where, int64_t deadline_ms,
 		return lr_err_set(err, LR_EBADMSG,
 				  "expected HS_RESP from %s, got %s", where,
 				  proto_type_name(h.type));
+	proto_encode_hdr(hdr, &h);
 	r = session_hs_read_resp(hs, body, h.len, srv);
+	/* a server that took our HS_INIT holds our token: an answer that
+	 * does not verify was changed on the way, or is not that server's */
 	if (r == -EACCES)
 		return lr_err_set(err, LR_EAUTH,
-				  "authentication failed: %s does not hold "
-				  "the same token",
+				  "authentication failed: the handshake answer "
+				  "of %s did not verify (another token, or the "
+				  "connection was tampered with)",
 				  where);
 	if (r)
 		return lr_err_set(err, LR_EBADMSG, "malformed HS_RESP from %s",
 				  where);
 	return 0;
+}
+
+/* A changed preamble found after the handshake: tell the server in a
+ * sealed ERROR (so that its log says why), at most a short wait. */
+static void tell_tampered(struct conn *c)
+{
+	uint8_t msg[PROTO_HDR_LEN + PROTO_MAX_TEXT + 16 + CRYPTO_TAG_LEN];
+	struct proto_error pe = { .code = PROTO_ERR_TAMPERED };
+	struct proto_buf b;
+
+	snprintf(pe.text, sizeof(pe.text), "%s", TAMPERED);
+	proto_buf_init(&b, msg, sizeof(msg) - CRYPTO_TAG_LEN);
+	if (proto_encode_error(&b, &pe) == 0)
+		(void)conn_send_msg(c, msg, b.len, net_now_ms() + 500);
 }
 
 /* The cipher the server chose: one we know, the one asked for, and
@@ -487,21 +562,25 @@ int conn_client_open(int fd, const uint8_t *psk, uint8_t wish,
 		     struct lr_err *err)
 {
 	uint8_t c2s[CRYPTO_KEY_LEN], s2c[CRYPTO_KEY_LEN];
+	uint8_t pre[PROTO_PREAMBLE_LEN], hdr[PROTO_HDR_LEN];
 	struct session_hello srv;
 	struct session_hs hs;
+	bool changed;
 	int r;
 
 	r = client_hello(fd, psk, wish, where, deadline_ms, &hs, err);
 	if (r)
 		return r;
-	r = read_preamble(fd, where, deadline_ms, err);
+	r = read_preamble(fd, where, deadline_ms, pre, err);
 	if (!r && !psk) {
 		conn_init_plain(c, fd);
 		return 0;
 	}
 	if (!r)
-		r = client_read_resp(fd, where, deadline_ms, &hs, &srv, err);
-	if (!r)
+		r = client_read_resp(fd, where, deadline_ms, &hs, &srv, hdr,
+				     err);
+	changed = !r && !session_hello_wire_ok(&srv, pre, hdr);
+	if (!r && !changed)
 		r = client_check_cipher(srv.cipher, wish, err);
 	if (r) {
 		if (psk)
@@ -513,6 +592,13 @@ int conn_client_open(int fd, const uint8_t *psk, uint8_t wish,
 		r = conn_init_secure(c, fd, srv.cipher, c2s, s2c);
 	crypto_wipe(c2s, sizeof(c2s));
 	crypto_wipe(s2c, sizeof(s2c));
+	if (changed) {
+		if (!r) {
+			tell_tampered(c);
+			conn_fini(c);
+		}
+		return lr_err_set(err, LR_ETAMPER, "%s: " TAMPERED, where);
+	}
 	if (r)
 		return lr_err_setc(err, r, "session keys");
 	return 0;

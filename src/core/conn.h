@@ -101,6 +101,13 @@ int conn_open_msg(struct conn *c, const uint8_t hdr[CONN_REC_HDR], uint8_t *rec,
 int conn_send_data(struct conn *c, uint8_t type, uint8_t *buf, size_t len);
 int conn_recv_data(struct conn *c, uint8_t *buf, size_t cap, uint8_t *type,
 		   size_t *len);
+/*
+ * After a stream's END record: wait for its end of file, at most
+ * timeout_ms. Nothing may follow END (docs/PROTOCOL.md section 6): a byte
+ * after it is LR_EFRAME; LR_ETIMEOUT when the peer neither closes nor
+ * sends; -ECANCELED on abort; a reset is -ECONNRESET.
+ */
+int conn_recv_eof(struct conn *c, int64_t timeout_ms);
 
 struct session_hello;
 

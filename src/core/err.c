@@ -31,6 +31,9 @@ const char *lr_strerror(int code)
 	case LR_ETRUNC: return "stream cut short (no end record)";
 	case LR_EFRAME:
 		return "a record of the wrong type or length for this stream";
+	case LR_ETAMPER:
+		return "the connection was tampered with (bytes changed in "
+		       "transit)";
 	case LR_EBADPATH: return "unacceptable path";
 	case LR_EDIGEST: return "digest mismatch";
 	case LR_ENOTLINERATE:

@@ -27,6 +27,7 @@ enum {
 	LR_EBADPATH = -10013,	  /* a path from the peer is not acceptable */
 	LR_EDIGEST = -10014,	  /* data does not match its digest */
 	LR_EFRAME = -10015,	  /* a record of the wrong type or length */
+	LR_ETAMPER = -10016,	  /* bytes changed in transit (handshake) */
 };
 
 #define LR_ERR_MSG 256

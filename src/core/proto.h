@@ -20,8 +20,8 @@
 
 #define PROTO_MAGIC	      "LNRT"
 #define PROTO_PREAMBLE_LEN    8
-#define PROTO_VERSION_MIN     1
-#define PROTO_VERSION_MAX     1
+#define PROTO_VERSION_MIN     2
+#define PROTO_VERSION_MAX     2
 #define PROTO_HDR_LEN	      8
 #define PROTO_MAX_BODY	      65536u /* any message, any state */
 #define PROTO_MAX_OPEN_BODY   512u   /* first message of a connection */
@@ -57,6 +57,7 @@ enum proto_type {
 	PROTO_XFER_ACKS = 0x36,	   /* receiver: chunks and files done */
 	PROTO_XFER_END = 0x37,	   /* sender: every entry and sum sent */
 	PROTO_XFER_DONE = 0x38,	   /* receiver: the outcome */
+	PROTO_XFER_ALIVE = 0x39,   /* either: a heartbeat, empty */
 	/* 0x40-0x4f: linerate doctor */
 	PROTO_PROBE_REQUEST = 0x40, /* client: the server's facts, please */
 	PROTO_PROBE_RESULT = 0x41,  /* server: CPU, ciphers, disk, buffers */
@@ -141,7 +142,8 @@ enum proto_errcode {
 	PROTO_ERR_UNEXPECTED = 5,
 	PROTO_ERR_TIMEOUT = 6,
 	PROTO_ERR_UNKNOWN_TEST = 7,
-	PROTO_ERR_AUTH = 8, /* wrong, missing or unexpected token */
+	PROTO_ERR_AUTH = 8,	/* wrong, missing or unexpected token */
+	PROTO_ERR_TAMPERED = 9, /* bytes changed in transit */
 };
 
 struct proto_preamble {
@@ -471,6 +473,9 @@ uint8_t proto_version_choose(uint8_t amin, uint8_t amax, uint8_t bmin,
  * set) or LR_ETOOBIG (length above max_body). */
 int proto_decode_hdr(const uint8_t *buf, size_t len, size_t max_body,
 		     struct proto_hdr *h);
+/* The header's 8 bytes again from a decoded one (decoding accepts only
+ * zero reserved bits, so this gives back exactly what was read). */
+void proto_encode_hdr(uint8_t out[PROTO_HDR_LEN], const struct proto_hdr *h);
 
 /*
  * A message builder over a caller's buffer. Errors are sticky: after an

@@ -231,7 +231,7 @@ static int token_e(struct session_hs *hs, const uint8_t pub[32])
 
 static int hello_check(const struct session_hello *h)
 {
-	if (h->version != 1)
+	if (h->version != SESSION_VERSION)
 		return -EINVAL;
 	return 0;
 }
@@ -241,6 +241,7 @@ static void hello_put(const struct session_hello *h, uint8_t *p)
 	p[0] = h->version;
 	p[1] = h->cipher;
 	p[2] = h->flags;
+	memcpy(p + 3, h->wire, SESSION_WIRE_LEN);
 }
 
 static void hello_get(const uint8_t *p, struct session_hello *h)
@@ -248,6 +249,15 @@ static void hello_get(const uint8_t *p, struct session_hello *h)
 	h->version = p[0];
 	h->cipher = p[1];
 	h->flags = p[2];
+	memcpy(h->wire, p + 3, SESSION_WIRE_LEN);
+}
+
+bool session_hello_wire_ok(const struct session_hello *h,
+			   const uint8_t *preamble, const uint8_t *hdr)
+{
+	return !memcmp(h->wire, preamble, SESSION_WIRE_LEN / 2) &&
+	       !memcmp(h->wire + SESSION_WIRE_LEN / 2, hdr,
+		       SESSION_WIRE_LEN / 2);
 }
 
 int session_hs_write_init(struct session_hs *hs, const struct session_hello *me,

@@ -23,17 +23,26 @@
  * token and the whole transcript.
  */
 
-#define SESSION_HELLO_LEN 3 /* both hellos' plaintext size */
+#define SESSION_VERSION	  2  /* the protocol version a hello speaks */
+#define SESSION_WIRE_LEN  16 /* a preamble and a message header */
+#define SESSION_HELLO_LEN (3 + SESSION_WIRE_LEN) /* both hellos' size */
 #define SESSION_HS_LEN	  (CRYPTO_X25519_LEN + SESSION_HELLO_LEN + CRYPTO_TAG_LEN)
 
 /* The tokens (session_token_new, session_token_psk): token.h. */
 _Static_assert(SESSION_PSK_LEN == CRYPTO_KEY_LEN, "a token's key is a key");
 
-/* What each side says in its (encrypted) hello. */
+/*
+ * What each side says in its (encrypted) hello. wire holds the bytes this
+ * side sent in clear before the hello: its 8-byte preamble and the 8-byte
+ * header of the handshake message carrying the hello. The peer compares
+ * them with what it received, so a preamble or header changed in transit
+ * is found (docs/PROTOCOL.md section 5).
+ */
 struct session_hello {
-	uint8_t version; /* 1 */
+	uint8_t version; /* SESSION_VERSION */
 	uint8_t cipher;	 /* client: wish (SESSION_CIPHER_*), server: chosen */
 	uint8_t flags;	 /* SESSION_F_* */
+	uint8_t wire[SESSION_WIRE_LEN];
 };
 #define SESSION_CIPHER_AUTO    CRYPTO_CIPHER_AUTO /* let the server pick */
 #define SESSION_CIPHER_REFUSED 0xfe /* server: --cipher none not allowed */
@@ -50,8 +59,9 @@ struct session_hs {
 	bool fixed_e; /* tests: e set by session_hs_set_ephemeral */
 };
 
-/* Begin: psk and the prologue (bytes both sides saw, here the client's
- * preamble). */
+/* Begin: psk and the prologue (linerate's is empty: the bytes sent in
+ * clear travel in the hellos' wire instead, where a change is told apart
+ * from a wrong token). */
 int session_hs_init(struct session_hs *hs, const uint8_t psk[CRYPTO_KEY_LEN],
 		    const uint8_t *prologue, size_t plen);
 /* Tests only: use priv as the ephemeral key instead of a random one. */
@@ -77,6 +87,11 @@ int session_hs_split(struct session_hs *hs, uint8_t c2s[CRYPTO_KEY_LEN],
 		     uint8_t s2c[CRYPTO_KEY_LEN]);
 /* Wipe the state (after a failure). */
 void session_hs_wipe(struct session_hs *hs);
+
+/* Whether a peer's hello names the preamble and the handshake message
+ * header (SESSION_WIRE_LEN bytes together) exactly as received. */
+bool session_hello_wire_ok(const struct session_hello *h,
+			   const uint8_t *preamble, const uint8_t *hdr);
 
 /* The cipher the server picks for a client's wish: the wish when it is a
  * cipher; for auto, AES-256-GCM when both CPUs have AES instructions and

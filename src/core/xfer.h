@@ -134,6 +134,10 @@ struct xfer_result {
 	bool is_sender;
 	char first_failure[LR_ERR_MSG]; /* when files_failed */
 	int first_failure_code;		/* its -errno */
+	/* sender, on a failed session: it failed only for want of the
+	 * receiver's XFER_DONE, lost or tampered with after every file was
+	 * acknowledged verified (the receiver finished) */
+	bool peer_end_lost;
 	/* the link of the first data stream (client side) */
 	bool link_known, ipv6;
 	char link_if[32];

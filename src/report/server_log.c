@@ -53,6 +53,11 @@ static void xfer_line(FILE *log, const char *ts, const struct server_event *ev)
 				       report__rate(x->bytes, x->seconds)),
 			x->authenticated ? crypto_cipher_name(x->cipher)
 					 : "no token");
+	if (ev->ok && x->peer_end_lost) {
+		fprintf(log, ": ok (the client finished; its last message was "
+			     "lost or tampered with)\n");
+		return;
+	}
 	outcome(log, ev);
 }
 

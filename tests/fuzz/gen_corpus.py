@@ -20,7 +20,7 @@ import struct
 import sys
 
 MAGIC = b"LNRT"
-VERSION = 1
+VERSION = 2
 
 # message types
 CTRL_OPEN = 0x01

@@ -62,7 +62,7 @@ static uint8_t mode_byte(enum fx_mode m, unsigned ci)
 static void client_init(struct session_hs *c, const struct session_hello *h,
 			uint8_t out[SESSION_HS_LEN])
 {
-	if (session_hs_init(c, fx_psk, fx_prologue, sizeof(fx_prologue)) ||
+	if (session_hs_init(c, fx_psk, NULL, 0) ||
 	    session_hs_set_ephemeral(c, fx_client_e) ||
 	    session_hs_write_init(c, h, out))
 		die("HS_INIT");
@@ -70,8 +70,10 @@ static void client_init(struct session_hs *c, const struct session_hello *h,
 
 static void gen_init(void)
 {
-	static const struct session_hello none = { 1, CRYPTO_NONE, 0 };
-	static const struct session_hello v2 = { 2, SESSION_CIPHER_AUTO, 0 };
+	static const struct session_hello none = { SESSION_VERSION, CRYPTO_NONE,
+						   0 };
+	static const struct session_hello v1 = { 1, SESSION_CIPHER_AUTO, 0 };
+	static const struct session_hello v3 = { 3, SESSION_CIPHER_AUTO, 0 };
 	const uint8_t m = mode_byte(FX_READ_INIT, 0);
 	uint8_t init[SESSION_HS_LEN], junk[SESSION_HS_LEN + 1];
 	struct session_hs c;
@@ -88,11 +90,13 @@ static void gen_init(void)
 
 	client_init(&c, &none, init);
 	put("init_valid_wish_none", m, init, sizeof(init));
-	client_init(&c, &v2, init);
-	put("init_version_2", m, init, sizeof(init));
+	client_init(&c, &v1, init);
+	put("init_version_1", m, init, sizeof(init));
+	client_init(&c, &v3, init);
+	put("init_version_3", m, init, sizeof(init));
 
 	/* a valid tag around an all-zero e: the server refuses to answer */
-	if (session_hs_init(&c, fx_psk, fx_prologue, sizeof(fx_prologue)))
+	if (session_hs_init(&c, fx_psk, NULL, 0))
 		die("init");
 	memset(c.e_pub, 0, sizeof(c.e_pub));
 	c.fixed_e = true;
@@ -108,7 +112,8 @@ static void gen_init(void)
 
 static void gen_resp(void)
 {
-	static const struct session_hello refused = { 1, SESSION_CIPHER_REFUSED,
+	static const struct session_hello refused = { SESSION_VERSION,
+						      SESSION_CIPHER_REFUSED,
 						      SESSION_F_HAS_AES };
 	const uint8_t m = mode_byte(FX_READ_RESP, 0);
 	uint8_t init[SESSION_HS_LEN], resp[SESSION_HS_LEN + 1];
@@ -121,8 +126,7 @@ static void gen_resp(void)
 
 	for (i = 0; i < 2; i++) {
 		client_init(&c, &fx_client_hello, init);
-		if (session_hs_init(&s, fx_psk, fx_prologue,
-				    sizeof(fx_prologue)) ||
+		if (session_hs_init(&s, fx_psk, NULL, 0) ||
 		    session_hs_set_ephemeral(&s, fx_server_e) ||
 		    session_hs_read_init(&s, init, sizeof(init), &peer) ||
 		    session_hs_write_resp(&s, hellos[i], resp))

@@ -39,9 +39,6 @@ static const uint8_t fx_psk[CRYPTO_KEY_LEN] = {
 	0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e,
 };
 
-/* The client's preamble: "LNRT" 1 1 0 0. */
-static const uint8_t fx_prologue[8] = { 'L', 'N', 'R', 'T', 1, 1, 0, 0 };
-
 /* RFC 7748 section 6.1: Alice's private key for the client's e, Bob's
  * for the server's. */
 static const uint8_t fx_client_e[CRYPTO_X25519_LEN] = {
@@ -55,15 +52,21 @@ static const uint8_t fx_server_e[CRYPTO_X25519_LEN] = {
 	0xb6, 0xfd, 0x1c, 0x2f, 0x8b, 0x27, 0xff, 0x88, 0xe0, 0xeb,
 };
 
+/* The hellos, with the preambles and headers each side sent in clear
+ * (the handshake's prologue is empty). */
 static const struct session_hello fx_client_hello = {
-	.version = 1,
+	.version = SESSION_VERSION,
 	.cipher = SESSION_CIPHER_AUTO,
 	.flags = SESSION_F_HAS_AES,
+	.wire = { 'L', 'N', 'R', 'T', 2, 2, 0, 0, 0x20, 0, 0, 0, 0, 0, 0,
+		  SESSION_HS_LEN },
 };
 static const struct session_hello fx_server_hello = {
-	.version = 1,
+	.version = SESSION_VERSION,
 	.cipher = CRYPTO_CHACHA20POLY1305,
 	.flags = 0,
+	.wire = { 'L', 'N', 'R', 'T', 2, 2, 2, 0, 0x21, 0, 0, 0, 0, 0, 0,
+		  SESSION_HS_LEN },
 };
 
 /* The receiving conn's rx key (and the sending conn's tx key). */

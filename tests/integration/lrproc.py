@@ -224,6 +224,7 @@ def bench_json(binary, *args, timeout=60, run=subprocess.run):
 # ---------------- wire format (src/core/proto.h) ----------------
 
 MAGIC = b"LNRT"
+VERSION = 2  # the protocol version linerate speaks (docs/PROTOCOL.md)
 PREAMBLE_LEN = 8
 HDR_LEN = 8
 
@@ -240,7 +241,7 @@ ERR_BUSY = 2
 ERR_BAD_REQUEST = 3
 
 
-def preamble(vmin=1, vmax=1, chosen=0, flags=0):
+def preamble(vmin=VERSION, vmax=VERSION, chosen=0, flags=0):
     return MAGIC + bytes([vmin, vmax, chosen, flags])
 
 

@@ -69,7 +69,7 @@ def test_http_request_is_rejected(srv, linerate_bin):
 def test_oversized_first_message_is_rejected(srv, linerate_bin):
     with connect(srv.port) as s:
         s.sendall(preamble() + message(lrproc.CTRL_OPEN, length=0xFFFFFFFF))
-        assert read_preamble(s)["chosen"] == 1
+        assert read_preamble(s)["chosen"] == lrproc.VERSION
         code, text = read_error(s)
         assert code == lrproc.ERR_BAD_REQUEST
         assert "4294967295" in text
@@ -84,7 +84,7 @@ def test_oversized_request_after_ctrl_open_is_rejected(srv, linerate_bin):
     with connect(srv.port) as s:
         s.sendall(preamble() + ctrl_open() +
                   message(lrproc.TEST_REQUEST, length=0xFFFFFFFF))
-        assert read_preamble(s)["chosen"] == 1
+        assert read_preamble(s)["chosen"] == lrproc.VERSION
         code, text = read_error(s)
         assert code == lrproc.ERR_BAD_REQUEST
         assert "4294967295" in text
@@ -99,7 +99,7 @@ def test_well_formed_raw_request_is_accepted(srv):
     with connect(srv.port) as s:
         s.sendall(preamble() + ctrl_open() +
                   message(lrproc.TEST_REQUEST, VALID_REQUEST))
-        assert read_preamble(s)["chosen"] == 1
+        assert read_preamble(s)["chosen"] == lrproc.VERSION
         mtype, tlvs = read_message(s)
         assert mtype == TEST_ACCEPT, tlvs
         assert len(tlvs[0x0003]) == 16  # the test id
@@ -123,7 +123,7 @@ def test_malformed_test_request_gets_error(srv, linerate_bin, body):
     with connect(srv.port) as s:
         s.sendall(preamble() + ctrl_open() +
                   message(lrproc.TEST_REQUEST, body))
-        assert read_preamble(s)["chosen"] == 1
+        assert read_preamble(s)["chosen"] == lrproc.VERSION
         code, text = read_error(s)
         assert code == lrproc.ERR_BAD_REQUEST, text
         assert "malformed" in text.lower(), text
@@ -140,6 +140,21 @@ def test_version_mismatch_answers_chosen_zero(srv, linerate_bin):
         assert 1 <= pre["vmin"] <= pre["vmax"] < 9, pre
         assert recv_until_close(s) == b""
     srv.wait_log(r"127\.0\.0\.1:\d+: rejected: incompatible version")
+    assert_still_serves(srv, linerate_bin)
+
+
+def test_version_1_client_is_refused_cleanly(srv, linerate_bin):
+    # a client of the first protocol version (before both preambles were
+    # bound into the handshake): a clear refusal at once, not a hang
+    with connect(srv.port) as s:
+        s.settimeout(5)
+        s.sendall(preamble(vmin=1, vmax=1) + ctrl_open())
+        pre = read_preamble(s)
+        assert pre["chosen"] == 0, pre
+        assert pre["vmin"] == pre["vmax"] == lrproc.VERSION, pre
+        assert recv_until_close(s) == b""
+    srv.wait_log(r"127\.0\.0\.1:\d+: rejected: incompatible version: "
+                 r"client speaks 1\.\.1$")
     assert_still_serves(srv, linerate_bin)
 
 
@@ -187,7 +202,7 @@ def test_partial_preamble_times_out(srv, linerate_bin):
 def test_unexpected_first_message(srv, linerate_bin):
     with connect(srv.port) as s:
         s.sendall(preamble() + message(lrproc.TEST_REQUEST, VALID_REQUEST))
-        assert read_preamble(s)["chosen"] == 1
+        assert read_preamble(s)["chosen"] == lrproc.VERSION
         code, text = read_error(s)
         assert code == ERR_UNEXPECTED and "TEST_REQUEST" in text, text
         assert recv_until_close(s) == b""
@@ -198,7 +213,7 @@ def test_unexpected_first_message(srv, linerate_bin):
 def test_second_message_not_a_request(srv, linerate_bin):
     with connect(srv.port) as s:
         s.sendall(preamble() + ctrl_open() + ctrl_open())
-        assert read_preamble(s)["chosen"] == 1
+        assert read_preamble(s)["chosen"] == lrproc.VERSION
         code, text = read_error(s)
         assert code == ERR_UNEXPECTED and "TEST_REQUEST" in text, text
         assert recv_until_close(s) == b""
@@ -212,7 +227,7 @@ def test_data_stream_for_unknown_test(srv, linerate_bin):
             tlv(0x0005, b"\x00"))
     with connect(srv.port) as s:
         s.sendall(preamble() + message(lrproc.DATA_OPEN, body))
-        assert read_preamble(s)["chosen"] == 1
+        assert read_preamble(s)["chosen"] == lrproc.VERSION
         code, text = read_error(s)
         assert code == ERR_UNKNOWN_TEST and "unknown test" in text, text
         assert recv_until_close(s) == b""

@@ -23,6 +23,7 @@ import time
 
 import pytest
 
+import lrproc
 from lrproc import (BenchProc, bench_json, connect, ctrl_open, describe, message,
                     preamble, read_error, read_preamble, recv_exact,
                     recv_until_close, run_bench, strict_json)
@@ -36,7 +37,7 @@ B32 = "abcdefghijklmnopqrstuvwxyz234567"
 
 HS_INIT = 0x20
 HS_RESP = 0x21
-HS_LEN = 51          # e.pub (32) + sealed hello (3) + tag (16)
+HS_LEN = 67          # e.pub (32) + sealed hello (19) + tag (16)
 REC_CTRL = 1
 TAG_LEN = 16
 ERR_BAD_REQUEST = 3
@@ -256,10 +257,14 @@ def test_wrong_token_is_rejected_and_slowed_down(tserve, linerate_bin,
         times.append(time.monotonic() - t0)
     for res in results:
         assert res.returncode == 1, describe(res)
-        assert one_error_line(res) == "authentication failed: wrong token"
-    srv.wait_log(r"127\.0\.0\.1:\d+: rejected: wrong token$")
-    wait_until(lambda: len(srv.log.find(r"rejected: wrong token$")) == 2,
-               10, what="two 'wrong token' lines")
+        assert one_error_line(res) == (
+            "authentication failed: wrong token, or the connection was "
+            "tampered with")
+    srv.wait_log(r"127\.0\.0\.1:\d+: rejected: wrong token, or the "
+                 r"connection was tampered with$")
+    wait_until(lambda: len(srv.log.find(r"rejected: wrong token, or the "
+                                        r"connection was tampered with$"))
+               == 2, 10, what="two 'wrong token' lines")
     # the second attempt waited for the 1 s penalty of the first
     assert times[1] - times[0] >= 0.8, times
     assert times[1] < 10, times
@@ -309,7 +314,7 @@ def test_plain_messages_to_token_server_get_error_auth(tserve, linerate_bin):
         since = srv.log.mark()
         with connect(srv.port) as s:
             s.sendall(preamble() + first)
-            assert read_preamble(s)["chosen"] == 1
+            assert read_preamble(s)["chosen"] == lrproc.VERSION
             code, text = read_error(s)
             assert code == ERR_AUTH, text
             assert "requires a token" in text
@@ -574,7 +579,7 @@ def test_replayed_handshake_gets_nowhere(tserve, linerate_bin, token_file,
     since = srv.log.mark()
     with connect(srv.port) as s:
         s.sendall(hs_init)
-        assert read_preamble(s)["chosen"] == 1
+        assert read_preamble(s)["chosen"] == lrproc.VERSION
         hdr = recv_exact(s, 8)
         mtype, _fl, _res, n = struct.unpack(">BBHI", hdr)
         assert (mtype, n) == (HS_RESP, HS_LEN), hdr
@@ -667,9 +672,9 @@ def test_truncated_handshake(tserve, linerate_bin, token_file):
     with connect(srv.port) as s:
         s.sendall(preamble() + struct.pack(">BBHI", HS_INIT, 0, 0, HS_LEN) +
                   os.urandom(HS_LEN // 2))
-        assert read_preamble(s)["chosen"] == 1
+        assert read_preamble(s)["chosen"] == lrproc.VERSION
         s.shutdown(socket.SHUT_WR)
-        srv.wait_log(r"127\.0\.0\.1:\d+: rejected: closed after 41 bytes, "
+        srv.wait_log(r"127\.0\.0\.1:\d+: rejected: closed after 49 bytes, "
                      r"before identifying itself")
         assert recv_until_close(s) == b""
     assert srv.alive()
@@ -680,13 +685,13 @@ def test_truncated_handshake(tserve, linerate_bin, token_file):
     srv.wait_log(OK_LINE)
 
 
-@pytest.mark.parametrize("n", [0, 50, 52])
+@pytest.mark.parametrize("n", [0, HS_LEN - 1, HS_LEN + 1])
 def test_hs_init_of_wrong_length_is_malformed(tserve, linerate_bin,
                                               token_file, n):
     srv = tserve()
     with connect(srv.port) as s:
         s.sendall(preamble() + message(HS_INIT, os.urandom(n)))
-        assert read_preamble(s)["chosen"] == 1
+        assert read_preamble(s)["chosen"] == lrproc.VERSION
         code, text = read_error(s)
         assert code == ERR_BAD_REQUEST and "malformed HS_INIT" in text, text
         assert recv_until_close(s) == b""
@@ -700,8 +705,10 @@ def test_random_hs_init_is_a_wrong_token(tserve):
     srv = tserve()
     with connect(srv.port) as s:
         s.sendall(preamble() + message(HS_INIT, os.urandom(HS_LEN)))
-        assert read_preamble(s)["chosen"] == 1
+        assert read_preamble(s)["chosen"] == lrproc.VERSION
         code, text = read_error(s)  # in clear: no keys were agreed
-        assert code == ERR_AUTH and text == "wrong token", text
+        assert code == ERR_AUTH and text == (
+            "wrong token, or the connection was tampered with"), text
         assert recv_until_close(s) == b""
-    srv.wait_log(r"127\.0\.0\.1:\d+: rejected: wrong token$")
+    srv.wait_log(r"127\.0\.0\.1:\d+: rejected: wrong token, or the "
+                 r"connection was tampered with$")

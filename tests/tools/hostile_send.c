@@ -391,6 +391,7 @@ static int pump(struct sess *s, int ms)
 	}
 	case PROTO_XFER_PLAN:
 	case PROTO_XFER_ACKS: on_items(s, s->rbuf, h.len); break;
+	case PROTO_XFER_ALIVE: break; /* the receiver's heartbeat */
 	case PROTO_XFER_DONE: {
 		struct proto_xfer_done d;
 
@@ -842,10 +843,13 @@ static int run_act(const struct act *a, unsigned no)
 		}
 		say("sent %u chunks of the failed file", k);
 	}
-	/* end the streams, then the outcome */
+	/* end the streams (END, then our side shut: PROTOCOL section 6),
+	 * then the outcome */
 	if (!s.terminal) {
 		for (i = 0; i < s.n; i++)
-			conn_send_data(&s.data[i], CONN_REC_END, s.dbuf, 0);
+			if (!conn_send_data(&s.data[i], CONN_REC_END, s.dbuf,
+					    0))
+				shutdown(s.data[i].fd, SHUT_WR);
 		if (!pump_until(&s, never, NULL, WAIT_MS) && !s.terminal)
 			say("no outcome from the receiver within %d s",
 			    WAIT_MS / 1000);

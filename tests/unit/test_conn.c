@@ -1232,7 +1232,9 @@ struct fake {
 	const uint8_t *psk;
 	int choose; /* cipher byte to answer, -1: pick for the wish */
 	bool srv_aes;
-	uint8_t chosen; /* version in our preamble */
+	uint8_t vmin, vmax, chosen; /* our preamble */
+	int tamper_at;		    /* a byte of our preamble+header, or -1 */
+	uint8_t tamper_xor;	    /* changed in transit, after the hello */
 	uint32_t err_code;
 	const uint8_t *raw;
 	size_t raw_len;
@@ -1243,6 +1245,8 @@ struct fake {
 	struct session_hello hello;
 	int hs_r;
 	bool echoed, data_echoed;
+	uint8_t first_type;  /* the first message after the handshake */
+	uint32_t first_code; /* its code, when it is an ERROR */
 };
 
 static int fake_send_error(struct fake *f, uint32_t code)
@@ -1251,7 +1255,7 @@ static int fake_send_error(struct fake *f, uint32_t code)
 	struct proto_error e = { .code = code, .text = "wrong token" };
 	struct proto_buf b;
 
-	proto_encode_preamble(out, 1, 1, f->chosen);
+	proto_encode_preamble(out, f->vmin, f->vmax, f->chosen);
 	proto_buf_init(&b, out + PROTO_PREAMBLE_LEN,
 		       sizeof(out) - PROTO_PREAMBLE_LEN);
 	if (proto_encode_error(&b, &e))
@@ -1272,6 +1276,14 @@ static int fake_echo(struct fake *f, struct conn *sc)
 			  &h, soon(), NULL);
 	if (r)
 		return r;
+	f->first_type = h.type;
+	if (h.type == PROTO_ERROR) {
+		struct proto_error pe;
+
+		r = proto_decode_error(buf + PROTO_HDR_LEN, h.len, &pe);
+		f->first_code = r ? 0 : pe.code;
+		return r;
+	}
 	buf[0] = h.type;
 	buf[1] = h.flags;
 	buf[2] = buf[3] = 0;
@@ -1306,7 +1318,7 @@ static int fake_handshake(struct fake *f, const uint8_t *body)
 	struct conn sc;
 	int r;
 
-	r = session_hs_init(&hs, f->psk, f->pre, sizeof(f->pre));
+	r = session_hs_init(&hs, f->psk, NULL, 0);
 	if (r)
 		return r;
 	f->hs_r = session_hs_read_init(&hs, body, SESSION_HS_LEN, &f->hello);
@@ -1314,23 +1326,26 @@ static int fake_handshake(struct fake *f, const uint8_t *body)
 		session_hs_wipe(&hs);
 		return fake_send_error(f, PROTO_ERR_AUTH);
 	}
-	me.version = 1;
+	me.version = SESSION_VERSION;
 	me.cipher = f->choose >= 0 ? (uint8_t)f->choose
 				   : (uint8_t)session_pick_cipher(
 					     f->hello.cipher,
 					     f->hello.flags & SESSION_F_HAS_AES,
 					     f->srv_aes);
 	me.flags = f->srv_aes ? SESSION_F_HAS_AES : 0;
+	proto_encode_preamble(out, f->vmin, f->vmax, f->chosen);
+	memcpy(out + 8,
+	       (const uint8_t[]){ PROTO_HS_RESP, 0, 0, 0, 0, 0, 0,
+				  SESSION_HS_LEN },
+	       8);
+	memcpy(me.wire, out, SESSION_WIRE_LEN);
 	r = session_hs_write_resp(&hs, &me, out + 16);
 	if (r) {
 		session_hs_wipe(&hs);
 		return r;
 	}
-	proto_encode_preamble(out, 1, 1, f->chosen);
-	memcpy(out + 8,
-	       (const uint8_t[]){ PROTO_HS_RESP, 0, 0, 0, 0, 0, 0,
-				  SESSION_HS_LEN },
-	       8);
+	if (f->tamper_at >= 0)
+		out[f->tamper_at] ^= f->tamper_xor;
 	r = net_write_full(f->fd, out, sizeof(out), soon());
 	if (r || f->hs_r) {
 		session_hs_wipe(&hs);
@@ -1363,7 +1378,7 @@ static void *fake_main(void *arg)
 	if (f->mode == FAKE_PLAIN) {
 		struct conn pc;
 
-		proto_encode_preamble(hdr, 1, 1, f->chosen);
+		proto_encode_preamble(hdr, f->vmin, f->vmax, f->chosen);
 		r = net_write_full(f->fd, hdr, PROTO_PREAMBLE_LEN, soon());
 		if (r)
 			goto out;
@@ -1407,7 +1422,10 @@ static void fake_init(struct fake *f, enum fake_mode mode, const uint8_t *psk)
 	f->mode = mode;
 	f->psk = psk;
 	f->choose = -1;
-	f->chosen = 1;
+	f->vmin = PROTO_VERSION_MIN;
+	f->vmax = PROTO_VERSION_MAX;
+	f->chosen = PROTO_VERSION_MAX;
+	f->tamper_at = -1;
 	f->srv_aes = true;
 }
 
@@ -1477,7 +1495,7 @@ static int open_against(struct fake *f, const uint8_t *psk, uint8_t wish,
 	return r;
 }
 
-static const uint8_t client_preamble[8] = { 'L', 'N', 'R', 'T', 1, 1, 0, 0 };
+static const uint8_t client_preamble[8] = { 'L', 'N', 'R', 'T', 2, 2, 0, 0 };
 
 static void test_open_ok(void **state)
 {
@@ -1488,7 +1506,7 @@ static void test_open_ok(void **state)
 		SESSION_CIPHER_AUTO,
 	};
 	const bool cpu_aes = crypto_cpu_has_aes();
-	uint8_t psk[32];
+	uint8_t psk[32], hdr[PROTO_HDR_LEN];
 	struct lr_err err;
 	struct fake f;
 	struct conn c;
@@ -1512,7 +1530,11 @@ static void test_open_ok(void **state)
 			assert_int_equal(f.h.type, PROTO_HS_INIT);
 			assert_int_equal(f.h.len, SESSION_HS_LEN);
 			assert_int_equal(f.hs_r, 0);
-			assert_int_equal(f.hello.version, 1);
+			assert_int_equal(f.hello.version, SESSION_VERSION);
+			/* the hello repeats what was sent in clear */
+			proto_encode_hdr(hdr, &f.h);
+			assert_true(
+				session_hello_wire_ok(&f.hello, f.pre, hdr));
 			assert_int_equal(f.hello.cipher, wishes[i]);
 			assert_int_equal(f.hello.flags,
 					 cpu_aes ? SESSION_F_HAS_AES : 0);
@@ -1563,6 +1585,13 @@ static void test_open_auth_errors(void **state)
 	assert_int_equal(open_against(&f, psk, SESSION_CIPHER_AUTO, &c, &err),
 			 LR_EAUTH);
 	assert_int_equal(f.hs_r, -EACCES);
+	assert_non_null(strstr(err.msg, "did not verify"));
+
+	/* a server that found our preamble changed on the way */
+	fake_init(&f, FAKE_ERROR, NULL);
+	f.err_code = PROTO_ERR_TAMPERED;
+	assert_int_equal(open_against(&f, psk, CRYPTO_AES256GCM, &c, &err),
+			 LR_ETAMPER);
 
 	/* a server without a token answers ERROR AUTH */
 	fake_init(&f, FAKE_ERROR, NULL);
@@ -1631,14 +1660,15 @@ static void test_open_bad_answers(void **state)
 	/* a preamble, then the connection closes: a token server that
 	 * dropped us */
 	fake_init(&f, FAKE_RAW, psk);
-	proto_encode_preamble(raw, 1, 1, 1);
+	proto_encode_preamble(raw, 2, 2, 2);
 	f.raw = raw;
 	f.raw_len = PROTO_PREAMBLE_LEN;
 	assert_int_equal(open_against(&f, psk, SESSION_CIPHER_AUTO, &c, &err),
 			 LR_EAUTH);
 
-	/* no version in common */
+	/* no version in common: a server of a later protocol */
 	fake_init(&f, FAKE_OK, psk);
+	f.vmin = f.vmax = PROTO_VERSION_MAX + 1;
 	f.chosen = 0;
 	assert_int_equal(open_against(&f, psk, SESSION_CIPHER_AUTO, &c, &err),
 			 LR_EVERSION);
@@ -1646,7 +1676,7 @@ static void test_open_bad_answers(void **state)
 	/* HS_RESP of the wrong length */
 	fake_init(&f, FAKE_RAW, psk);
 	memset(raw, 0, sizeof(raw));
-	proto_encode_preamble(raw, 1, 1, 1);
+	proto_encode_preamble(raw, 2, 2, 2);
 	raw[8] = PROTO_HS_RESP;
 	raw[15] = SESSION_HS_LEN - 1;
 	f.raw = raw;
@@ -1671,6 +1701,53 @@ static void test_open_bad_answers(void **state)
 	f.raw_len = 16;
 	assert_int_equal(open_against(&f, psk, SESSION_CIPHER_AUTO, &c, &err),
 			 LR_ETOOBIG);
+}
+
+/*
+ * The server's preamble or HS_RESP header changed on the way, after the
+ * server wrote its hello: the client refuses with LR_ETAMPER, and when the
+ * handshake itself went through, tells the server in a sealed ERROR.
+ */
+static void test_open_tampered(void **state)
+{
+	static const struct {
+		int at;
+		uint8_t mask;
+		bool told; /* the handshake ended: the server hears why */
+	} v[] = {
+		{ 4, 0x01, false }, /* vmin 2 -> 3: no common version */
+		{ 4, 0x02, true },  /* vmin 2 -> 0: a wider range */
+		{ 5, 0x01, true },  /* vmax 2 -> 3 */
+		{ 5, 0x03, false }, /* vmax 2 -> 1: no common version */
+		{ 6, 0x03, false }, /* chosen 2 -> 1 */
+		{ 6, 0x02, false }, /* chosen 2 -> 0: a refusal */
+		{ 7, 0x80, true },  /* flags */
+		{ 9, 0x01, true },  /* HS_RESP header's flags */
+	};
+	uint8_t psk[32];
+	struct lr_err err;
+	struct fake f;
+	struct conn c;
+	size_t i;
+	int r;
+
+	(void)state;
+	key_fill(psk, 56);
+	for (i = 0; i < ARRAY_SIZE(v); i++) {
+		fake_init(&f, FAKE_OK, psk);
+		f.tamper_at = v[i].at;
+		f.tamper_xor = v[i].mask;
+		r = open_against(&f, psk, SESSION_CIPHER_AUTO, &c, &err);
+		if (r != LR_ETAMPER)
+			fail_msg("byte %d ^ 0x%02x: got %d (%s)", v[i].at,
+				 v[i].mask, r, err.msg);
+		assert_non_null(strstr(err.msg, "tampered with (preamble "
+						"changed in transit)"));
+		assert_int_equal(f.hs_r, 0);
+		assert_int_equal(f.first_type, v[i].told ? PROTO_ERROR : 0);
+		assert_int_equal(f.first_code,
+				 v[i].told ? PROTO_ERR_TAMPERED : 0);
+	}
 }
 
 static void test_open_cipher_choice(void **state)
@@ -1745,6 +1822,7 @@ int main(void)
 		cmocka_unit_test(test_open_not_linerate),
 		cmocka_unit_test(test_open_bad_answers),
 		cmocka_unit_test(test_open_cipher_choice),
+		cmocka_unit_test(test_open_tampered),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

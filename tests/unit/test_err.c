@@ -130,6 +130,8 @@ static void test_strerror_lr_codes(void **state)
 		  "peer does not speak the linerate protocol" },
 		{ LR_EAUTH, "authentication failed" },
 		{ LR_ETRUNC, "stream cut short (no end record)" },
+		{ LR_ETAMPER, "the connection was tampered with (bytes changed "
+			      "in transit)" },
 	};
 	size_t i;
 

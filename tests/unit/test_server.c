@@ -4,7 +4,9 @@
  * listen.c): room for newcomers (per host, then the busiest host), the
  * order of the table, deadlines, the poll table, penalties, and accept on
  * a real listening socket. linerate's server and the iperf3 one differ
- * only in their limits, so these cover both.
+ * only in their limits, so these cover both. Then the end of a bench
+ * test's sealed streams (src/core/bench/stream.c), which the server's
+ * results wait for, and the client's ERROR (control.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -347,7 +349,11 @@ static void test_penalties_double_cap_and_fade(void **state)
 		lsn_penalize(&l, h, now);
 	assert_int_equal(lsn_held_until(&l, h, now), now + LSN_PENALTY_MAX_MS);
 	assert_int_equal(lsn_held_until(&l, other, now), 0);
-	/* over once the wait is over; forgotten after ten quiet minutes */
+	/* seconds, never a lockout: 1, 2, then 4 s at most, forgotten a
+	 * minute after the last failure */
+	assert_int_equal(LSN_PENALTY_MAX_MS, 4000);
+	assert_int_equal(LSN_PENALTY_FORGET_MS, 60000);
+	/* over once the wait is over; forgotten after a quiet minute */
 	assert_int_equal(lsn_held_until(&l, h, now + LSN_PENALTY_MAX_MS), 0);
 	now += LSN_PENALTY_FORGET_MS + 1;
 	lsn_penalize(&l, h, now);
@@ -439,6 +445,238 @@ static void test_accept_real_connections(void **state)
 	close(lfd);
 }
 
+/* ---- a bench run's sealed streams (src/core/bench/stream.c) and the
+ * client's ERROR (control.c): a stream is whole only with its END record
+ * and then its end of file; anything else fails the test ---- */
+
+static const uint8_t key_a[CRYPTO_KEY_LEN] = { 1 };
+static const uint8_t key_b[CRYPTO_KEY_LEN] = { 2 };
+
+/* A TCP connection on loopback: fds[0] and fds[1] are its ends. */
+static void tcp_pair(int fds[2])
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sin);
+	int lfd;
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(listen(lfd, 1), 0);
+	assert_int_equal(getsockname(lfd, (struct sockaddr *)&sin, &sl), 0);
+	fds[1] = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(connect(fds[1], (struct sockaddr *)&sin, sizeof(sin)),
+			 0);
+	fds[0] = accept(lfd, NULL, NULL);
+	assert_true(fds[0] >= 0);
+	close(lfd);
+}
+
+/* A run of one sealed stream (forward, -n bytes when bytes) on one side;
+ * the test is the other end (peer). */
+struct sealed {
+	struct bench_run run;
+	struct conn peer;
+};
+
+static void sealed_start(struct sealed *x, bool is_client, uint64_t bytes)
+{
+	struct proto_test_request req = { .mode = PROTO_MODE_FORWARD,
+					  .streams = 1,
+					  .blksize = 1000,
+					  .bytes = bytes };
+	struct lr_err e = { 0 };
+	struct bench_stream *s;
+	int fds[2];
+
+	assert_int_equal(bench_run_init(&x->run, &req, is_client, &e), 0);
+	tcp_pair(fds);
+	s = &x->run.streams[0];
+	s->fd = fds[0];
+	assert_int_equal(conn_init_secure(&s->conn, fds[0], CRYPTO_AES256GCM,
+					  key_a, key_b),
+			 0);
+	s->conn.abort = &x->run.abort;
+	assert_int_equal(conn_init_secure(&x->peer, fds[1], CRYPTO_AES256GCM,
+					  key_b, key_a),
+			 0);
+	assert_int_equal(bench_run_ready(&x->run, &e), 0);
+	bench_run_go(&x->run);
+}
+
+static void sealed_send(struct conn *c, uint8_t type, size_t len)
+{
+	uint8_t buf[1000 + CRYPTO_TAG_LEN];
+
+	memset(buf, 0x5a, len);
+	assert_int_equal(conn_send_data(c, type, buf, len), 0);
+}
+
+/* Stop the run (grace_ms for its streams to end by themselves): the
+ * first stream error, its text in e. */
+static int sealed_end(struct sealed *x, int grace_ms, struct lr_err *e)
+{
+	bench_run_stop(&x->run, grace_ms);
+	return bench_run_error(&x->run, false, e);
+}
+
+static void sealed_free(struct sealed *x)
+{
+	close(x->peer.fd);
+	conn_fini(&x->peer);
+	bench_run_fini(&x->run);
+}
+
+/* DATA, DATA, DATA, END, end of file: whole, every byte counted */
+static void test_sealed_stream_whole(void **state)
+{
+	struct lr_err e = { 0 };
+	struct sealed x;
+	int i;
+
+	(void)state;
+	sealed_start(&x, false, 0);
+	for (i = 0; i < 3; i++)
+		sealed_send(&x.peer, CONN_REC_DATA, 1000);
+	sealed_send(&x.peer, CONN_REC_END, 0);
+	shutdown(x.peer.fd, SHUT_WR);
+	assert_int_equal(sealed_end(&x, 5000, &e), 0);
+	assert_int_equal(atomic_load(&x.run.streams[0].bytes), 3000);
+	sealed_free(&x);
+}
+
+/* the end of file without END: cut short */
+static void test_sealed_stream_without_end(void **state)
+{
+	struct lr_err e = { 0 };
+	struct sealed x;
+
+	(void)state;
+	sealed_start(&x, false, 0);
+	sealed_send(&x.peer, CONN_REC_DATA, 1000);
+	shutdown(x.peer.fd, SHUT_WR);
+	assert_int_equal(sealed_end(&x, 5000, &e), LR_ETRUNC);
+	assert_string_equal(e.msg,
+			    "stream 1: stream cut short (no end record)");
+	sealed_free(&x);
+}
+
+/* neither END nor the end of file when the run gives up on the stream
+ * (its stop, then the grace): cut short, not a clean end */
+static void test_sealed_stream_given_up_before_end(void **state)
+{
+	struct lr_err e = { 0 };
+	struct sealed x;
+
+	(void)state;
+	sealed_start(&x, false, 0);
+	sealed_send(&x.peer, CONN_REC_DATA, 1000);
+	assert_int_equal(sealed_end(&x, 300, &e), LR_ETRUNC);
+	assert_int_equal(atomic_load(&x.run.streams[0].bytes), 1000);
+	sealed_free(&x);
+}
+
+/* a byte after END, or no end of file after it: the stream failed */
+static void test_sealed_stream_after_end(void **state)
+{
+	struct lr_err e = { 0 };
+	struct sealed x;
+
+	(void)state;
+	sealed_start(&x, false, 0);
+	sealed_send(&x.peer, CONN_REC_DATA, 1000);
+	sealed_send(&x.peer, CONN_REC_END, 0);
+	assert_int_equal(write(x.peer.fd, "x", 1), 1);
+	shutdown(x.peer.fd, SHUT_WR);
+	assert_int_equal(sealed_end(&x, 5000, &e), LR_EFRAME);
+	assert_string_equal(e.msg, "stream 1: data after the stream's END");
+	sealed_free(&x);
+
+	sealed_start(&x, false, 0);
+	sealed_send(&x.peer, CONN_REC_END, 0);
+	assert_int_equal(sealed_end(&x, 300, &e), LR_ETIMEOUT);
+	assert_string_equal(e.msg, "stream 1: no end of file after the "
+				   "stream's END");
+	sealed_free(&x);
+}
+
+/* a record that fails to open (one replayed: its sequence number again)
+ * fails the stream and is not counted */
+static void test_sealed_stream_counts_only_what_opened(void **state)
+{
+	struct lr_err e = { 0 };
+	struct sealed x;
+	struct conn replay;
+
+	(void)state;
+	sealed_start(&x, false, 0);
+	assert_int_equal(conn_init_secure(&replay, x.peer.fd, CRYPTO_AES256GCM,
+					  key_b, key_a),
+			 0);
+	sealed_send(&x.peer, CONN_REC_DATA, 1000);
+	sealed_send(&replay, CONN_REC_DATA, 700);
+	sealed_send(&x.peer, CONN_REC_END, 0);
+	shutdown(x.peer.fd, SHUT_WR);
+	assert_int_equal(sealed_end(&x, 5000, &e), LR_ERECORD);
+	assert_non_null(strstr(e.msg, "stream 1: record failed "
+				      "authentication"));
+	assert_int_equal(atomic_load(&x.run.streams[0].bytes), 1000);
+	conn_fini(&replay);
+	sealed_free(&x);
+}
+
+/* a sender's stream: its last DATA record, END, then the end of file */
+static void test_sealed_sender_ends_with_end_then_eof(void **state)
+{
+	uint8_t buf[1000 + CRYPTO_TAG_LEN], type;
+	struct lr_err e = { 0 };
+	struct sealed x;
+	uint64_t got = 0;
+	size_t n;
+	int i;
+
+	(void)state;
+	sealed_start(&x, true, 2500);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(conn_recv_data(&x.peer, buf, sizeof(buf),
+						&type, &n),
+				 0);
+		assert_int_equal(type, CONN_REC_DATA);
+		got += n;
+	}
+	assert_int_equal(got, 2500);
+	assert_int_equal(conn_recv_data(&x.peer, buf, sizeof(buf), &type, &n),
+			 0);
+	assert_int_equal(type, CONN_REC_END);
+	assert_int_equal(conn_recv_eof(&x.peer, 5000), 0);
+	assert_int_equal(sealed_end(&x, 5000, &e), 0);
+	sealed_free(&x);
+}
+
+/* the client's ERROR during a test: what the server's log says */
+static void test_client_error_is_told(void **state)
+{
+	struct proto_error pe = { .code = PROTO_ERR_TAMPERED };
+	uint8_t buf[PROTO_HDR_LEN + PROTO_MAX_TEXT + 32];
+	char why[LR_ERR_MSG];
+	struct proto_buf b;
+
+	(void)state;
+	snprintf(pe.text, sizeof(pe.text), "stream 2: stream cut short");
+	proto_buf_init(&b, buf, sizeof(buf));
+	assert_int_equal(proto_encode_error(&b, &pe), 0);
+	assert_int_equal(server__client_error(buf + PROTO_HDR_LEN,
+					      (uint32_t)(b.len - PROTO_HDR_LEN),
+					      why, sizeof(why)),
+			 LR_EPEER);
+	assert_string_equal(why, "the client ended it: stream 2: stream cut "
+				 "short");
+	assert_int_equal(server__client_error(buf + PROTO_HDR_LEN, 1, why,
+					      sizeof(why)),
+			 LR_EBADMSG);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -452,6 +690,13 @@ int main(void)
 		cmocka_unit_test(test_penalties_double_cap_and_fade),
 		cmocka_unit_test(test_penalty_table_keeps_the_recent),
 		cmocka_unit_test(test_accept_real_connections),
+		cmocka_unit_test(test_sealed_stream_whole),
+		cmocka_unit_test(test_sealed_stream_without_end),
+		cmocka_unit_test(test_sealed_stream_given_up_before_end),
+		cmocka_unit_test(test_sealed_stream_after_end),
+		cmocka_unit_test(test_sealed_stream_counts_only_what_opened),
+		cmocka_unit_test(test_sealed_sender_ends_with_end_then_eof),
+		cmocka_unit_test(test_client_error_is_told),
 	};
 	return cmocka_run_group_tests_name("server", tests, NULL, NULL);
 }

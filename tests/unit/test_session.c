@@ -71,8 +71,18 @@ static const char bob_priv[] =
 static const char bob_pub[] =
 	"de9edb7d7b7dc1b4d35b61c2ece435373f8343c85b78674dadfc7e146f882b4f";
 
-/* The client's preamble, the handshake's prologue: "LNRT" 1 1 0 0. */
-static const uint8_t preamble[8] = { 'L', 'N', 'R', 'T', 1, 1, 0, 0 };
+/* The preambles and handshake headers a client and a server send in
+ * clear, repeated in their hellos' wire (the prologue is empty): "LNRT"
+ * 2 2 0 0 and HS_INIT's header, "LNRT" 2 2 2 0 and HS_RESP's. */
+static const uint8_t preamble[8] = { 'L', 'N', 'R', 'T', 2, 2, 0, 0 };
+#define WIRE_C                                                               \
+	{                                                                    \
+		'L', 'N', 'R', 'T', 2, 2, 0, 0, 0x20, 0, 0, 0, 0, 0, 0, 0x43 \
+	}
+#define WIRE_S                                                               \
+	{                                                                    \
+		'L', 'N', 'R', 'T', 2, 2, 2, 0, 0x21, 0, 0, 0, 0, 0, 0, 0x43 \
+	}
 
 static void psk_fill(uint8_t psk[CRYPTO_KEY_LEN], uint8_t seed)
 {
@@ -499,14 +509,12 @@ static void handshake(struct hs_pair *p, const uint8_t psk[32],
 		      const struct session_hello *sh)
 {
 	memset(p, 0, sizeof(*p));
-	assert_int_equal(
-		session_hs_init(&p->c, psk, preamble, sizeof(preamble)), 0);
+	assert_int_equal(session_hs_init(&p->c, psk, NULL, 0), 0);
 	if (c_e)
 		assert_int_equal(session_hs_set_ephemeral(&p->c, c_e), 0);
 	assert_int_equal(session_hs_write_init(&p->c, ch, p->init), 0);
 
-	assert_int_equal(
-		session_hs_init(&p->s, psk, preamble, sizeof(preamble)), 0);
+	assert_int_equal(session_hs_init(&p->s, psk, NULL, 0), 0);
 	if (s_e)
 		assert_int_equal(session_hs_set_ephemeral(&p->s, s_e), 0);
 	assert_int_equal(session_hs_read_init(&p->s, p->init, sizeof(p->init),
@@ -527,6 +535,17 @@ static void assert_hello(const struct session_hello *a,
 	assert_int_equal(a->version, b->version);
 	assert_int_equal(a->cipher, b->cipher);
 	assert_int_equal(a->flags, b->flags);
+	assert_memory_equal(a->wire, b->wire, SESSION_WIRE_LEN);
+}
+
+/* A hello's plaintext as docs/PROTOCOL.md section 5 lays it out. */
+static void hello_bytes(const struct session_hello *h,
+			uint8_t out[SESSION_HELLO_LEN])
+{
+	out[0] = h->version;
+	out[1] = h->cipher;
+	out[2] = h->flags;
+	memcpy(out + 3, h->wire, SESSION_WIRE_LEN);
 }
 
 static void test_hs_round_trip(void **state)
@@ -534,17 +553,23 @@ static void test_hs_round_trip(void **state)
 	static const struct {
 		struct session_hello c, s;
 	} v[] = {
-		{ { 1, SESSION_CIPHER_AUTO, SESSION_F_HAS_AES },
-		  { 1, CRYPTO_AES256GCM, SESSION_F_HAS_AES } },
-		{ { 1, SESSION_CIPHER_AUTO, 0 },
-		  { 1, CRYPTO_CHACHA20POLY1305, SESSION_F_HAS_AES } },
-		{ { 1, CRYPTO_AES256GCM, 0 }, { 1, CRYPTO_AES256GCM, 0 } },
-		{ { 1, CRYPTO_CHACHA20POLY1305, SESSION_F_HAS_AES },
-		  { 1, CRYPTO_CHACHA20POLY1305, 0 } },
-		{ { 1, CRYPTO_NONE, 0 }, { 1, CRYPTO_NONE, 0 } },
-		{ { 1, CRYPTO_NONE, 0 }, { 1, SESSION_CIPHER_REFUSED, 0 } },
+		{ { SESSION_VERSION, SESSION_CIPHER_AUTO, SESSION_F_HAS_AES },
+		  { SESSION_VERSION, CRYPTO_AES256GCM, SESSION_F_HAS_AES } },
+		{ { SESSION_VERSION, SESSION_CIPHER_AUTO, 0 },
+		  { SESSION_VERSION, CRYPTO_CHACHA20POLY1305,
+		    SESSION_F_HAS_AES } },
+		{ { SESSION_VERSION, CRYPTO_AES256GCM, 0 },
+		  { SESSION_VERSION, CRYPTO_AES256GCM, 0 } },
+		{ { SESSION_VERSION, CRYPTO_CHACHA20POLY1305,
+		    SESSION_F_HAS_AES },
+		  { SESSION_VERSION, CRYPTO_CHACHA20POLY1305, 0 } },
+		{ { SESSION_VERSION, CRYPTO_NONE, 0 },
+		  { SESSION_VERSION, CRYPTO_NONE, 0 } },
+		{ { SESSION_VERSION, CRYPTO_NONE, 0 },
+		  { SESSION_VERSION, SESSION_CIPHER_REFUSED, 0 } },
 		/* flags the version does not define travel untouched */
-		{ { 1, 0x42, 0xfe }, { 1, 0x77, 0x80 } },
+		{ { SESSION_VERSION, 0x42, 0xfe },
+		  { SESSION_VERSION, 0x77, 0x80 } },
 	};
 	uint8_t psk[32], zero[sizeof(struct session_hs)];
 	struct hs_pair p;
@@ -572,9 +597,10 @@ static void test_hs_round_trip(void **state)
 /* Random ephemeral keys: two handshakes never give the same keys. */
 static void test_hs_fresh_keys(void **state)
 {
-	static const struct session_hello ch = { 1, SESSION_CIPHER_AUTO, 0 };
-	static const struct session_hello sh = { 1, CRYPTO_CHACHA20POLY1305,
-						 0 };
+	static const struct session_hello ch = { SESSION_VERSION,
+						 SESSION_CIPHER_AUTO, 0 };
+	static const struct session_hello sh = { SESSION_VERSION,
+						 CRYPTO_CHACHA20POLY1305, 0 };
 	uint8_t psk[32];
 	struct hs_pair a, b;
 
@@ -596,8 +622,7 @@ static void test_hs_set_ephemeral(void **state)
 	(void)state;
 	psk_fill(psk, 3);
 	unhex(alice_priv, priv, 32);
-	assert_int_equal(session_hs_init(&hs, psk, preamble, sizeof(preamble)),
-			 0);
+	assert_int_equal(session_hs_init(&hs, psk, NULL, 0), 0);
 	assert_int_equal(session_hs_set_ephemeral(&hs, priv), 0);
 	assert_true(hs.fixed_e);
 	assert_hex(hs.e_pub, 32, alice_pub);
@@ -612,18 +637,21 @@ static void test_hs_set_ephemeral(void **state)
  */
 static void test_hs_matches_reference(void **state)
 {
-	static const struct session_hello ch = { 1, SESSION_CIPHER_AUTO,
-						 SESSION_F_HAS_AES };
-	static const struct session_hello sh = { 1, CRYPTO_AES256GCM,
-						 SESSION_F_HAS_AES };
-	const uint8_t p1[3] = { ch.version, ch.cipher, ch.flags };
-	const uint8_t p2[3] = { sh.version, sh.cipher, sh.flags };
+	static const struct session_hello ch = { SESSION_VERSION,
+						 SESSION_CIPHER_AUTO,
+						 SESSION_F_HAS_AES, WIRE_C };
+	static const struct session_hello sh = { SESSION_VERSION,
+						 CRYPTO_AES256GCM,
+						 SESSION_F_HAS_AES, WIRE_S };
+	uint8_t p1[SESSION_HELLO_LEN], p2[SESSION_HELLO_LEN];
 	uint8_t psk[32], ie[32], re[32];
 	struct ref_run ref;
 	struct hs_pair p;
 	unsigned round;
 
 	(void)state;
+	hello_bytes(&ch, p1);
+	hello_bytes(&sh, p2);
 	for (round = 0; round < 4; round++) {
 		psk_fill(psk, (uint8_t)(0x40 + round));
 		if (round == 0) {
@@ -634,8 +662,8 @@ static void test_hs_matches_reference(void **state)
 			assert_int_equal(crypto_random(re, 32), 0);
 		}
 		handshake(&p, psk, ie, re, &ch, &sh);
-		ref_nnpsk0(preamble, sizeof(preamble), psk, ie, re, p1,
-			   sizeof(p1), p2, sizeof(p2), &ref);
+		ref_nnpsk0(NULL, 0, psk, ie, re, p1, sizeof(p1), p2, sizeof(p2),
+			   &ref);
 		assert_int_equal(ref.len1, SESSION_HS_LEN);
 		assert_int_equal(ref.len2, SESSION_HS_LEN);
 		assert_memory_equal(p.init, ref.msg1, SESSION_HS_LEN);
@@ -654,8 +682,9 @@ static void test_hs_matches_reference(void **state)
 static void test_hs_init_step_by_step(void **state)
 {
 	static const char name[] = "Noise_NNpsk0_25519_ChaChaPoly_SHA256";
-	static const struct session_hello ch = { 1, CRYPTO_CHACHA20POLY1305,
-						 SESSION_F_HAS_AES };
+	static const struct session_hello ch = { SESSION_VERSION,
+						 CRYPTO_CHACHA20POLY1305,
+						 SESSION_F_HAS_AES, WIRE_C };
 	uint8_t h[32], ck[32], k[32], prk[32], out[96], e_priv[32], e_pub[32];
 	uint8_t body[SESSION_HS_LEN], psk[32], nonce[12];
 	struct session_hs hs;
@@ -668,8 +697,8 @@ static void test_hs_init_step_by_step(void **state)
 	/* h = SHA256(protocol name), ck = h */
 	assert_int_equal(crypto_sha256(name, strlen(name), NULL, 0, h), 0);
 	memcpy(ck, h, 32);
-	/* MixHash(prologue) */
-	assert_int_equal(crypto_sha256(h, 32, preamble, 8, h), 0);
+	/* MixHash(prologue), an empty one */
+	assert_int_equal(crypto_sha256(h, 32, NULL, 0, h), 0);
 	/* psk: MixKeyAndHash(psk): ck, temp_h, temp_k = HKDF(ck, psk, 3) */
 	assert_int_equal(crypto_hkdf_extract(ck, 32, psk, 32, prk), 0);
 	assert_int_equal(crypto_hkdf_expand(prk, NULL, 0, out, 96), 0);
@@ -688,18 +717,19 @@ static void test_hs_init_step_by_step(void **state)
 	body[32] = ch.version;
 	body[33] = ch.cipher;
 	body[34] = ch.flags;
+	memcpy(body + 35, ch.wire, 16);
 	memset(nonce, 0, sizeof(nonce)); /* 32 zero bits + LE64(0) */
 	assert_int_equal(crypto_aead_new(CRYPTO_CHACHA20POLY1305, k, &a), 0);
 	assert_int_equal(
-		crypto_aead_seal(a, nonce, h, 32, body + 32, 3, body + 35), 0);
+		crypto_aead_seal(a, nonce, h, 32, body + 32, 19, body + 51), 0);
 	crypto_aead_free(a);
 
-	assert_int_equal(session_hs_init(&hs, psk, preamble, 8), 0);
+	assert_int_equal(session_hs_init(&hs, psk, NULL, 0), 0);
 	assert_int_equal(session_hs_set_ephemeral(&hs, e_priv), 0);
 	assert_int_equal(session_hs_write_init(&hs, &ch, out), 0);
 	assert_memory_equal(out, body, SESSION_HS_LEN);
 	/* and the state's h is MixHash(ciphertext) of ours */
-	assert_int_equal(crypto_sha256(h, 32, body + 32, 19, h), 0);
+	assert_int_equal(crypto_sha256(h, 32, body + 32, 35, h), 0);
 	assert_memory_equal(hs.h, h, 32);
 	session_hs_wipe(&hs);
 }
@@ -710,15 +740,20 @@ static void test_hs_init_step_by_step(void **state)
  * and the cacophony vector; a separate Python implementation over
  * pyca/cryptography gave the same bytes when they were pinned): client
  * ephemeral = RFC 7748 Alice, server ephemeral = Bob, psk = the key of
- * token "aaaq-eaye-auda-ocaj-bifq-ydio-b4ib-ceqt", prologue "LNRT" 1 1 0 0,
- * hellos { 1, auto, AES } and { 1, AES-256-GCM, AES }.
+ * token "aaaq-eaye-auda-ocaj-bifq-ydio-b4ib-ceqt", an empty prologue,
+ * hellos { 2, auto, AES, WIRE_C } and { 2, AES-256-GCM, AES, WIRE_S }.
+ * (The split keys are version 1's: Noise derives them from the chaining
+ * key, which neither the prologue nor the hellos enter; those are bound
+ * through the AEAD's associated data.)
  */
 static void test_hs_pinned(void **state)
 {
-	static const struct session_hello ch = { 1, SESSION_CIPHER_AUTO,
-						 SESSION_F_HAS_AES };
-	static const struct session_hello sh = { 1, CRYPTO_AES256GCM,
-						 SESSION_F_HAS_AES };
+	static const struct session_hello ch = { SESSION_VERSION,
+						 SESSION_CIPHER_AUTO,
+						 SESSION_F_HAS_AES, WIRE_C };
+	static const struct session_hello sh = { SESSION_VERSION,
+						 CRYPTO_AES256GCM,
+						 SESSION_F_HAS_AES, WIRE_S };
 	uint8_t psk[32], ie[32], re[32];
 	struct hs_pair p;
 
@@ -735,11 +770,15 @@ static void test_hs_pinned(void **state)
 	assert_hex(p.init, SESSION_HS_LEN,
 		   "8520f0098930a754748b7ddcb43ef75a"
 		   "0dbf3a0d26381af4eba4a98eaa9b4e6a"
-		   "bba4da3ba9e832c7ab84cfd3322f52a3336878");
+		   "b8a4da861e39216cd8751804bf1f56f0"
+		   "1edc94a9f79e6b730471ab8b19145492"
+		   "042537");
 	assert_hex(p.resp, SESSION_HS_LEN,
 		   "de9edb7d7b7dc1b4d35b61c2ece43537"
 		   "3f8343c85b78674dadfc7e146f882b4f"
-		   "baf9b3126eee6e45c9093cd16b0049c412c047");
+		   "b9f9b3af83d947d0f0bfac9d350ca60b"
+		   "075dc82af99c07699bb720b87fd9c9da"
+		   "960a50");
 	assert_hex(p.c_c2s, 32,
 		   "b432ad0bf486d0bfc0d65f77f831ccd2"
 		   "c7e61c0d6eec011e6c6525068092101b");
@@ -750,8 +789,10 @@ static void test_hs_pinned(void **state)
 
 /* ---- failures ---- */
 
-static const struct session_hello hello_c = { 1, SESSION_CIPHER_AUTO, 0 };
-static const struct session_hello hello_s = { 1, CRYPTO_CHACHA20POLY1305, 0 };
+static const struct session_hello hello_c = { SESSION_VERSION,
+					      SESSION_CIPHER_AUTO, 0 };
+static const struct session_hello hello_s = { SESSION_VERSION,
+					      CRYPTO_CHACHA20POLY1305, 0 };
 
 /* A client's HS_INIT under psk, from a fixed (Alice) ephemeral key. */
 static void make_init(const uint8_t psk[32], struct session_hs *c,
@@ -760,8 +801,7 @@ static void make_init(const uint8_t psk[32], struct session_hs *c,
 	uint8_t priv[32];
 
 	unhex(alice_priv, priv, 32);
-	assert_int_equal(session_hs_init(c, psk, preamble, sizeof(preamble)),
-			 0);
+	assert_int_equal(session_hs_init(c, psk, NULL, 0), 0);
 	assert_int_equal(session_hs_set_ephemeral(c, priv), 0);
 	assert_int_equal(session_hs_write_init(c, &hello_c, init), 0);
 }
@@ -772,8 +812,7 @@ static int server_read(const uint8_t psk[32], const uint8_t *init, size_t len,
 	struct session_hs s;
 	int r;
 
-	assert_int_equal(session_hs_init(&s, psk, preamble, sizeof(preamble)),
-			 0);
+	assert_int_equal(session_hs_init(&s, psk, NULL, 0), 0);
 	r = session_hs_read_init(&s, init, len, peer);
 	session_hs_wipe(&s);
 	return r;
@@ -799,7 +838,8 @@ static void test_hs_wrong_psk(void **state)
 	other[31] ^= 0x80;
 	assert_int_equal(server_read(other, init, sizeof(init), &peer),
 			 -EACCES);
-	/* the prologue is bound too: another client preamble fails */
+	/* a prologue is bound too (linerate's is empty): one the client
+	 * did not use fails */
 	{
 		struct session_hs s;
 		uint8_t pre2[8];
@@ -862,7 +902,7 @@ static void test_hs_tampered_resp(void **state)
 	unhex(bob_priv, priv, 32);
 
 	make_init(psk, &c0, init);
-	assert_int_equal(session_hs_init(&s, psk, preamble, 8), 0);
+	assert_int_equal(session_hs_init(&s, psk, NULL, 0), 0);
 	assert_int_equal(session_hs_set_ephemeral(&s, priv), 0);
 	assert_int_equal(session_hs_read_init(&s, init, sizeof(init), &peer),
 			 0);
@@ -895,7 +935,7 @@ static void test_hs_tampered_resp(void **state)
 
 		make_init(other, &c_other, init_other);
 		assert_memory_equal(init_other, init, 32);
-		assert_int_equal(session_hs_init(&s, other, preamble, 8), 0);
+		assert_int_equal(session_hs_init(&s, other, NULL, 0), 0);
 		assert_int_equal(session_hs_read_init(&s, init_other,
 						      sizeof(init_other),
 						      &peer),
@@ -931,13 +971,13 @@ static void test_hs_replayed_init(void **state)
 	psk_fill(psk, 15);
 	make_init(psk, &c, init);
 
-	assert_int_equal(session_hs_init(&s1, psk, preamble, 8), 0);
+	assert_int_equal(session_hs_init(&s1, psk, NULL, 0), 0);
 	assert_int_equal(session_hs_read_init(&s1, init, sizeof(init), &peer),
 			 0);
 	assert_int_equal(session_hs_write_resp(&s1, &hello_s, resp1), 0);
 	assert_int_equal(session_hs_split(&s1, k1[0], k1[1]), 0);
 
-	assert_int_equal(session_hs_init(&s2, psk, preamble, 8), 0);
+	assert_int_equal(session_hs_init(&s2, psk, NULL, 0), 0);
 	assert_int_equal(session_hs_read_init(&s2, init, sizeof(init), &peer),
 			 0);
 	assert_int_equal(session_hs_write_resp(&s2, &hello_s, resp2), 0);
@@ -969,7 +1009,7 @@ static void test_hs_wrong_lengths(void **state)
 	memset(buf, 0, sizeof(buf));
 	memcpy(buf, init, sizeof(init));
 	for (i = 0; i < ARRAY_SIZE(lens); i++) {
-		assert_int_equal(session_hs_init(&s, psk, preamble, 8), 0);
+		assert_int_equal(session_hs_init(&s, psk, NULL, 0), 0);
 		assert_int_equal(session_hs_read_init(&s, buf, lens[i], &peer),
 				 -EINVAL);
 		session_hs_wipe(&s);
@@ -1037,30 +1077,32 @@ static void test_hs_low_order_resp(void **state)
 static void test_hs_low_order_init(void **state)
 {
 	uint8_t psk[32], init[SESSION_HS_LEN], resp[SESSION_HS_LEN];
-	const uint8_t hello[3] = { 1, SESSION_CIPHER_AUTO, 0 };
+	const uint8_t hello[SESSION_HELLO_LEN] = { SESSION_VERSION,
+						   SESSION_CIPHER_AUTO, 0 };
 	struct session_hello peer;
 	struct session_hs s;
 	struct ref r;
 
 	(void)state;
 	psk_fill(psk, 18);
-	ref_start(&r, preamble, 8, psk);
+	ref_start(&r, NULL, 0, psk);
 	memset(init, 0, 32);
 	ref_mix_hash(&r, init, 32);
 	ref_mix_key(&r, init, 32);
-	ref_encrypt_and_hash(&r, hello, 3, init + 32);
+	ref_encrypt_and_hash(&r, hello, sizeof(hello), init + 32);
 
-	assert_int_equal(session_hs_init(&s, psk, preamble, 8), 0);
+	assert_int_equal(session_hs_init(&s, psk, NULL, 0), 0);
 	assert_int_equal(session_hs_read_init(&s, init, sizeof(init), &peer),
 			 0);
 	assert_int_not_equal(session_hs_write_resp(&s, &hello_s, resp), 0);
 	session_hs_wipe(&s);
 }
 
-/* A hello of another version is malformed (-EINVAL), on both sides. */
+/* A hello of another version (1 was the first, without a wire) is
+ * malformed (-EINVAL), on both sides. */
 static void test_hs_bad_version(void **state)
 {
-	static const struct session_hello v2 = { 2, SESSION_CIPHER_AUTO, 0 };
+	static const struct session_hello v1 = { 1, SESSION_CIPHER_AUTO, 0 };
 	static const struct session_hello v0 = { 0, CRYPTO_AES256GCM, 0 };
 	uint8_t psk[32], init[SESSION_HS_LEN], resp[SESSION_HS_LEN];
 	struct session_hs c, s;
@@ -1068,14 +1110,14 @@ static void test_hs_bad_version(void **state)
 
 	(void)state;
 	psk_fill(psk, 19);
-	assert_int_equal(session_hs_init(&c, psk, preamble, 8), 0);
-	assert_int_equal(session_hs_write_init(&c, &v2, init), 0);
+	assert_int_equal(session_hs_init(&c, psk, NULL, 0), 0);
+	assert_int_equal(session_hs_write_init(&c, &v1, init), 0);
 	assert_int_equal(server_read(psk, init, sizeof(init), &peer), -EINVAL);
 	session_hs_wipe(&c);
 
-	assert_int_equal(session_hs_init(&c, psk, preamble, 8), 0);
+	assert_int_equal(session_hs_init(&c, psk, NULL, 0), 0);
 	assert_int_equal(session_hs_write_init(&c, &hello_c, init), 0);
-	assert_int_equal(session_hs_init(&s, psk, preamble, 8), 0);
+	assert_int_equal(session_hs_init(&s, psk, NULL, 0), 0);
 	assert_int_equal(session_hs_read_init(&s, init, sizeof(init), &peer),
 			 0);
 	assert_int_equal(session_hs_write_resp(&s, &v0, resp), 0);
@@ -1083,6 +1125,42 @@ static void test_hs_bad_version(void **state)
 			 -EINVAL);
 	session_hs_wipe(&c);
 	session_hs_wipe(&s);
+}
+
+/*
+ * The wire a hello carries: it arrives as sent, and every one-bit change
+ * of the preamble or header received (a relay lowering vmax, say) no
+ * longer matches it, while the hello itself still verifies.
+ */
+static void test_hs_wire(void **state)
+{
+	static const struct session_hello ch = { SESSION_VERSION,
+						 SESSION_CIPHER_AUTO, 0,
+						 WIRE_C };
+	uint8_t psk[32], init[SESSION_HS_LEN], got[SESSION_WIRE_LEN];
+	struct session_hello peer;
+	struct session_hs c;
+	unsigned i, bit;
+
+	(void)state;
+	psk_fill(psk, 21);
+	assert_int_equal(session_hs_init(&c, psk, NULL, 0), 0);
+	assert_int_equal(session_hs_write_init(&c, &ch, init), 0);
+	assert_int_equal(server_read(psk, init, sizeof(init), &peer), 0);
+	assert_hello(&peer, &ch);
+	memcpy(got, ch.wire, sizeof(got));
+	assert_true(session_hello_wire_ok(&peer, got, got + 8));
+	for (i = 0; i < SESSION_WIRE_LEN; i++)
+		for (bit = 0; bit < 8; bit++) {
+			got[i] ^= (uint8_t)(1u << bit);
+			assert_false(
+				session_hello_wire_ok(&peer, got, got + 8));
+			got[i] ^= (uint8_t)(1u << bit);
+		}
+	/* the downgrade of the issue: vmax lowered from 2 to 1 */
+	got[5] = 1;
+	assert_false(session_hello_wire_ok(&peer, got, got + 8));
+	session_hs_wipe(&c);
 }
 
 /* The handshake's two messages are not interchangeable: an HS_INIT echoed
@@ -1154,6 +1232,7 @@ int main(void)
 		cmocka_unit_test(test_hs_low_order_resp),
 		cmocka_unit_test(test_hs_low_order_init),
 		cmocka_unit_test(test_hs_bad_version),
+		cmocka_unit_test(test_hs_wire),
 		cmocka_unit_test(test_hs_reflected_init),
 		cmocka_unit_test(test_pick_cipher),
 	};

@@ -11,6 +11,10 @@
  *   not make the receiver send the new entry's plan under another type.
  * - The sender matches the receiver's FAIL items to files by idx: two
  *   files failing in one message each get their own reason and code.
+ * - The ends of a session: a sender's heartbeat on a sealed control
+ *   connection, its data stream's END followed by its end of file, a lost
+ *   XFER_DONE told apart; a receiver that finds a byte after a stream's
+ *   END, or no END, fails at once.
  *
  * pwrite is interposed here (the test's definition wins over libc's for
  * the engine linked into this executable) so that a test can hold one
@@ -470,6 +474,20 @@ static void fake_chunk(struct fake *f, unsigned s, uint32_t idx, uint32_t chunk,
 	free(rec);
 }
 
+/* Each data stream's END record, then our side shut, as a sender does
+ * (docs/PROTOCOL.md section 6). */
+static void fake_end_streams(struct fake *f, unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		assert_int_equal(conn_send_data(&f->data[i], CONN_REC_END,
+						f->buf, 0),
+				 0);
+		assert_int_equal(shutdown(f->data[i].fd, SHUT_WR), 0);
+	}
+}
+
 /* What the receiver said about one entry, from the messages read. */
 struct seen {
 	bool plan, plan_in_plan_msg, done, failed;
@@ -625,9 +643,7 @@ static void test_plan_after_failed_slot(void **state)
 	fake_chunk(&f, 0, XFER_WINDOW, 0, 4096, 7, false);
 	while (!seen[XFER_WINDOW].done)
 		fake_read(&f, seen, N);
-	for (i = 0; i < l.n; i++)
-		assert_int_equal(
-			conn_send_data(&f.data[i], CONN_REC_END, f.buf, 0), 0);
+	fake_end_streams(&f, l.n);
 	proto_buf_init(&b, f.buf, MSG_CAP);
 	assert_int_equal(proto_encode_empty(&b, PROTO_XFER_END), 0);
 	fake_send(&f, &b);
@@ -643,6 +659,8 @@ static void test_plan_after_failed_slot(void **state)
 		assert_true(h.type == PROTO_XFER_ACKS ||
 			    h.type == PROTO_XFER_PLAN);
 	}
+	/* the receiver lingers after XFER_DONE until our end */
+	shutdown(f.ctrl->fd, SHUT_WR);
 	pthread_join(rx.th, NULL);
 	assert_int_equal(rx.r, -EIO); /* entry 0 failed */
 	assert_int_equal(rx.res.files_failed, 1);
@@ -792,12 +810,274 @@ static void test_fail_reasons_by_idx(void **state)
 	rm_tree(src);
 }
 
+/* ============ the ends of a session (docs/PROTOCOL.md 6, 7.9) ========= */
+
+/* The control connection of l sealed both ways (the data streams stay
+ * in clear): what the handshake would give. */
+static void link_seal_ctrl(struct link *l)
+{
+	uint8_t k1[CRYPTO_KEY_LEN], k2[CRYPTO_KEY_LEN];
+	int fd0 = l->ctrl[0].fd, fd1 = l->ctrl[1].fd;
+
+	memset(k1, 0x11, sizeof(k1));
+	memset(k2, 0x22, sizeof(k2));
+	assert_int_equal(conn_init_secure(&l->ctrl[0], fd0,
+					  CRYPTO_CHACHA20POLY1305, k1, k2),
+			 0);
+	assert_int_equal(conn_init_secure(&l->ctrl[1], fd1,
+					  CRYPTO_CHACHA20POLY1305, k2, k1),
+			 0);
+}
+
+/* The next control message, within ms: 0, or the read's error. */
+static int fake_next(struct fake *f, struct proto_hdr *h, int64_t ms)
+{
+	struct lr_err err = { 0 };
+
+	return conn_recv_msg(f->ctrl, f->rbuf, MSG_CAP, h, net_now_ms() + ms,
+			     &err);
+}
+
+/* Send an empty message of type (XFER_END, XFER_ALIVE). */
+static void fake_empty(struct fake *f, uint8_t type)
+{
+	struct proto_buf b;
+
+	proto_buf_init(&b, f->buf, MSG_CAP);
+	assert_int_equal(proto_encode_empty(&b, type), 0);
+	fake_send(f, &b);
+}
+
+/* A message sealed and numbered but never delivered: an attacker's drop
+ * (it goes into a socket nobody reads). */
+static void fake_drop(struct fake *f, struct proto_buf *b)
+{
+	int sv[2], fd = f->ctrl->fd;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv),
+			 0);
+	f->ctrl->fd = sv[0];
+	fake_send(f, b);
+	f->ctrl->fd = fd;
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* The sender on a sealed control connection: idle, it sends XFER_ALIVE
+ * after about a second, and takes ours as nothing; its data stream's END
+ * record is followed by its end of file; when its session then fails for
+ * a lost XFER_DONE only (the next record fails to open), the result says
+ * so. */
+static void test_sender_heartbeat_and_lost_done(void **state)
+{
+	char src[] = "/tmp/lr-xfer-src-XXXXXX", p0[600];
+	const char *paths[1] = { p0 };
+	static struct link l;
+	_Atomic bool cancel = false;
+	struct side tx = { 0 };
+	struct proto_xfer_plan plan = { 0, PROTO_XA_SEND };
+	struct proto_xfer_ack ack;
+	struct proto_xfer_done done = { .files_ok = 1, .bytes = 4096 };
+	struct proto_buf b;
+	struct proto_hdr h;
+	struct fake f;
+	uint8_t type;
+	size_t n;
+	double t0, idle;
+	unsigned k;
+
+	(void)state;
+	assert_non_null(mkdtemp(src));
+	write_file(src, "one", 4096, 3);
+	snprintf(p0, sizeof(p0), "%s/one", src);
+	link_open(&l, 1);
+	link_seal_ctrl(&l);
+	f = (struct fake){ .ctrl = &l.ctrl[1],
+			   .data = l.data[1],
+			   .buf = malloc(MSG_CAP),
+			   .rbuf = malloc(MSG_CAP) };
+	assert_non_null(f.buf);
+	assert_non_null(f.rbuf);
+	tx.cs = &l.cs[0];
+	tx.src = (struct xfer_source){ .rootfd = -1,
+				       .npaths = 1,
+				       .paths = paths };
+	tx.o = (struct xfer_opts){ .chunk_size = CHUNK, .cancel = &cancel };
+	assert_int_equal(pthread_create(&tx.th, NULL, send_main, &tx), 0);
+
+	fake_expect(&f, PROTO_XFER_TOTALS, &h);
+	fake_expect(&f, PROTO_XFER_FILES, &h);
+	t0 = now_s();
+	assert_int_equal(fake_next(&f, &h, 5000), 0);
+	idle = now_s() - t0;
+	assert_int_equal(h.type, PROTO_XFER_ALIVE);
+	assert_int_equal(h.len, 0);
+	print_message("# the sender's heartbeat after %.2f s of silence\n",
+		      idle);
+	assert_true(idle > 0.5 && idle < 3.0);
+
+	/* ours is nothing to it; then the plan, the chunk, its ACKs */
+	fake_empty(&f, PROTO_XFER_ALIVE);
+	proto_buf_init(&b, f.buf, MSG_CAP);
+	proto_msg_begin(&b, PROTO_XFER_PLAN);
+	proto_put_xfer_plan(&b, &plan);
+	assert_int_equal(proto_msg_end(&b), 0);
+	fake_send(&f, &b);
+	assert_int_equal(conn_recv_data(&f.data[0], f.rbuf, MSG_CAP, &type, &n),
+			 0);
+	assert_int_equal(type, CONN_REC_DATA);
+	assert_int_equal(n, PROTO_XFER_CHUNK_HDR_LEN + 4096);
+	proto_buf_init(&b, f.buf, MSG_CAP);
+	proto_msg_begin(&b, PROTO_XFER_ACKS);
+	ack = (struct proto_xfer_ack){ 0, 0, PROTO_XS_CHUNK_OK, 4096 };
+	proto_put_xfer_ack(&b, &ack);
+	ack = (struct proto_xfer_ack){ 0, 0, PROTO_XS_FILE_DONE, 0 };
+	proto_put_xfer_ack(&b, &ack);
+	assert_int_equal(proto_msg_end(&b), 0);
+	fake_send(&f, &b);
+	for (k = 0; k < 16; k++) {
+		assert_int_equal(fake_next(&f, &h, 10000), 0);
+		if (h.type == PROTO_XFER_END)
+			break;
+		assert_true(h.type == PROTO_XFER_SUMS ||
+			    h.type == PROTO_XFER_ALIVE);
+	}
+	assert_int_equal(h.type, PROTO_XFER_END);
+
+	/* END on the stream, then the sender's end of file */
+	assert_int_equal(conn_recv_data(&f.data[0], f.rbuf, MSG_CAP, &type, &n),
+			 0);
+	assert_int_equal(type, CONN_REC_END);
+	assert_int_equal(conn_recv_eof(&f.data[0], 5000), 0);
+
+	/* XFER_DONE lost on the way: the next record does not open */
+	proto_buf_init(&b, f.buf, MSG_CAP);
+	assert_int_equal(proto_encode_xfer_done(&b, &done), 0);
+	fake_drop(&f, &b);
+	fake_empty(&f, PROTO_XFER_ALIVE);
+	pthread_join(tx.th, NULL);
+	assert_int_equal(tx.r, LR_ERECORD);
+	assert_true(tx.res.peer_end_lost);
+	assert_int_equal(tx.res.files_ok, 1);
+	assert_int_equal(tx.res.files_failed, 0);
+	free(f.buf);
+	free(f.rbuf);
+	link_close(&l);
+	rm_tree(src);
+}
+
+/* How a fake sender ends the data stream of test_receiver_stream_ends. */
+enum tail {
+	TAIL_WHOLE,  /* END, then its end of file */
+	TAIL_JUNK,   /* END, then a byte */
+	TAIL_NO_END, /* end of file without END */
+};
+
+/* One small file to a real receiver, its data stream ended as t says:
+ * whole, the receiver's XFER_DONE; else its ERROR at once, and the
+ * session's error says what came after END or that it never came. */
+static void receiver_stream_end(enum tail t)
+{
+	char dst[] = "/tmp/lr-xfer-dst-XXXXXX";
+	static struct link l;
+	static struct seen seen[1];
+	_Atomic bool cancel = false;
+	struct side rx = { 0 };
+	struct proto_xfer_totals tot = { .files = 1, .bytes = 4096 };
+	struct proto_xfer_entry e = { .idx = 0,
+				      .kind = PROTO_XK_FILE,
+				      .mode = 0644,
+				      .size = 4096,
+				      .path = "one",
+				      .path_len = 3 };
+	struct proto_buf b;
+	struct proto_hdr h;
+	struct fake f;
+	unsigned k;
+	double t0;
+
+	assert_non_null(mkdtemp(dst));
+	memset(seen, 0, sizeof(seen));
+	link_open(&l, 1);
+	f = (struct fake){ .ctrl = &l.ctrl[0],
+			   .data = l.data[0],
+			   .buf = malloc(MSG_CAP),
+			   .rbuf = malloc(MSG_CAP) };
+	assert_non_null(f.buf);
+	assert_non_null(f.rbuf);
+	rx.cs = &l.cs[1];
+	rx.destfd = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(rx.destfd >= 0);
+	rx.o = (struct xfer_opts){ .chunk_size = CHUNK,
+				   .flags = PROTO_XF_NO_FSYNC,
+				   .cancel = &cancel };
+	assert_int_equal(pthread_create(&rx.th, NULL, recv_main, &rx), 0);
+
+	proto_buf_init(&b, f.buf, MSG_CAP);
+	assert_int_equal(proto_encode_xfer_totals(&b, &tot), 0);
+	fake_send(&f, &b);
+	fake_files(&f, &e, 1);
+	while (!seen[0].plan)
+		fake_read(&f, seen, 1);
+	fake_chunk(&f, 0, 0, 0, 4096, 5, false);
+	while (!seen[0].done)
+		fake_read(&f, seen, 1);
+	t0 = now_s();
+	if (t != TAIL_NO_END)
+		assert_int_equal(
+			conn_send_data(&f.data[0], CONN_REC_END, f.buf, 0), 0);
+	if (t == TAIL_JUNK)
+		assert_int_equal(write(f.data[0].fd, "x", 1), 1);
+	assert_int_equal(shutdown(f.data[0].fd, SHUT_WR), 0);
+	fake_empty(&f, PROTO_XFER_END);
+	for (k = 0; k < 16; k++) {
+		assert_int_equal(fake_next(&f, &h, 10000), 0);
+		if (h.type == PROTO_XFER_DONE || h.type == PROTO_ERROR)
+			break;
+		assert_int_equal(h.type, PROTO_XFER_ACKS);
+	}
+	assert_int_equal(h.type,
+			 t == TAIL_WHOLE ? PROTO_XFER_DONE : PROTO_ERROR);
+	/* at once, not after a timer */
+	assert_true(now_s() - t0 < 2.0);
+	shutdown(f.ctrl->fd, SHUT_WR);
+	pthread_join(rx.th, NULL);
+	print_message("# tail %d: %s\n", (int)t, rx.err.msg);
+	if (t == TAIL_WHOLE) {
+		assert_int_equal(rx.r, 0);
+	} else if (t == TAIL_JUNK) {
+		assert_int_equal(rx.r, LR_EFRAME);
+		assert_non_null(
+			strstr(rx.err.msg, "data after the stream's END"));
+	} else {
+		assert_int_equal(rx.r, LR_ETRUNC);
+		assert_non_null(strstr(rx.err.msg, "cut short"));
+	}
+	/* the file was named before: it is whole either way */
+	assert_int_equal(faccessat(rx.destfd, "one", F_OK, 0), 0);
+	close(rx.destfd);
+	free(f.buf);
+	free(f.rbuf);
+	link_close(&l);
+	rm_tree(dst);
+}
+
+static void test_receiver_stream_ends(void **state)
+{
+	(void)state;
+	receiver_stream_end(TAIL_WHOLE);
+	receiver_stream_end(TAIL_JUNK);
+	receiver_stream_end(TAIL_NO_END);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_slow_callback_does_not_hold_streams),
 		cmocka_unit_test(test_plan_after_failed_slot),
 		cmocka_unit_test(test_fail_reasons_by_idx),
+		cmocka_unit_test(test_sender_heartbeat_and_lost_done),
+		cmocka_unit_test(test_receiver_stream_ends),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -267,7 +267,26 @@ static void test_type_names(void **state)
 	assert_string_equal(proto_type_name(PROTO_XFER_ACKS), "XFER_ACKS");
 	assert_string_equal(proto_type_name(PROTO_XFER_END), "XFER_END");
 	assert_string_equal(proto_type_name(PROTO_XFER_DONE), "XFER_DONE");
+	assert_string_equal(proto_type_name(PROTO_XFER_ALIVE), "XFER_ALIVE");
+	assert_int_equal(PROTO_XFER_ALIVE, 0x39); /* the wire's */
+	assert_string_equal(proto_type_name(0x3a), "unknown");
 	assert_string_equal(proto_type_name(0x5f), "unknown");
+}
+
+/* XFER_ALIVE, the heartbeat: a header and no body. */
+static void test_alive_is_empty(void **state)
+{
+	uint8_t buf[PROTO_HDR_LEN];
+	struct proto_buf b;
+	struct proto_hdr h;
+
+	(void)state;
+	proto_buf_init(&b, buf, sizeof(buf));
+	assert_int_equal(proto_encode_empty(&b, PROTO_XFER_ALIVE), 0);
+	assert_int_equal(b.len, PROTO_HDR_LEN);
+	assert_int_equal(proto_decode_hdr(buf, b.len, 0, &h), PROTO_HDR_LEN);
+	assert_int_equal(h.type, PROTO_XFER_ALIVE);
+	assert_int_equal(h.len, 0);
 }
 
 /* ---- batch items ---- */
@@ -1811,6 +1830,7 @@ int main(void)
 		cmocka_unit_test(test_totals_roundtrip),
 		cmocka_unit_test(test_done_roundtrip),
 		cmocka_unit_test(test_type_names),
+		cmocka_unit_test(test_alive_is_empty),
 		cmocka_unit_test(test_items_roundtrip),
 		cmocka_unit_test(test_fail_text_bounds),
 		cmocka_unit_test(test_batch_fill),

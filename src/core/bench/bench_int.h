@@ -89,6 +89,7 @@ struct bench_stream {
 	_Atomic int64_t last_us; /* time of the last byte moved */
 	_Atomic bool done;
 	int error;	     /* 0 or -errno, written by the thread */
+	const char *why;     /* error's words beyond lr_strerror's, or NULL */
 	uint64_t bytes_omit; /* bytes when the omitted period ended */
 	uint64_t iv_bytes;   /* bytes at the start of the interval */
 	uint32_t iv_retrans;
@@ -168,9 +169,10 @@ void bench_run_sample(struct bench_run *run, struct bench_interval *iv,
 void bench_run_halt(struct bench_run *run);
 /* True when every stream thread has ended. */
 bool bench_run_all_done(const struct bench_run *run);
-/* Stop sending, wait up to grace_ms for receivers to reach EOF (UDP
- * receivers: BENCH_UDP_SILENCE_MS without a datagram), then force the rest
- * and join all threads. */
+/* Stop sending, wait up to grace_ms for receivers to reach EOF (sealed
+ * ones: their END record, then EOF; UDP receivers: BENCH_UDP_SILENCE_MS
+ * without a datagram), then force the rest and join all threads. A sealed
+ * receiver forced before its END fails with LR_ETRUNC. */
 void bench_run_stop(struct bench_run *run, int grace_ms);
 /* This side's per-stream results and CPU, for TEST_RESULTS. */
 void bench_run_results(const struct bench_run *run, struct proto_results *out,
@@ -197,7 +199,11 @@ void bench_run_cpu(const struct bench_run *run, uint64_t *user_us,
 		   uint64_t *sys_us);
 
 /* The first stream that failed (with ended_only, only among those whose
- * thread has ended): its error into err; 0 when none did. */
+ * thread has ended): its error into err ("stream N: what"); 0 when none
+ * did. A sealed stream fails unless its END record came and then its end
+ * of file: a stream cut short (LR_ETRUNC, also when the run gave up on it
+ * before its END), a record that failed to open (LR_ERECORD), a byte after
+ * END (LR_EFRAME). */
 int bench_run_error(const struct bench_run *run, bool ended_only,
 		    struct lr_err *err);
 
@@ -215,6 +221,8 @@ int bench_run_error(const struct bench_run *run, bool ended_only,
 #define CTRL_TIMEOUT_MS	   10000
 #define RESULTS_TIMEOUT_MS 10000
 #define STOP_GRACE_MS	   5000
+/* A sealed receiver waits this long for the end of file after END. */
+#define BENCH_EOF_MS 2000
 /* UDP receivers wake this often to notice the stop and the silence */
 #define UDP_POLL_MS 50
 /* datagrams per recvmmsg */

@@ -381,7 +381,8 @@ static const struct bench__client_ops lr_ops = {
 };
 
 /* TEST_STOP: the server stops its senders, we stop ours, everyone
- * drains; then the last part of an interval. */
+ * drains; then, when every stream we received ended whole (its END and
+ * its end of file), the last part of an interval. */
 static int stop_test(struct lr_client *c, struct lr_err *err)
 {
 	struct proto_buf b;
@@ -394,11 +395,48 @@ static int stop_test(struct lr_client *c, struct lr_err *err)
 	if (r)
 		return lr_err_setc(err, r, "sending TEST_STOP");
 	bench_run_stop(&c->run, STOP_GRACE_MS);
+	r = bench_run_error(&c->run, false, err);
+	if (r)
+		return r;
 	bench__client_tail(&c->run, c->o, c->cb, &c->clk);
-	return bench_run_error(&c->run, false, err);
+	return 0;
 }
 
-/* Our results for the server, then the server's into pres. */
+/* One of our streams failed (why): tell the server in an ERROR, so that
+ * it fails the test too and logs the reason. Best effort: the test has
+ * failed either way. */
+static void tell_server(struct lr_client *c, const struct lr_err *why)
+{
+	struct proto_error pe = { .code = PROTO_ERR_INTERNAL };
+	struct proto_buf b;
+
+	if (why->code == LR_ERECORD || why->code == LR_ETRUNC ||
+	    why->code == LR_EFRAME)
+		pe.code = PROTO_ERR_TAMPERED;
+	snprintf(pe.text, sizeof(pe.text), "%s", why->msg);
+	proto_buf_init(&b, c->buf, BUF_LEN);
+	if (!proto_encode_error(&b, &pe))
+		(void)conn_send_msg(&c->ctrl, c->buf, b.len,
+				    net_now_ms() + 2000);
+}
+
+/* Sending our results failed: a server that failed the test (a stream of
+ * its own failed) may have said why before it closed. */
+static int results_refused(struct lr_client *c, int r, struct lr_err *err)
+{
+	struct lr_err e2 = { 0 };
+	struct proto_hdr h;
+
+	if (expect_msg(&c->ctrl, PROTO_TEST_RESULTS, c->buf, BUF_LEN, &h, 1000,
+		       "the server's results", &e2) == LR_EPEER) {
+		*err = e2;
+		return e2.code;
+	}
+	return lr_err_setc(err, r, "sending results");
+}
+
+/* Our results for the server, then the server's into pres. The server
+ * answers with an ERROR instead when one of its streams failed. */
 static int trade_results(struct lr_client *c, struct proto_results *lres,
 			 struct proto_results *pres, struct lr_err *err)
 {
@@ -420,7 +458,7 @@ static int trade_results(struct lr_client *c, struct proto_results *lres,
 	r = conn_send_msg(&c->ctrl, c->buf, b.len,
 			  net_now_ms() + CTRL_TIMEOUT_MS);
 	if (r)
-		return lr_err_setc(err, r, "sending results");
+		return results_refused(c, r, err);
 	r = expect_msg(&c->ctrl, PROTO_TEST_RESULTS, c->buf, BUF_LEN, &h,
 		       RESULTS_TIMEOUT_MS, "the server's results", err);
 	if (r)
@@ -486,6 +524,10 @@ static int run_test(void *arg, struct lr_err *err)
 			       &lr_ops, c, err);
 	if (!r)
 		r = stop_test(c, err);
+	/* the test failed here, with one of our streams: the server hears
+	 * it from us (not when it told us, LR_EPEER) */
+	if (r && r != LR_EPEER && bench_run_error(&c->run, true, NULL))
+		tell_server(c, err);
 	if (!r)
 		r = trade_results(c, &lres, &pres, err);
 	if (r)

@@ -414,8 +414,12 @@ int bench_run_error(const struct bench_run *run, bool ended_only,
 	for (i = 0; i < run->nstreams; i++) {
 		const struct bench_stream *s = &run->streams[i];
 
-		if ((!ended_only || atomic_load(&s->done)) && s->error)
-			return lr_err_setc(err, s->error, "stream %u", i + 1);
+		if ((ended_only && !atomic_load(&s->done)) || !s->error)
+			continue;
+		if (s->why)
+			return lr_err_set(err, s->error, "stream %u: %s", i + 1,
+					  s->why);
+		return lr_err_setc(err, s->error, "stream %u", i + 1);
 	}
 	return 0;
 }

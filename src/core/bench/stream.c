@@ -172,8 +172,9 @@ static int send_loop(struct bench_stream *s, uint8_t *buf)
 	return 0;
 }
 
-/* Sender with records: seal each block in place and send it; an END
- * record tells the receiver nothing was cut off. */
+/* Sender with records: seal each block in place and send it; after the
+ * last one an END record, then the end of file (shutdown), which tell the
+ * receiver nothing was cut off. */
 static int send_sealed(struct bench_stream *s, uint8_t *buf)
 {
 	struct bench_run *run = s->run;
@@ -217,8 +218,25 @@ static int send_sealed(struct bench_stream *s, uint8_t *buf)
 	return 0;
 }
 
-/* Receiver with records: open each in place; the stream must end with an
- * END record. */
+/* After a sealed stream's END record: its end of file, with nothing
+ * before it. A peer that neither closes nor sends (or a run given up
+ * meanwhile) leaves the stream unfinished. */
+static int recv_eof_after_end(struct bench_stream *s)
+{
+	int r = conn_recv_eof(&s->conn, BENCH_EOF_MS);
+
+	if (r == LR_EFRAME) {
+		s->why = "data after the stream's END";
+	} else if (r == LR_ETIMEOUT || r == -ECANCELED) {
+		s->why = "no end of file after the stream's END";
+		r = LR_ETIMEOUT;
+	}
+	return r;
+}
+
+/* Receiver with records: open each in place and count its bytes once it
+ * opened. The stream is whole only with its END record and then its end
+ * of file; given up (abort) before END, it was cut short. */
 static int recv_sealed(struct bench_stream *s, uint8_t *buf, size_t cap)
 {
 	uint8_t type;
@@ -228,7 +246,7 @@ static int recv_sealed(struct bench_stream *s, uint8_t *buf, size_t cap)
 	for (;;) {
 		r = conn_recv_data(&s->conn, buf, cap, &type, &n);
 		if (r == -ECANCELED)
-			return 0;
+			return LR_ETRUNC;
 		if (r)
 			return r;
 		if (type == CONN_REC_END)
@@ -237,13 +255,7 @@ static int recv_sealed(struct bench_stream *s, uint8_t *buf, size_t cap)
 		atomic_store_explicit(&s->last_us, net_now_us(),
 				      memory_order_relaxed);
 	}
-	/* nothing may follow the END record */
-	r = conn_recv_data(&s->conn, buf, cap, &type, &n);
-	if (r == LR_ETRUNC)
-		return 0;
-	if (r == -ECANCELED)
-		return 0;
-	return r ? r : LR_EFRAME;
+	return recv_eof_after_end(s);
 }
 
 static int recv_loop(struct bench_stream *s, uint8_t *buf, size_t cap)

@@ -62,6 +62,15 @@ int proto_decode_hdr(const uint8_t *buf, size_t len, size_t max_body,
 	return PROTO_HDR_LEN;
 }
 
+void proto_encode_hdr(uint8_t out[PROTO_HDR_LEN], const struct proto_hdr *h)
+{
+	out[0] = h->type;
+	out[1] = h->flags;
+	out[2] = 0;
+	out[3] = 0;
+	proto__be32(out + 4, h->len);
+}
+
 void proto_buf_init(struct proto_buf *b, uint8_t *mem, size_t cap)
 {
 	b->p = mem;
@@ -194,6 +203,7 @@ const char *proto_type_name(uint8_t type)
 	case PROTO_XFER_ACKS: return "XFER_ACKS";
 	case PROTO_XFER_END: return "XFER_END";
 	case PROTO_XFER_DONE: return "XFER_DONE";
+	case PROTO_XFER_ALIVE: return "XFER_ALIVE";
 	case PROTO_PROBE_REQUEST: return "PROBE_REQUEST";
 	case PROTO_PROBE_RESULT: return "PROBE_RESULT";
 	default: return "unknown";

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* A bench test on linerate's server: accept it, take its streams, start
- * them, run the data phase until TEST_STOP, and trade results. */
+ * them, run the data phase until TEST_STOP, see every stream end whole,
+ * and trade results. */
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -110,8 +111,39 @@ static int bench_start(struct server_test *t,
 	return 0;
 }
 
+/* The code of the ERROR that tells the client about a failed stream:
+ * its records were changed, dropped or cut on the way, or something else
+ * went wrong. */
+static uint32_t stream_errcode(int error)
+{
+	switch (error) {
+	case LR_ERECORD:
+	case LR_ETRUNC:
+	case LR_EFRAME: return PROTO_ERR_TAMPERED;
+	case LR_ETIMEOUT: return PROTO_ERR_TIMEOUT;
+	default: return PROTO_ERR_INTERNAL;
+	}
+}
+
+/* Whether a stream failed (with ended_only, among those whose thread has
+ * ended): then the client is told why in an ERROR, and the error is
+ * returned with why; 0 when none did. */
+static int stream_failed(struct server_test *t, bool ended_only, char *why,
+			 size_t cap)
+{
+	struct lr_err e = { 0 };
+	int r;
+
+	r = bench_run_error(&t->run, ended_only, &e);
+	if (!r)
+		return 0;
+	snprintf(why, cap, "%s", e.msg);
+	server__send_error(&t->cc, stream_errcode(r), "%s", why);
+	return r;
+}
+
 /* The client's message during the data phase: 0 at TEST_STOP, else an
- * error with why. */
+ * error with why (an ERROR from the client: what it said). */
 static int phase_message(struct server_test *t, uint8_t *buf, char *why,
 			 size_t cap)
 {
@@ -132,21 +164,23 @@ static int phase_message(struct server_test *t, uint8_t *buf, char *why,
 	}
 	if (h.type == PROTO_TEST_STOP)
 		return 0;
+	if (h.type == PROTO_ERROR)
+		return server__client_error(buf, h.len, why, cap);
 	snprintf(why, cap, "unexpected %s during the test",
 		 proto_type_name(h.type));
 	server__send_error(&t->cc, PROTO_ERR_UNEXPECTED, "%s", why);
 	return LR_EBADMSG;
 }
 
-/* Run the data phase until TEST_STOP; returns 0 or an error with why. */
+/* Run the data phase until TEST_STOP; returns 0 or an error with why. A
+ * stream that failed is looked at before the control connection, so that
+ * its failure is what the test ends with. */
 static int data_phase(struct server_test *t, uint8_t *buf, char *why,
 		      size_t cap)
 {
 	struct server *srv = t->srv;
 	struct server_phase ph;
-	struct bench_stream *s;
-	unsigned i;
-	int ev;
+	int ev, r;
 
 	server__phase_init(&ph, &t->run, srv->o.max_duration_ms,
 			   SERVER_STOP_GRACE_MS);
@@ -161,15 +195,11 @@ static int data_phase(struct server_test *t, uint8_t *buf, char *why,
 					   why);
 			return -ECANCELED;
 		}
+		r = stream_failed(t, true, why, cap);
+		if (r)
+			return r;
 		if (ev)
 			return phase_message(t, buf, why, cap);
-		if ((s = server__phase_failed(&ph, &i))) {
-			snprintf(why, cap, "stream %u: %s", i + 1,
-				 lr_strerror(s->error));
-			server__send_error(&t->cc, PROTO_ERR_INTERNAL, "%s",
-					   why);
-			return s->error;
-		}
 		if (server__phase_sample_due(&ph))
 			bench_run_sample(&t->run, NULL, 0);
 		if (server__phase_over(&ph, why, cap)) {
@@ -177,6 +207,17 @@ static int data_phase(struct server_test *t, uint8_t *buf, char *why,
 			return LR_ETIMEOUT;
 		}
 	}
+}
+
+/* After TEST_STOP: our senders end their streams (END, then the end of
+ * file) and every stream we receive ends with its END and its end of file
+ * or fails, within SERVER_STOP_GRACE_MS. Results only when all are whole:
+ * a stream that failed fails the test, and the client gets an ERROR with
+ * its reason instead of TEST_RESULTS. */
+static int streams_whole(struct server_test *t, char *why, size_t cap)
+{
+	bench_run_stop(&t->run, SERVER_STOP_GRACE_MS);
+	return stream_failed(t, false, why, cap);
 }
 
 /* Our results into res (arr for its streams) and the event's figures. */
@@ -243,6 +284,8 @@ static int trade_results(struct server_test *t, uint8_t *buf,
 		r = proto_decode_results(buf, h.len, &cres);
 		if (r)
 			snprintf(why, cap, "malformed client results");
+	} else if (!r && h.type == PROTO_ERROR) {
+		r = server__client_error(buf, h.len, why, cap);
 	} else if (!r) {
 		r = LR_EBADMSG;
 		snprintf(why, cap, "expected TEST_RESULTS, got %s",
@@ -265,7 +308,10 @@ int server__bench_test(struct server_test *t, uint8_t *buf,
 		r = bench_start(t, req, why, cap);
 	if (!r) {
 		r = data_phase(t, buf, why, cap);
-		bench_run_stop(&t->run, SERVER_STOP_GRACE_MS);
+		if (r)
+			bench_run_stop(&t->run, SERVER_STOP_GRACE_MS);
+		else
+			r = streams_whole(t, why, cap);
 		if (!r)
 			r = trade_results(t, buf, arr, ev, why, cap);
 	}

@@ -29,6 +29,20 @@ int server__send_error(struct conn *c, uint32_t code, const char *fmt, ...)
 	return conn_send_msg(c, buf, b.len, net_now_ms() + 2000);
 }
 
+int server__client_error(const uint8_t *body, uint32_t len, char *why,
+			 size_t cap)
+{
+	struct proto_error pe;
+
+	if (proto_decode_error(body, len, &pe)) {
+		snprintf(why, cap,
+			 "the client ended it with a malformed ERROR");
+		return LR_EBADMSG;
+	}
+	snprintf(why, cap, "the client ended it: %s", pe.text);
+	return LR_EPEER;
+}
+
 int server__send_simple(struct conn *c, uint8_t type)
 {
 	uint8_t buf[PROTO_HDR_LEN];

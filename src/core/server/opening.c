@@ -181,7 +181,7 @@ static bool pending_handshake(struct server *srv, unsigned i,
 	struct pending *p = pending_at(srv, i);
 	uint8_t out[PROTO_HDR_LEN + SESSION_HS_LEN];
 	uint8_t c2s[CRYPTO_KEY_LEN], s2c[CRYPTO_KEY_LEN];
-	struct session_hello peer, me = { .version = 1 };
+	struct session_hello peer, me = { .version = SESSION_VERSION };
 	struct session_hs hs;
 	struct proto_buf b;
 	enum crypto_cipher cipher;
@@ -193,19 +193,33 @@ static bool pending_handshake(struct server *srv, unsigned i,
 			       "--token-file)");
 		return true;
 	}
-	r = session_hs_init(&hs, srv->o.psk, p->buf, PROTO_PREAMBLE_LEN);
+	r = session_hs_init(&hs, srv->o.psk, NULL, 0);
 	if (!r)
 		r = session_hs_read_init(&hs, body, h->len, &peer);
 	if (r == -EACCES) {
+		/* a flipped bit in flight looks the same: the penalty is
+		 * seconds (docs/PROTOCOL.md section 5) */
 		session_hs_wipe(&hs);
 		lsn_penalize(&srv->lsn, p->s.host, net_now_ms());
-		server__reject(srv, i, PROTO_ERR_AUTH, "wrong token");
+		server__reject(srv, i, PROTO_ERR_AUTH,
+			       "wrong token, or the connection was tampered "
+			       "with");
 		return true;
 	}
 	if (r) {
 		session_hs_wipe(&hs);
 		server__reject(srv, i, PROTO_ERR_BAD_REQUEST,
 			       "malformed HS_INIT");
+		return true;
+	}
+	/* the client holds the token: what it says it sent in clear must
+	 * be what came */
+	if (!session_hello_wire_ok(&peer, p->buf,
+				   p->buf + PROTO_PREAMBLE_LEN)) {
+		session_hs_wipe(&hs);
+		server__reject(srv, i, PROTO_ERR_TAMPERED,
+			       "the connection was tampered with (preamble "
+			       "changed in transit)");
 		return true;
 	}
 	cipher = session_pick_cipher(peer.cipher,
@@ -220,6 +234,8 @@ static bool pending_handshake(struct server *srv, unsigned i,
 	proto_msg_begin(&b, PROTO_HS_RESP);
 	b.len += SESSION_HS_LEN; /* the body is raw */
 	proto_msg_end(&b);
+	memcpy(me.wire, p->sent, PROTO_PREAMBLE_LEN);
+	memcpy(me.wire + PROTO_PREAMBLE_LEN, out, PROTO_HDR_LEN);
 	r = session_hs_write_resp(&hs, &me, out + PROTO_HDR_LEN);
 	if (!r)
 		r = session_hs_split(&hs, c2s, s2c);
@@ -248,6 +264,25 @@ static bool pending_handshake(struct server *srv, unsigned i,
 	return false;
 }
 
+/* The client's first record is an ERROR (it found our preamble changed
+ * on the way): log its words; no answer. */
+static void client_ended(struct server *srv, unsigned i,
+			 const struct proto_hdr *h, const uint8_t *body)
+{
+	struct proto_error pe;
+	char text[PROTO_MAX_TEXT + 1], msg[PROTO_MAX_TEXT + 32];
+
+	if (proto_decode_error(body, h->len, &pe)) {
+		server__reject(srv, i, 0,
+			       "the client ended it (malformed "
+			       "ERROR)");
+		return;
+	}
+	lr_escape(pe.text, strlen(pe.text), text, sizeof(text), false);
+	snprintf(msg, sizeof(msg), "the client ended it: %s", text);
+	server__reject(srv, i, 0, msg);
+}
+
 /* After the handshake: the first record, holding CTRL_OPEN or DATA_OPEN.
  * Returns true if i was removed. */
 static bool pending_record(struct server *srv, unsigned i, size_t *need)
@@ -274,6 +309,10 @@ static bool pending_record(struct server *srv, unsigned i, size_t *need)
 	r = conn_open_msg(&p->conn, p->buf, p->buf + CONN_REC_HDR, len, &h, &e);
 	if (r) {
 		server__reject(srv, i, PROTO_ERR_BAD_REQUEST, e.msg);
+		return true;
+	}
+	if (h.type == PROTO_ERROR) {
+		client_ended(srv, i, &h, p->buf + CONN_REC_HDR + PROTO_HDR_LEN);
 		return true;
 	}
 	pending_dispatch(srv, i, &h, p->buf + CONN_REC_HDR + PROTO_HDR_LEN);
@@ -355,6 +394,7 @@ static bool answer_preamble(struct server *srv, unsigned i)
 	v = proto_version_choose(pre.vmin, pre.vmax, PROTO_VERSION_MIN,
 				 PROTO_VERSION_MAX);
 	proto_encode_preamble(reply, PROTO_VERSION_MIN, PROTO_VERSION_MAX, v);
+	memcpy(p->sent, reply, sizeof(reply));
 	p->answered = true;
 	if (send(p->s.fd, reply, sizeof(reply), MSG_DONTWAIT | MSG_NOSIGNAL) !=
 	    (ssize_t)sizeof(reply)) {

@@ -93,8 +93,8 @@ struct lsn_limits {
 #define LSN_MAX_SLOTS	      256 /* entries of one table, at most */
 #define LSN_PENALTY_SLOTS     64
 #define LSN_PENALTY_FIRST_MS  1000
-#define LSN_PENALTY_MAX_MS    30000
-#define LSN_PENALTY_FORGET_MS (10 * 60 * 1000)
+#define LSN_PENALTY_MAX_MS    4000
+#define LSN_PENALTY_FORGET_MS (60 * 1000)
 #define LSN_PAUSE_MS	      100 /* out of descriptors: accept later */
 #define LSN_ACCEPT_BURST      64  /* connections taken per readiness */
 
@@ -195,8 +195,9 @@ struct pending {
 	struct conn conn;  /* plain until the handshake is done */
 	uint8_t buf[SERVER_OPEN_BUF];
 	size_t have;
-	bool answered; /* our preamble was sent */
-	bool secured;  /* handshake done; a record comes next */
+	bool answered;			  /* our preamble was sent */
+	uint8_t sent[PROTO_PREAMBLE_LEN]; /* that preamble, as sent */
+	bool secured; /* handshake done; a record comes next */
 };
 
 struct server {
@@ -245,6 +246,10 @@ void *server__test_main(void *arg);
 int server__send_error(struct conn *c, uint32_t code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 int server__send_simple(struct conn *c, uint8_t type);
+/* The client's ERROR (its body, len bytes) ends the test: why says "the
+ * client ended it: TEXT". LR_EPEER, or LR_EBADMSG when it is malformed. */
+int server__client_error(const uint8_t *body, uint32_t len, char *why,
+			 size_t cap);
 bool server__ctrl_gone(int fd);
 /* 0, LR_ECLOSED (the client closed its control connection) or
  * LR_ETIMEOUT */

@@ -709,7 +709,9 @@ static int last_acks(struct rxc *c)
 	return r ? lr_err_setc(c->err, r, "sending acknowledgements") : 0;
 }
 
-/* The stream threads end at the sender's END records, within bounds. */
+/* The stream threads end at the sender's END records and its end of
+ * file, within bounds; the heartbeat goes on meanwhile (a lost last
+ * XFER_ACKS shows at the sender then: its streams wait for it). */
 static void streams_end(struct rxc *c)
 {
 	struct xsess *x = c->x;
@@ -723,6 +725,7 @@ static void streams_end(struct rxc *c)
 				    "the sender did not end its streams");
 			break;
 		}
+		xfer__alive(x);
 		usleep(2000);
 	}
 	for (i = 0; i < x->cs->n; i++)
@@ -781,7 +784,10 @@ static int recv_loop(struct rxc *c)
 	if (r)
 		return r;
 	streams_end(c);
-	return send_done(c);
+	r = send_done(c);
+	if (!r)
+		xfer__ctrl_linger(x);
+	return r;
 }
 
 /* The session after the totals, to XFER_DONE: 0 or an error. */

@@ -364,16 +364,22 @@ static int record_turn(struct rxs *s, struct conn *c, uint8_t *buf, size_t cap)
 	int r;
 
 	r = conn_recv_data(c, buf, cap, &type, &n);
+	if (r == -ECONNRESET) {
+		/* a reset before END cuts the stream short too */
+		xfer__fatal(x, LR_ETRUNC, "stream %u: %s (reset)", s->st->i + 1,
+			    lr_strerror(LR_ETRUNC));
+		return LR_ETRUNC;
+	}
 	if (r) {
 		if (r != -ECANCELED)
 			xfer__fatal(x, r, "stream %u: %s", s->st->i + 1,
-				    r == LR_ETRUNC ? "the sender's stream "
-						     "ended early (cut?)"
-						   : lr_strerror(r));
+				    lr_strerror(r));
 		return r;
 	}
 	if (type == CONN_REC_END)
 		return 0;
+	if (!n)
+		return 1; /* the sender's heartbeat: no activity */
 	atomic_store(&x->last_activity_ms, net_now_ms());
 	s->st->nready = 0;
 	while (pos < n && !r) {
@@ -386,6 +392,29 @@ static int record_turn(struct rxs *s, struct conn *c, uint8_t *buf, size_t cap)
 	return r ? r : 1;
 }
 
+/* After the END record: nothing may follow it (docs/PROTOCOL.md section
+ * 6), and the sender shuts its side after it. Read to its end of file,
+ * at most TAIL_MS; a byte after END, or no end, fails the session at
+ * once. A reset after END leaves the stream whole: nothing followed. */
+static void stream_tail(struct rxs *s, struct conn *c)
+{
+	int r = conn_recv_eof(c, TAIL_MS);
+
+	if (!r || r == -ECANCELED || r == -ECONNRESET)
+		return;
+	if (r == LR_EFRAME)
+		xfer__fatal(s->x, r, "stream %u: data after the stream's END",
+			    s->st->i + 1);
+	else if (r == LR_ETIMEOUT)
+		xfer__fatal(s->x, r,
+			    "stream %u: the sender did not close it after its "
+			    "END within %d s",
+			    s->st->i + 1, TAIL_MS / 1000);
+	else
+		xfer__fatal(s->x, r, "stream %u: after its END: %s",
+			    s->st->i + 1, lr_strerror(r));
+}
+
 void *xfer__recv_stream(void *arg)
 {
 	struct sthread *st = arg;
@@ -395,13 +424,16 @@ void *xfer__recv_stream(void *arg)
 	size_t cap = PROTO_XFER_CHUNK_HDR_LEN + x->chunk + CRYPTO_TAG_LEN;
 	int64_t t0 = net_now_us();
 	uint8_t *buf = malloc(cap);
+	int r;
 
 	if (!buf) {
 		xfer__fatal(x, -ENOMEM, "out of memory for a stream buffer");
 		return NULL;
 	}
-	while (record_turn(&s, c, buf, cap) > 0)
+	while ((r = record_turn(&s, c, buf, cap)) > 0)
 		;
+	if (!r)
+		stream_tail(&s, c);
 	xfer__add_waits(x, c, s.disk_ns, s.hash_ns, t0);
 	atomic_fetch_add(&x->rx.ended, 1);
 	free(buf);

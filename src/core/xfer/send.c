@@ -31,6 +31,9 @@ struct txc {
 	uint32_t next_idx;
 	uint64_t announced, bytes_ann;
 	bool walk_done, end_sent, got_done, streams_closed;
+	bool late_kinds;  /* directories or symlinks: told at the end */
+	bool read_failed; /* the control connection failed us (not the peer's
+			     ERROR, not a stream, not an interruption) */
 	struct pclock pc;
 	struct proto_xfer_done done;
 	/* files that changed as they were read, to announce again */
@@ -497,6 +500,7 @@ static int announce_one(struct txc *c, struct proto_buf *b)
 	if (r)
 		return r;
 	proto_put_xfer_entry(b, &pe);
+	c->late_kinds |= pe.kind != PROTO_XK_FILE;
 	r = window_add(x, &x->win[SLOT(c->next_idx)], &pe, &e);
 	x->win[SLOT(c->next_idx)].tx.rereads = rereads;
 	if (!r)
@@ -745,6 +749,7 @@ static enum tx_step tx_turn(struct txc *c)
 
 	r = xfer__ctrl_turn(x, tmo > 0 ? tmo : 0, c->rbuf, &h, "receiver",
 			    "sender", c->err);
+	c->read_failed = r < 0 && r != -ECANCELED && !x->error;
 	if (r == 1)
 		r = tx_dispatch(c, &h);
 	xfer__deliver(x);
@@ -818,6 +823,19 @@ static int send_totals(struct txc *c)
 	return r;
 }
 
+/* The session failed reading the control connection when all that was
+ * left was the receiver's XFER_DONE: every entry was acknowledged, every
+ * file verified, none failed, and no directory or symlink waits for the
+ * end to be told. The receiver finished; its last message was lost or
+ * tampered with (the session still fails: the caller decides what that
+ * means for it). */
+static bool only_done_lost(const struct txc *c)
+{
+	return c->read_failed && c->end_sent && c->streams_closed &&
+	       !c->got_done && !c->late_kinds && !c->nrq &&
+	       !c->x->res->files_failed && !c->x->tx.late_reason[0];
+}
+
 /* The loop, from the first announcement to XFER_DONE. */
 static int send_loop(struct txc *c)
 {
@@ -829,8 +847,10 @@ static int send_loop(struct txc *c)
 	while (step != TX_DONE && step != TX_FAIL)
 		step = tx_steps[step](c);
 	xfer__walk_fini(&c->w);
-	if (step == TX_FAIL)
+	if (step == TX_FAIL) {
+		c->x->res->peer_end_lost = only_done_lost(c);
 		return c->r ? c->r : -EIO;
+	}
 	take_done(c);
 	return 0;
 }

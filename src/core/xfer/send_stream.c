@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,6 +37,8 @@ struct txs {
 	size_t off;	   /* bytes of the record built */
 	uint32_t data_len; /* bytes of data it stands for */
 	uint64_t disk_ns, hash_ns;
+	bool sealed;	 /* records are numbered: heartbeats tell */
+	int64_t sent_ms; /* the last record sent */
 };
 
 /* Read up to len bytes from a pipe; *got < len only at its end. */
@@ -171,8 +174,11 @@ static void take_small(struct txs *s)
 	}
 }
 
+#define TAKE_IDLE 3
+
 /* The next record's chunks: 1 with s->items filled, 2 for nothing to do
- * this time (the file ended meanwhile), 0 when the stream is done. */
+ * this time (the file ended meanwhile), TAKE_IDLE when nothing came for
+ * ALIVE_MS on a sealed stream, 0 when the stream is done. */
 static int take_batch(struct txs *s)
 {
 	struct xsess *x = s->x;
@@ -181,10 +187,11 @@ static int take_batch(struct txs *s)
 	int r;
 
 	xfer__lock(&x->lock);
-	r = xfer__take_work(x, &slot, &chunk, &s->pipe);
-	if (r <= 0) {
+	r = xfer__take_work(x, &slot, &chunk, &s->pipe,
+			    s->sealed ? s->sent_ms + ALIVE_MS : -1);
+	if (r <= 0 || r == XFER_IDLE) {
 		xfer__unlock(&x->lock);
-		return 0;
+		return r == XFER_IDLE ? TAKE_IDLE : 0;
 	}
 	*it = (struct item){ .f = &x->win[slot], .chunk = chunk };
 	if (it->f->tx.state == XTX_ENDED) {
@@ -340,12 +347,32 @@ static int take_pipe_chunk(struct txs *s)
 	return 0;
 }
 
+/* Nothing to send for ALIVE_MS: an empty DATA record, so that a record
+ * dropped before it (the last chunk of all, say) fails to open at the
+ * receiver now, not after IDLE_MS of silence. It is no activity: 1 to go
+ * on, <0 on a failure (reported). */
+static int stream_alive(struct txs *s)
+{
+	int r = conn_send_data(s->c, CONN_REC_DATA, s->buf, 0);
+
+	if (r) {
+		if (r != -ECANCELED)
+			xfer__fatal(s->x, r, "stream %u: %s", s->st->i + 1,
+				    lr_strerror(r));
+		return r;
+	}
+	s->sent_ms = net_now_ms();
+	return 1;
+}
+
 /* One record: taken, read, hashed, sent, accounted. 1 to go on, 0 when
  * the stream is done, <0 on a failure (reported). */
 static int stream_turn(struct txs *s)
 {
 	int r = take_batch(s);
 
+	if (r == TAKE_IDLE)
+		return stream_alive(s);
 	if (r != 1)
 		return r ? 1 : 0;
 	if (s->pipe) {
@@ -365,10 +392,24 @@ static int stream_turn(struct txs *s)
 					    s->st->i + 1, lr_strerror(r));
 			return r;
 		}
-		atomic_store(&s->x->last_activity_ms, net_now_ms());
+		s->sent_ms = net_now_ms();
+		atomic_store(&s->x->last_activity_ms, s->sent_ms);
 	}
 	batch_done(s);
 	return 1;
+}
+
+/* The stream's END record, then our side shut (docs/PROTOCOL.md section
+ * 6): nothing follows END, and the receiver reads to our end of file. */
+static void stream_end(struct txs *s)
+{
+	int r = conn_send_data(s->c, CONN_REC_END, s->buf, 0);
+
+	if (!r && shutdown(s->c->fd, SHUT_WR))
+		r = -errno;
+	if (r && r != -ECANCELED)
+		xfer__fatal(s->x, r, "stream %u: %s", s->st->i + 1,
+			    lr_strerror(r));
 }
 
 void *xfer__send_stream(void *arg)
@@ -378,21 +419,18 @@ void *xfer__send_stream(void *arg)
 	struct txs s = { .st = st, .x = x, .c = &x->cs->data[st->i] };
 	size_t cap = PROTO_XFER_CHUNK_HDR_LEN + x->chunk + CRYPTO_TAG_LEN;
 	int64_t t0 = net_now_us();
-	int r;
 
 	s.buf = malloc(cap);
 	if (!s.buf) {
 		xfer__fatal(x, -ENOMEM, "out of memory for a stream buffer");
 		return NULL;
 	}
+	s.sealed = conn_data_sealed(s.c);
+	s.sent_ms = net_now_ms();
 	while (stream_turn(&s) > 0)
 		;
-	if (!atomic_load(&x->abort)) {
-		r = conn_send_data(s.c, CONN_REC_END, s.buf, 0);
-		if (r && r != -ECANCELED)
-			xfer__fatal(x, r, "stream %u: %s", st->i + 1,
-				    lr_strerror(r));
-	}
+	if (!atomic_load(&x->abort))
+		stream_end(&s);
 	xfer__add_waits(x, s.c, s.disk_ns, s.hash_ns, t0);
 	free(s.buf);
 	return NULL;

@@ -68,7 +68,8 @@ int xfer__sess_init(struct xsess *x, struct xfer_conns *cs,
 		return -errno;
 	init_locks(x);
 	x->t0_us = net_now_us();
-	atomic_store(&x->last_activity_ms, net_now_ms());
+	x->ctrl_sent_ms = net_now_ms();
+	atomic_store(&x->last_activity_ms, x->ctrl_sent_ms);
 	/* plans and acknowledgements are small and must not wait for the
 	 * peer's delayed ACK (Nagle) */
 	setsockopt(cs->ctrl->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -142,7 +143,59 @@ int xfer__ctrl_send(struct xsess *x, struct proto_buf *b)
 			  net_now_ms() + CTRL_TIMEOUT_MS);
 	b->len = 0;
 	b->start = 0;
+	x->ctrl_sent_ms = net_now_ms();
 	return r;
+}
+
+void xfer__alive(struct xsess *x)
+{
+	uint8_t buf[PROTO_HDR_LEN];
+	struct proto_buf b;
+
+	if (!x->cs->ctrl->secure || net_now_ms() - x->ctrl_sent_ms < ALIVE_MS)
+		return;
+	proto_buf_init(&b, buf, sizeof(buf));
+	if (proto_encode_empty(&b, PROTO_XFER_ALIVE) ||
+	    xfer__ctrl_send(x, &b)) {
+		/* the next read says what became of the peer */
+	}
+}
+
+/* Milliseconds until the next heartbeat is due, at most tmo. */
+static int64_t alive_due(const struct xsess *x, int64_t tmo)
+{
+	int64_t due = x->ctrl_sent_ms + ALIVE_MS - net_now_ms();
+
+	if (!x->cs->ctrl->secure || due > tmo)
+		return tmo;
+	return due > 0 ? due : 0;
+}
+
+/* The bounds of a linger: what one read takes, and how many. */
+#define LINGER_BUF   512
+#define LINGER_READS 4096
+
+void xfer__ctrl_linger(struct xsess *x)
+{
+	struct pollfd pf = { .fd = x->cs->ctrl->fd, .events = POLLIN };
+	int64_t end = net_now_ms() + LINGER_MS, left;
+	uint8_t buf[LINGER_BUF];
+	unsigned n;
+	ssize_t k;
+
+	if (shutdown(pf.fd, SHUT_WR))
+		return; /* gone already */
+	for (n = 0; n < LINGER_READS; n++) {
+		left = end - net_now_ms();
+		if (left <= 0 || (x->o->cancel && atomic_load(x->o->cancel)))
+			return;
+		/* wake now and then to see the cancel flag */
+		if (poll(&pf, 1, left < 100 ? (int)left : 100) <= 0)
+			continue;
+		k = recv(pf.fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR))
+			return; /* its end, or a reset */
+	}
 }
 
 int xfer__ctrl_send_raw(struct conn *c, struct proto_buf *b)
@@ -266,12 +319,24 @@ static int aborted(struct xsess *x, struct lr_err *err)
 	return r ? r : -ECANCELED;
 }
 
-/*
- * One turn of a control loop: wait up to tmo ms for the peer or a stream
- * thread. 1 with a message in rbuf and *h, 0 without one, or a negative
- * error with err filled and the peer told why (peer and me name the two
- * sides in messages).
- */
+/* A message read: the peer's heartbeat is taken here (0, and no
+ * activity: it must not keep a stalled session alive), anything else
+ * counts (1). */
+static int took_msg(struct xsess *x, const struct proto_hdr *h,
+		    struct lr_err *err)
+{
+	if (h->type != PROTO_XFER_ALIVE) {
+		atomic_store(&x->last_activity_ms, net_now_ms());
+		return 1;
+	}
+	if (!h->len)
+		return 0;
+	lr_err_set(err, LR_EBADMSG, "malformed XFER_ALIVE (%u bytes)", h->len);
+	xfer__send_error(x, PROTO_ERR_BAD_REQUEST, err->msg);
+	return LR_EBADMSG;
+}
+
+/* peer and me name the two sides in messages. */
 int xfer__ctrl_turn(struct xsess *x, int64_t tmo, uint8_t *rbuf,
 		    struct proto_hdr *h, const char *peer, const char *me,
 		    struct lr_err *err)
@@ -283,6 +348,8 @@ int xfer__ctrl_turn(struct xsess *x, int64_t tmo, uint8_t *rbuf,
 	char text[64];
 	int r;
 
+	xfer__alive(x);
+	tmo = alive_due(x, tmo);
 	if (poll(pf, 2, (int)tmo) < 0 && errno != EINTR)
 		return lr_err_setc(err, -errno, "poll");
 	if (x->o->cancel && atomic_load(x->o->cancel)) {
@@ -299,14 +366,19 @@ int xfer__ctrl_turn(struct xsess *x, int64_t tmo, uint8_t *rbuf,
 	r = conn_recv_msg(x->cs->ctrl, rbuf, MSG_BUF, h,
 			  net_now_ms() + CTRL_TIMEOUT_MS, err);
 	if (r == LR_ECLOSED)
-		return lr_err_set(err, r, "the %s closed the connection", peer);
+		/* a side that fails says why first (ERROR): a close
+		 * without a word before the session's end is a cut */
+		return lr_err_set(err, r,
+				  "the %s closed the connection before the "
+				  "session's end (control connection cut "
+				  "short)",
+				  peer);
 	if (r) {
 		/* tell the peer why (a forged record) */
 		xfer__send_error(x, PROTO_ERR_BAD_REQUEST, err->msg);
 		return r;
 	}
-	atomic_store(&x->last_activity_ms, net_now_ms());
-	return 1;
+	return took_msg(x, h, err);
 }
 
 int xfer__start_threads(struct xsess *x, struct sthread *ts,

@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "net.h"
 #include "xfer_int.h"
 #include "banned.h"
 
@@ -273,9 +275,36 @@ static int take_retry(struct xsess *x, uint32_t *slot, uint32_t *chunk)
 	return 0;
 }
 
-int xfer__take_work(struct xsess *x, uint32_t *slot, uint32_t *chunk,
-		    bool *pipe)
+/* Wait for work on x->cv until idle_until (< 0: for as long as it
+ * takes): false when that time has come. Under lock. */
+static bool work_wait(struct xsess *x, int64_t idle_until)
 {
+	struct timespec ts;
+	int64_t left;
+
+	if (idle_until < 0) {
+		pthread_cond_wait(&x->cv, &x->lock);
+		return true;
+	}
+	left = idle_until - net_now_ms();
+	if (left <= 0)
+		return false;
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* the clock of x->cv */
+	ts.tv_sec += left / 1000;
+	ts.tv_nsec += (long)(left % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&x->cv, &x->lock, &ts);
+	return true;
+}
+
+int xfer__take_work(struct xsess *x, uint32_t *slot, uint32_t *chunk,
+		    bool *pipe, int64_t idle_until)
+{
+	bool more = true;
+
 	for (;;) {
 		if (atomic_load(&x->abort))
 			return -ECANCELED;
@@ -299,8 +328,10 @@ int xfer__take_work(struct xsess *x, uint32_t *slot, uint32_t *chunk,
 		}
 		if (atomic_load(&x->closing))
 			return 0;
+		if (!more)
+			return XFER_IDLE;
 		x->tx.waiters++;
-		pthread_cond_wait(&x->cv, &x->lock);
+		more = work_wait(x, idle_until);
 		x->tx.waiters--;
 	}
 }

@@ -112,6 +112,15 @@ _Static_assert(XFER_MIN_CHUNK == PROTO_XFER_MIN_CHUNK &&
 #define ESC_MAX	    (FSIO_MAX_PATH * 4 + 1) /* an escaped path */
 #define RX_NAMES    1024u /* cells of the receiver's table of names */
 
+/* A sealed connection that carried nothing for ALIVE_MS carries a
+ * heartbeat: XFER_ALIVE on control, an empty DATA record on a sender's
+ * data stream. Records are numbered, so a record dropped before it makes
+ * the heartbeat fail to open: a loss is found within ALIVE_MS, not after
+ * IDLE_MS of silence. Neither counts as activity for IDLE_MS. */
+#define ALIVE_MS  1000
+#define TAIL_MS	  3000 /* receiver: a data stream's EOF after its END */
+#define LINGER_MS 1500 /* receiver: the sender's close after XFER_DONE */
+
 /* A chunk's state in a file's cstate array. */
 enum cstate {
 	CS_NEEDED = 0,
@@ -322,6 +331,7 @@ struct xsess {
 	uint64_t bytes_done, bytes_held;
 	uint64_t files_done;
 	_Atomic int64_t last_activity_ms;
+	int64_t ctrl_sent_ms;	 /* control thread: the last message sent */
 	struct xfer_waits waits; /* summed at thread exit */
 	int64_t t0_us;
 };
@@ -403,9 +413,21 @@ void xfer__data_sockopts(struct xsess *x);
 void xfer__raise_nofile(void);
 void xfer__add_waits(struct xsess *x, const struct conn *c, uint64_t disk_ns,
 		     uint64_t hash_ns, int64_t t0);
+/* One turn of a control loop: the heartbeat when due, then wait up to
+ * tmo ms for the peer or a stream thread. 1 with a message in rbuf and *h
+ * (never XFER_ALIVE: taken here), 0 without one, or a negative error with
+ * err filled and the peer told why. */
 int xfer__ctrl_turn(struct xsess *x, int64_t tmo, uint8_t *rbuf,
 		    struct proto_hdr *h, const char *peer, const char *me,
 		    struct lr_err *err);
+/* XFER_ALIVE when the sealed control connection sent nothing for
+ * ALIVE_MS. A failed heartbeat is not an error of its own: the read that
+ * follows tells what became of the peer. Control thread. */
+void xfer__alive(struct xsess *x);
+/* After XFER_DONE: shut our side and wait up to LINGER_MS for the peer's
+ * close, reading and dropping what it sends meanwhile, so that our last
+ * message is not lost to a reset. Control thread. */
+void xfer__ctrl_linger(struct xsess *x);
 int xfer__start_threads(struct xsess *x, struct sthread *ts,
 			void *(*fn)(void *));
 void xfer__join_threads(struct xsess *x, struct sthread *ts);
@@ -503,9 +525,12 @@ void xfer__sum_if_hashed(struct xsess *x, struct xfile *f);
 bool xfer__sum_ready(struct xsess *x, struct xfile *f);
 /* Sender, under lock: the head of the work queue leaves it. */
 void xfer__fifo_pop(struct xsess *x);
-/* Sender, under lock: work for a stream thread (1), 0 when closing. */
+/* Sender, under lock: work for a stream thread (1), 0 when closing,
+ * XFER_IDLE when none came by idle_until (a net_now_ms time; < 0: wait
+ * as long as it takes), -ECANCELED on abort. */
+#define XFER_IDLE 2
 int xfer__take_work(struct xsess *x, uint32_t *slot, uint32_t *chunk,
-		    bool *pipe);
+		    bool *pipe, int64_t idle_until);
 int xfer__take_more(struct xsess *x, uint32_t room, uint32_t *slot,
 		    uint32_t *chunk);
 void xfer__pass_on(struct xsess *x);
