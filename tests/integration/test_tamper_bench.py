@@ -37,6 +37,7 @@ import time
 import pytest
 
 from lrproc import describe, run_bench, strict_json
+from test_attacker import token_file  # noqa: F401 (a fixture)
 from test_attacker import (AttackRelay, C2S, HS_INIT, HS_RESP, LOOP,
                            REC_DATA, REC_END, S2C, TAG_LEN, _recv_exact,
                            clean_env)
@@ -184,17 +185,6 @@ class EndRelay(AttackRelay):
 def bench(binary, *args):
     run = functools.partial(subprocess.run, env=clean_env())
     return run_bench(binary, *args, timeout=RUN_BOUND, run=run)
-
-
-@pytest.fixture
-def token_file(tmp_path, linerate_bin):
-    res = subprocess.run([linerate_bin, "token"], capture_output=True,
-                         text=True, timeout=30)
-    assert res.returncode == 0, describe(res)
-    path = tmp_path / "token"
-    path.write_text(res.stdout)
-    path.chmod(0o600)
-    return str(path)
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ import time
 import pytest
 
 from lrproc import connect, describe, preamble, read_preamble, run_bench
+from test_attacker import token_file  # noqa: F401 (a fixture)
 from util import wait_until
 
 LOOP = "127.0.0.1"
@@ -130,17 +131,6 @@ class ByteRelay:
 
 
 @pytest.fixture
-def token_file(tmp_path, linerate_bin):
-    res = subprocess.run([linerate_bin, "token"], capture_output=True,
-                         text=True, timeout=30)
-    assert res.returncode == 0, describe(res)
-    path = tmp_path / "token"
-    path.write_text(res.stdout)
-    path.chmod(0o600)
-    return str(path)
-
-
-@pytest.fixture
 def srv(serve, token_file):
     return serve("-B", LOOP, "--token-file", token_file,
                  "--max-duration", "20")
@@ -157,16 +147,19 @@ def error_lines(res):
             if ln.startswith(ERROR_PREFIX)]
 
 
-def assert_not_held(srv, bound=0.5):
-    """The server reads this address at once: no penalty holds it (a
-    held address gets no preamble back for at least 1 s)."""
+def not_held(srv, bound=0.5):
+    """Whether the server reads this address at once: no penalty holds
+    it (a held address gets no preamble back for at least 1 s)."""
     t0 = time.monotonic()
     with connect(srv.port) as s:
         s.settimeout(5)
         s.sendall(preamble())
         read_preamble(s)
-    took = time.monotonic() - t0
-    assert took < bound, (took, srv.log.text())
+    return time.monotonic() - t0 < bound
+
+
+def assert_not_held(srv):
+    assert not_held(srv), srv.log.text()
 
 
 # (conn, direction, offset, mask, what the server logs)
@@ -231,8 +224,9 @@ def test_handshake_body_change_is_a_failed_tag(srv, linerate_bin, token_file):
     srv.wait_log(r"127\.0\.0\.1:\d+: rejected: " + re.escape(WRONG) + "$",
                  since=since)
     # the server's answer changed: the client's words
+    wait_until(lambda: not_held(srv), 5,
+               what="the first case's penalty over")
     with ByteRelay(srv.port, 0, S2C, 40, 0x01) as relay:
-        time.sleep(1.1)  # the penalty of the first case is over
         res = bench(linerate_bin, token_file, relay.port)
     assert res.returncode == 1, describe(res)
     assert "did not verify (another token, or the connection was " \

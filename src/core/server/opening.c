@@ -269,18 +269,10 @@ static bool pending_handshake(struct server *srv, unsigned i,
 static void client_ended(struct server *srv, unsigned i,
 			 const struct proto_hdr *h, const uint8_t *body)
 {
-	struct proto_error pe;
-	char text[PROTO_MAX_TEXT + 1], msg[PROTO_MAX_TEXT + 32];
+	char why[PROTO_MAX_TEXT + 32];
 
-	if (proto_decode_error(body, h->len, &pe)) {
-		server__reject(srv, i, 0,
-			       "the client ended it (malformed "
-			       "ERROR)");
-		return;
-	}
-	lr_escape(pe.text, strlen(pe.text), text, sizeof(text), false);
-	snprintf(msg, sizeof(msg), "the client ended it: %s", text);
-	server__reject(srv, i, 0, msg);
+	(void)server__client_error(body, h->len, why, sizeof(why));
+	server__reject(srv, i, 0, why);
 }
 
 /* After the handshake: the first record, holding CTRL_OPEN or DATA_OPEN.
