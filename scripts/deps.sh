@@ -10,10 +10,11 @@ pkgs=(
 	python3 python3-pytest
 	iproute2 iputils-ping ethtool procps psmisc iperf3 universal-ctags
 	openssh-server openssh-client passwd nftables
+	rsync # the filter tests compare with it
 	busybox # the --copy-self script under the shell tools of OpenWrt
 )
 if [ "${1:-}" = "--bench" ]; then
-	pkgs+=(rsync netcat-openbsd fio hyperfine time)
+	pkgs+=(netcat-openbsd fio hyperfine time)
 fi
 
 missing=()

@@ -14,6 +14,7 @@
 
 #include "cmds.h"
 #include "core/cipher.h"
+#include "core/filter.h"
 #include "core/token.h"
 #include "core/xfer.h"
 #include "opts.h"
@@ -39,12 +40,19 @@
 	"  -w, --window SIZE     socket buffer size (default: the kernel's)\n"      \
 	"      --overwrite       replace existing files\n"                          \
 	"      --update          replace existing files whose size or mtime\n"      \
-	"                        differ; skip the others\n"                         \
+	"                        differ, except those newer at the destination\n"   \
+	"                        (rsync's -u)\n"                                    \
 	"      --no-fsync        do not wait for the destination disk before\n"     \
 	"                        renaming (faster; a crash or power loss of\n"      \
 	"                        the receiver can then lose the newest files)\n"    \
 	"      --keep-setid      keep setuid/setgid bits (dropped by default)\n"    \
-	"      --link-speed RATE speed of the link for the %% of its ceiling\n"     \
+	"      --exclude PATTERN leave out what matches (rsync's rules: *, **,\n"   \
+	"                        ?, [..]; a leading / anchors at the root, a\n"     \
+	"                        trailing / matches directories only)\n"            \
+	"      --include PATTERN keep what matches (the first rule that\n"          \
+	"                        matches decides, as in rsync)\n"                   \
+	"      --exclude-from FILE, --include-from FILE  rules, one a line\n"       \
+	"      --link-speed RATE speed of the link for the % of its ceiling\n"      \
 	"      --json            one JSON object per event on standard output\n"    \
 	"  -e, --rsh CMD         start the far end with CMD (default ssh), as\n"    \
 	"                        rsync's -e: -e 'ssh -p 2222 -i key'\n"             \
@@ -100,6 +108,7 @@ struct send_cli {
 	const char *dest;
 	char destbuf[XFER_MAX_PATH + 1];  /* DIR of `send - HOST:DIR/NAME` */
 	char destname[XFER_MAX_PATH + 1]; /* get: DEST when it is missing */
+	struct lr_filter filter;	  /* --exclude, --include */
 	uint8_t psk[SESSION_PSK_LEN];
 };
 
@@ -112,6 +121,10 @@ enum {
 	OPT_KEEP_SETID,
 	OPT_LINK_SPEED,
 	OPT_JSON,
+	OPT_EXCLUDE,
+	OPT_INCLUDE,
+	OPT_EXCLUDE_FROM,
+	OPT_INCLUDE_FROM,
 };
 
 static const struct opts_common_spec common_spec = {
@@ -132,6 +145,10 @@ static const struct option long_opts[] = {
 	{ "keep-setid", no_argument, NULL, OPT_KEEP_SETID },
 	{ "link-speed", required_argument, NULL, OPT_LINK_SPEED },
 	{ "json", no_argument, NULL, OPT_JSON },
+	{ "exclude", required_argument, NULL, OPT_EXCLUDE },
+	{ "include", required_argument, NULL, OPT_INCLUDE },
+	{ "exclude-from", required_argument, NULL, OPT_EXCLUDE_FROM },
+	{ "include-from", required_argument, NULL, OPT_INCLUDE_FROM },
 	SSHCLI_LONG_OPTIONS,
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -187,6 +204,22 @@ static int parse_limit(const char *arg, uint64_t *out, struct lr_err *err)
 	return opts_bytes("--limit", arg, 1000, UINT64_MAX / 2, out, err);
 }
 
+/* --exclude or --include PATTERN. */
+static int filter_rule_option(struct send_cli *o, bool include, const char *arg,
+			      struct lr_err *err)
+{
+	char msg[LR_ERR_MSG];
+	int r = filter_add_arg(&o->filter, include, arg, err);
+
+	if (r) {
+		snprintf(msg, sizeof(msg), "%s", err->msg);
+		lr_err_set(err, r, "--%s '%.60s%s': %s",
+			   include ? "include" : "exclude", arg,
+			   strlen(arg) > 60 ? "..." : "", msg);
+	}
+	return r;
+}
+
 /* One of send's and get's own options. */
 static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 {
@@ -214,6 +247,13 @@ static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 		return opts_rate("--link-speed", optarg, 1000, UINT64_MAX / 2,
 				 &o->link_speed, err);
 	case OPT_JSON: o->json = true; return 0;
+	case OPT_EXCLUDE:
+	case OPT_INCLUDE:
+		return filter_rule_option(o, c == OPT_INCLUDE, optarg, err);
+	case OPT_EXCLUDE_FROM:
+	case OPT_INCLUDE_FROM:
+		return filter_read_file(&o->filter, c == OPT_INCLUDE_FROM,
+					optarg, err);
 	case 'r': return 0; /* scp's habit; trees are always recursive */
 	case 'q': o->quiet = true; return 0;
 	case 'h': return 1;
@@ -248,6 +288,16 @@ static int stdin_dest(const char *path, struct send_cli *o, struct lr_err *err)
 	return 0;
 }
 
+/* A source sent as its contents, as rsync reads it: "dir/", ".", "dir/."
+ * (its entries land in DIR), not "dir" (which lands as DIR/dir). */
+static bool contents_of(const char *arg)
+{
+	size_t n = strlen(arg);
+
+	return (n && arg[n - 1] == '/') || !strcmp(arg, ".") ||
+	       (n >= 2 && !strcmp(arg + n - 2, "/."));
+}
+
 /* send's operands: PATH... HOST:[DIR]. */
 static int push_args(int argc, char **argv, int first, struct send_cli *o,
 		     struct lr_err *err)
@@ -270,6 +320,8 @@ static int push_args(int argc, char **argv, int first, struct send_cli *o,
 			return lr_err_set(err, -EINVAL,
 					  "'-' (standard input) goes alone");
 		o->paths[i - first] = argv[i];
+		if (contents_of(argv[i]))
+			o->c.src.contents |= 1ull << (i - first);
 	}
 	o->c.src.npaths = (unsigned)(last - first);
 	o->c.src.paths = o->paths;
@@ -310,6 +362,15 @@ static int pull_args(int argc, char **argv, int first, struct send_cli *o,
 			return -EINVAL;
 		if (i == first)
 			o->ra = ra;
+		/* HOST:DIR/ sends DIR's contents; the path goes without the
+		 * slash (argv is ours to change) */
+		if (path[0] && path[strlen(path) - 1] == '/') {
+			char *end = (char *)path + strlen(path);
+
+			while (end > path + 1 && end[-1] == '/')
+				*--end = '\0';
+			o->c.src.contents |= 1ull << o->c.npaths;
+		}
 		if (i == first)
 			snprintf(o->hostbuf, sizeof(o->hostbuf), "%s", hb);
 		else if (strcmp(o->hostbuf, hb))
@@ -356,6 +417,7 @@ static int send_parse(int argc, char **argv, struct send_cli *o,
 		    : push_args(argc, argv, optind, o, err);
 	if (r)
 		return -EINVAL;
+	o->c.src.filter = o->filter.n ? &o->filter : NULL;
 	if ((o->c.x.flags & XFER_F_OVERWRITE) && (o->c.x.flags & XFER_F_UPDATE))
 		return lr_err_set(err, -EINVAL,
 				  "--overwrite and --update exclude each "
@@ -674,7 +736,9 @@ static int run(int argc, char **argv, bool pull)
 	struct lr_err err = { 0 };
 	struct report_xfer *rx;
 	struct sigaction sa;
-	struct send_cli o;
+	/* static: large (the paths' buffers), and what it holds stays
+	 * reachable on every way out (run is called once) */
+	static struct send_cli o;
 	struct sshcli sc = { 0 };
 	FILE *out;
 	int r;
@@ -750,8 +814,14 @@ static int run(int argc, char **argv, bool pull)
 	report_xfer_free(rx);
 	if (o.c.dest.dirfd >= 0)
 		close(o.c.dest.dirfd);
+	filter_free(&o.filter);
 	if (atomic_load(&cancelled))
 		return 130;
+	/* the session ran to its end and every failure was a source that
+	 * could not be read: rsync's "partial transfer due to error" */
+	if (r == -EIO && res.files_unread &&
+	    res.files_unread >= res.files_failed)
+		return EXIT_PARTIAL;
 	return r ? EXIT_RUNTIME : EXIT_OK;
 }
 

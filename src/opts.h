@@ -45,6 +45,11 @@ int opts_prompt_token(const char *prompt, uint8_t psk[32], struct lr_err *err);
 void opts_add_hint(char *msg, size_t cap, int code);
 
 /* Exit codes, documented in the man page. */
-enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
+enum {
+	EXIT_OK = 0,
+	EXIT_RUNTIME = 1,
+	EXIT_USAGE = 2,
+	EXIT_PARTIAL = 23, /* rsync's: sources not read; the rest went */
+};
 
 #endif

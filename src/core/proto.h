@@ -108,6 +108,12 @@ enum proto_tag {
 	 * files written come in PROTO_T_FILES */
 	PROTO_T_FILES_FAILED = 0x003e,
 	PROTO_T_FILES_SKIPPED = 0x003f,
+	PROTO_T_UNREAD = 0x0040, /* XFER_FILES: a source the sender could
+				    not read */
+	/* XFER_REQUEST, critical: a peer that does not know them must refuse
+	 * the request rather than send what they leave out */
+	PROTO_T_FILTER = 0x8040,   /* kind:u8 pattern; repeated */
+	PROTO_T_CONTENTS = 0x8041, /* u64: pull paths sent as their contents */
 	/* linerate doctor */
 	PROTO_T_DISK_BYTES = 0x0050,
 	PROTO_T_DISK_USEC = 0x0051,
@@ -252,6 +258,8 @@ struct proto_results {
 #define PROTO_XFER_MAX_PATH	 4096u /* bytes of a relative path */
 #define PROTO_XFER_MAX_NAME	 255u  /* bytes of one component */
 #define PROTO_XFER_MAX_PATHS	 64u   /* source paths of one pull */
+#define PROTO_XFER_MAX_FILTERS	 1024u /* filter rules of one request */
+#define PROTO_XFER_MAX_PATTERN	 1024u /* bytes of a filter pattern */
 #define PROTO_XFER_MIN_CHUNK	 (64u << 10)
 #define PROTO_XFER_MAX_CHUNK	 (8u << 20)
 #define PROTO_XFER_DIGEST_LEN	 16u
@@ -264,7 +272,7 @@ enum proto_xfer_op { PROTO_XFER_PUSH = 1, PROTO_XFER_PULL = 2 };
 /* XFER_REQUEST flags */
 enum proto_xfer_flag {
 	PROTO_XF_OVERWRITE = 1u << 0,
-	PROTO_XF_UPDATE = 1u << 1, /* overwrite when size or mtime differ */
+	PROTO_XF_UPDATE = 1u << 1, /* overwrite unless newer there (rsync -u) */
 	PROTO_XF_NO_FSYNC = 1u << 2,
 	PROTO_XF_KEEP_SETID = 1u << 3, /* keep setuid/setgid bits */
 	PROTO_XF_STDOUT = 1u << 4,  /* pull into a pipe: one file, in order */
@@ -284,6 +292,16 @@ struct proto_xfer_request {
 	unsigned npaths;
 	const char *paths[PROTO_XFER_MAX_PATHS];
 	uint16_t path_lens[PROTO_XFER_MAX_PATHS];
+	/* pull: bit i set = paths[i] is a directory whose contents are sent
+	 * (a trailing '/' as the user typed it), not the directory itself */
+	uint64_t contents;
+	/* filter rules in order (filter.h): include or exclude, and the
+	 * pattern, 1..PROTO_XFER_MAX_PATTERN bytes, pointers into the body
+	 * (the receiver checks the text with filter_add) */
+	unsigned nfilters;
+	const char *filters[PROTO_XFER_MAX_FILTERS];
+	uint16_t filter_lens[PROTO_XFER_MAX_FILTERS];
+	bool filter_include[PROTO_XFER_MAX_FILTERS];
 };
 
 struct proto_xfer_accept {
@@ -386,6 +404,15 @@ struct proto_xfer_fail {
 	uint32_t idx;
 	uint32_t code; /* errno value (positive) or PROTO_ERR_* */
 	char text[PROTO_MAX_TEXT + 1];
+};
+
+/* PROTO_T_UNREAD: code:u32 path: a source the sender could not read
+ * (never announced, or a directory announced whose entries it could not
+ * list): the receiver counts it failed, and deletes nothing. */
+struct proto_xfer_unread {
+	uint32_t code;	   /* errno value, 1..4095 */
+	uint16_t path_len; /* 1..PROTO_XFER_MAX_PATH, no NUL */
+	const char *path;  /* into the message */
 };
 
 /* PROTO_T_WAIT: where the receiver's stream threads spent their time,
@@ -572,6 +599,8 @@ void proto_put_xfer_sum(struct proto_buf *b, const struct proto_xfer_sum *s);
 void proto_put_xfer_ack(struct proto_buf *b, const struct proto_xfer_ack *a);
 void proto_put_xfer_fail(struct proto_buf *b, const struct proto_xfer_fail *f);
 void proto_put_xfer_wait(struct proto_buf *b, const struct proto_xfer_wait *w);
+void proto_put_xfer_unread(struct proto_buf *b,
+			   const struct proto_xfer_unread *u);
 
 struct proto_xfer_iter {
 	const uint8_t *body;
@@ -603,6 +632,8 @@ int proto_xfer_get_fail(const struct proto_xfer_iter *it,
 			struct proto_xfer_fail *f);
 int proto_xfer_get_wait(const struct proto_xfer_iter *it,
 			struct proto_xfer_wait *w);
+int proto_xfer_get_unread(const struct proto_xfer_iter *it,
+			  struct proto_xfer_unread *u);
 
 /* Chunk header: encode into out[PROTO_XFER_CHUNK_HDR_LEN]; decode returns
  * 0 or LR_EBADMSG (unknown kind, len 0 or above PROTO_XFER_MAX_CHUNK,

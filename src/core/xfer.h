@@ -43,7 +43,7 @@ enum xfer_op { XFER_PUSH = 1, XFER_PULL = 2 };
  * options added to a push). */
 enum xfer_flag {
 	XFER_F_OVERWRITE = 1u << 0, /* replace existing files */
-	XFER_F_UPDATE = 1u << 1,    /* replace when size or mtime differ */
+	XFER_F_UPDATE = 1u << 1,   /* as rsync -u: replace unless newer there */
 	XFER_F_NO_FSYNC = 1u << 2, /* name files without waiting for the disk */
 	XFER_F_KEEP_SETID = 1u << 3, /* keep setuid/setgid bits */
 	XFER_F_STDOUT = 1u << 4,     /* a pull of one file into a pipe */
@@ -51,11 +51,17 @@ enum xfer_flag {
 };
 
 /* What a sender sends: local paths (push) or paths below a root (pull). */
+struct lr_filter; /* filter.h */
+
 struct xfer_source {
 	int rootfd;	 /* pull: the server's root; -1 for push */
 	unsigned npaths; /* push: CLI arguments; "-" is stdin */
 	const char *const *paths;
-	const char *stdin_name; /* push of "-": the name to give it */
+	/* bit i: paths[i] is a directory whose contents are sent, not the
+	 * directory itself (a trailing '/', as rsync reads it) */
+	uint64_t contents;
+	const struct lr_filter *filter; /* what is left out; NULL: nothing */
+	const char *stdin_name;		/* push of "-": the name to give it */
 	/* the totals when the caller counted them already (one walk less) */
 	bool counted, pipe;
 	uint64_t files, bytes;
@@ -125,6 +131,9 @@ struct xfer_result {
 	uint64_t bytes;	     /* written and verified this session */
 	uint64_t bytes_held; /* already held by the receiver (resume) */
 	uint64_t files_ok, files_failed, files_skipped;
+	/* of files_failed: sources the sender could not read (or, for a
+	 * directory, list); the rest of the tree went (exit status 23) */
+	uint64_t files_unread;
 	double seconds;
 	bool authenticated;
 	enum crypto_cipher cipher;

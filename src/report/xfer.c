@@ -224,6 +224,7 @@ void report_xfer_end(struct report_xfer *rx, const struct xfer_result *res,
 		report__add_num(o, "files_ok", (double)res->files_ok);
 		report__add_num(o, "files_failed", (double)res->files_failed);
 		report__add_num(o, "files_skipped", (double)res->files_skipped);
+		report__add_num(o, "files_unread", (double)res->files_unread);
 		report__add_num(o, "streams", res->streams);
 		report__add_num(o, "chunk_size", res->chunk_size);
 		cJSON_AddStringToObject(

@@ -82,6 +82,13 @@ static void fuzz_request(const uint8_t *body, size_t len, uint8_t *enc)
 		CHECK(!n || (p[0] != '/' && p[n - 1] != '/'));
 		CHECK(!memchr(p, '\0', n));
 	}
+	CHECK(m.op == PROTO_XFER_PULL || m.contents == 0);
+	CHECK(m.npaths == 64 || (m.contents >> m.npaths) == 0);
+	CHECK(m.nfilters <= PROTO_XFER_MAX_FILTERS);
+	for (i = 0; i < m.nfilters; i++)
+		CHECK(m.filter_lens[i] >= 1 &&
+		      m.filter_lens[i] <= PROTO_XFER_MAX_PATTERN &&
+		      inside(m.filters[i], m.filter_lens[i], body, len));
 
 	proto_buf_init(&b, enc, ENC_CAP);
 	CHECK(proto_encode_xfer_request(&b, &m) == 0);
@@ -93,6 +100,11 @@ static void fuzz_request(const uint8_t *body, size_t len, uint8_t *enc)
 	for (i = 0; i < m.npaths; i++)
 		CHECK(m.path_lens[i] == m2.path_lens[i] &&
 		      !memcmp(m.paths[i], m2.paths[i], m.path_lens[i]));
+	CHECK(m.contents == m2.contents && m.nfilters == m2.nfilters);
+	for (i = 0; i < m.nfilters; i++)
+		CHECK(m.filter_include[i] == m2.filter_include[i] &&
+		      m.filter_lens[i] == m2.filter_lens[i] &&
+		      !memcmp(m.filters[i], m2.filters[i], m.filter_lens[i]));
 }
 
 static void check_str(const char *s, size_t cap)

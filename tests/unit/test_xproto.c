@@ -414,6 +414,106 @@ static void test_items_roundtrip(void **state)
 }
 
 /* A failure text of the maximum length, and an empty one. */
+/* A pull's filter rules and CONTENTS travel; a push with CONTENTS, a
+ * bit past the paths or a bad FILTER kind is malformed. */
+static void test_request_filters(void **state)
+{
+	static const char *const pull[] = { "a", "b" };
+	struct proto_xfer_request r, out;
+	struct msg m;
+	uint8_t *body;
+	size_t len;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	r.op = PROTO_XFER_PULL;
+	r.streams = 2;
+	set_paths(&r, pull, 2);
+	r.contents = 2;
+	r.nfilters = 2;
+	r.filters[0] = "*.o";
+	r.filter_lens[0] = 3;
+	r.filters[1] = "keep/***";
+	r.filter_lens[1] = 8;
+	r.filter_include[1] = true;
+	msg_init(&m, MSG_CAP);
+	assert_int_equal(proto_encode_xfer_request(&m.b, &r), 0);
+	body = msg_body(&m, PROTO_XFER_REQUEST, &len);
+	assert_int_equal(proto_decode_xfer_request(body, len, &out), 0);
+	assert_true(out.contents == 2);
+	assert_int_equal(out.nfilters, 2);
+	assert_false(out.filter_include[0]);
+	assert_true(out.filter_include[1]);
+	assert_memory_equal(out.filters[1], "keep/***", 8);
+	msg_free(&m);
+
+	r.contents = 4; /* path 2 of 2 */
+	msg_init(&m, MSG_CAP);
+	assert_int_equal(proto_encode_xfer_request(&m.b, &r), 0);
+	body = msg_body(&m, PROTO_XFER_REQUEST, &len);
+	assert_int_equal(proto_decode_xfer_request(body, len, &out),
+			 LR_EBADMSG);
+	msg_free(&m);
+
+	r.contents = 1;
+	r.op = PROTO_XFER_PUSH;
+	set_paths(&r, pull, 1);
+	msg_init(&m, MSG_CAP);
+	assert_int_equal(proto_encode_xfer_request(&m.b, &r), 0);
+	body = msg_body(&m, PROTO_XFER_REQUEST, &len);
+	assert_int_equal(proto_decode_xfer_request(body, len, &out),
+			 LR_EBADMSG);
+	msg_free(&m);
+}
+
+/* UNREAD items: a round trip; code 0, a NUL in the path and an empty
+ * path are malformed. */
+static void test_unread_item(void **state)
+{
+	struct proto_xfer_unread u = { .code = 13,
+				       .path_len = 5,
+				       .path = "a/b.c" },
+				 g;
+	struct proto_xfer_iter it;
+	struct msg m;
+	uint8_t *body;
+	size_t len;
+
+	(void)state;
+	msg_init(&m, MSG_CAP);
+	proto_msg_begin(&m.b, PROTO_XFER_FILES);
+	proto_put_xfer_unread(&m.b, &u);
+	u.code = 0;
+	proto_put_xfer_unread(&m.b, &u);
+	u.code = 2;
+	u.path = "a\0b";
+	u.path_len = 3;
+	proto_put_xfer_unread(&m.b, &u);
+	u.path_len = 0;
+	proto_put_xfer_unread(&m.b, &u);
+	assert_int_equal(proto_msg_end(&m.b), 0);
+	body = msg_body(&m, PROTO_XFER_FILES, &len);
+	proto_xfer_iter_init(&it, body, len);
+	assert_int_equal(proto_xfer_iter_next(&it), 1);
+	assert_int_equal(proto_xfer_get_unread(&it, &g), 0);
+	assert_int_equal(g.code, 13);
+	assert_int_equal(g.path_len, 5);
+	assert_memory_equal(g.path, "a/b.c", 5);
+	/* an UNREAD is not an ENTRY */
+	{
+		struct proto_xfer_entry e;
+
+		assert_int_equal(proto_xfer_get_entry(&it, &e), LR_EBADMSG);
+	}
+	assert_int_equal(proto_xfer_iter_next(&it), 1);
+	assert_int_equal(proto_xfer_get_unread(&it, &g), LR_EBADMSG);
+	assert_int_equal(proto_xfer_iter_next(&it), 1);
+	assert_int_equal(proto_xfer_get_unread(&it, &g), LR_EBADMSG);
+	assert_int_equal(proto_xfer_iter_next(&it), 1);
+	assert_int_equal(proto_xfer_get_unread(&it, &g), LR_EBADMSG);
+	msg_free(&m);
+}
+
 static void test_fail_text_bounds(void **state)
 {
 	struct proto_xfer_fail f, g;
@@ -1833,6 +1933,8 @@ int main(void)
 		cmocka_unit_test(test_alive_is_empty),
 		cmocka_unit_test(test_items_roundtrip),
 		cmocka_unit_test(test_fail_text_bounds),
+		cmocka_unit_test(test_request_filters),
+		cmocka_unit_test(test_unread_item),
 		cmocka_unit_test(test_batch_fill),
 		cmocka_unit_test(test_batch_room_cap),
 		cmocka_unit_test(test_items_malformed),

@@ -133,6 +133,21 @@ void proto_put_xfer_fail(struct proto_buf *b, const struct proto_xfer_fail *f)
 	memcpy(q + 8, f->text, n);
 }
 
+void proto_put_xfer_unread(struct proto_buf *b,
+			   const struct proto_xfer_unread *u)
+{
+	size_t n = u->path_len;
+	uint8_t *q;
+
+	if (n > PROTO_XFER_MAX_PATH)
+		n = PROTO_XFER_MAX_PATH;
+	q = put_item(b, PROTO_T_UNREAD, 4 + n);
+	if (!q)
+		return;
+	proto__be32(q, u->code);
+	memcpy(q + 4, u->path, n);
+}
+
 void proto_put_xfer_wait(struct proto_buf *b, const struct proto_xfer_wait *w)
 {
 	uint8_t *q = put_item(b, PROTO_T_WAIT, PROTO__WAIT_LEN);
@@ -297,6 +312,24 @@ int proto_xfer_get_fail(const struct proto_xfer_iter *it,
 		return LR_EBADMSG;
 	f->idx = proto__rd32(it->value);
 	f->code = proto__rd32(it->value + 4);
+	return 0;
+}
+
+int proto_xfer_get_unread(const struct proto_xfer_iter *it,
+			  struct proto_xfer_unread *u)
+{
+	const uint8_t *v = it->value;
+	uint32_t code;
+
+	if (it->tag != PROTO_T_UNREAD || !v || it->vlen < 5 ||
+	    it->vlen > 4 + PROTO_XFER_MAX_PATH)
+		return LR_EBADMSG;
+	code = proto__rd32(v);
+	if (code < 1 || code > 4095 || memchr(v + 4, 0, it->vlen - 4u))
+		return LR_EBADMSG;
+	u->code = code;
+	u->path_len = (uint16_t)(it->vlen - 4u);
+	u->path = (const char *)v + 4;
 	return 0;
 }
 

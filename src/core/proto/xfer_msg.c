@@ -53,6 +53,20 @@ static bool chunk_size_ok(uint32_t n)
 	return n >= PROTO_XFER_MIN_CHUNK && n <= PROTO_XFER_MAX_CHUNK;
 }
 
+static void put_filter(struct proto_buf *b, bool include, const char *pat,
+		       size_t len)
+{
+	uint8_t v[1 + PROTO_XFER_MAX_PATTERN];
+
+	if (!len || len > PROTO_XFER_MAX_PATTERN)
+		len = 0; /* refused by the peer: never sent so */
+	v[0] = include ? 1 : 0;
+	memcpy(v + 1, pat, len);
+	proto_put_bytes(b, PROTO_T_FILTER, v, 1 + len);
+}
+
+static int get_filter(void *msg, const struct proto__tlv *t);
+
 int proto_encode_xfer_request(struct proto_buf *b,
 			      const struct proto_xfer_request *m)
 {
@@ -66,7 +80,27 @@ int proto_encode_xfer_request(struct proto_buf *b,
 	proto_put_u64(b, PROTO_T_RATE, m->rate);
 	for (i = 0; i < m->npaths && i < PROTO_XFER_MAX_PATHS; i++)
 		proto_put_bytes(b, PROTO_T_PATH, m->paths[i], m->path_lens[i]);
+	if (m->contents)
+		proto_put_u64(b, PROTO_T_CONTENTS, m->contents);
+	for (i = 0; i < m->nfilters && i < PROTO_XFER_MAX_FILTERS; i++)
+		put_filter(b, m->filter_include[i], m->filters[i],
+			   m->filter_lens[i]);
 	return proto_msg_end(b);
+}
+
+/* A FILTER value: kind (0 exclude, 1 include), then the pattern. */
+static int get_filter(void *msg, const struct proto__tlv *t)
+{
+	struct proto_xfer_request *m = msg;
+
+	if (m->nfilters >= PROTO_XFER_MAX_FILTERS || t->len < 2 ||
+	    t->len > 1 + PROTO_XFER_MAX_PATTERN || t->v[0] > 1)
+		return LR_EBADMSG;
+	m->filter_include[m->nfilters] = t->v[0] == 1;
+	m->filters[m->nfilters] = (const char *)t->v + 1;
+	m->filter_lens[m->nfilters] = (uint16_t)(t->len - 1);
+	m->nfilters++;
+	return 0;
 }
 
 /* A path: a pointer into the body, checked with the others at the end. */
@@ -90,6 +124,8 @@ static const struct proto__field xfer_request_fields[] = {
 	PROTO__F_U32(PROTO_T_XFLAGS, XR, flags, 0),
 	PROTO__F_U64(PROTO_T_RATE, XR, rate, 0),
 	PROTO__F_FN(PROTO_T_PATH, get_path, 0, PROTO__MANY),
+	PROTO__F_U64(PROTO_T_CONTENTS, XR, contents, 0),
+	PROTO__F_FN(PROTO_T_FILTER, get_filter, 0, PROTO__MANY),
 };
 #undef XR
 
@@ -107,6 +143,10 @@ static bool xfer_request_ok(const struct proto_xfer_request *m)
 	if (m->flags & ~(uint32_t)XF_ALL)
 		return false;
 	if (m->npaths < 1 || (push && m->npaths != 1))
+		return false;
+	/* a push's sender is the client: its trailing '/' stays there */
+	if (push ? m->contents != 0
+		 : m->npaths < 64 && (m->contents >> m->npaths) != 0)
 		return false;
 	for (i = 0; i < m->npaths; i++)
 		if (!xfer_path_ok((const uint8_t *)m->paths[i], m->path_lens[i],

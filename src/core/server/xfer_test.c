@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "filter.h"
 #include "fsio.h"
 #include "xfer.h"
 #include "server_int.h"
@@ -86,6 +87,27 @@ static int copy_paths(struct server_test *t,
 			return LR_EBADPATH;
 		}
 	}
+	return 0;
+}
+
+/* A pull's filter rules, as strings of our own (the request's buffer
+ * is read into again before the walk). */
+static int copy_filters(struct server_test *t,
+			const struct proto_xfer_request *req,
+			struct lr_filter *f, char *why, size_t cap)
+{
+	struct lr_err e = { 0 };
+	unsigned i;
+
+	for (i = 0; i < req->nfilters; i++)
+		if (filter_add(f, req->filter_include[i], req->filters[i],
+			       req->filter_lens[i], &e)) {
+			snprintf(why, cap, "refused filter rule %u: %s", i + 1,
+				 e.msg);
+			server__send_error(&t->cc, PROTO_ERR_BAD_REQUEST, "%s",
+					   why);
+			return LR_EBADMSG;
+		}
 	return 0;
 }
 
@@ -190,6 +212,7 @@ static int open_streams(struct server_test *t,
 /* The engine, as the receiver of a push or the sender of a pull. */
 static int run_engine(struct server_test *t,
 		      const struct proto_xfer_request *req, char **paths,
+		      const struct lr_filter *filter,
 		      const struct xfer_dest *dest, struct server_event *ev,
 		      char *why, size_t cap)
 {
@@ -216,6 +239,8 @@ static int run_engine(struct server_test *t,
 	} else {
 		src.npaths = req->npaths;
 		src.paths = (const char *const *)paths;
+		src.contents = req->contents;
+		src.filter = filter->n ? filter : NULL;
 		xo.flags &= ~(uint32_t)PROTO_XF_STDOUT;
 		r = xfer_send(&cs, &src, &xo, srv->o.xfer_cb, &ev->xres, &e);
 		/* the client verified every file and finished; only its
@@ -253,6 +278,7 @@ int server__xfer_test(struct server_test *t, uint8_t *buf, uint32_t len,
 	char *paths[PROTO_XFER_MAX_PATHS] = { 0 };
 	char destpath[2 * FSIO_MAX_PATH + 2];
 	struct xfer_dest dest = { .dirfd = -1, .path = "" };
+	struct lr_filter filter = { 0 };
 	int destfd = -1, r;
 	unsigned i;
 
@@ -263,6 +289,8 @@ int server__xfer_test(struct server_test *t, uint8_t *buf, uint32_t len,
 	r = admit(t, &req, why, cap);
 	if (!r)
 		r = copy_paths(t, &req, paths, why, cap);
+	if (!r)
+		r = copy_filters(t, &req, &filter, why, cap);
 	if (!r && req.op == PROTO_XFER_PUSH)
 		r = open_dest(t, paths[0], &dest, &destfd, destpath, why, cap);
 	if (!r)
@@ -270,9 +298,10 @@ int server__xfer_test(struct server_test *t, uint8_t *buf, uint32_t len,
 	if (!r)
 		r = open_streams(t, &req, buf, why, cap);
 	if (!r)
-		r = run_engine(t, &req, paths, &dest, ev, why, cap);
+		r = run_engine(t, &req, paths, &filter, &dest, ev, why, cap);
 	if (destfd >= 0)
 		close(destfd);
+	filter_free(&filter);
 	for (i = 0; i < PROTO_XFER_MAX_PATHS; i++)
 		free(paths[i]);
 	return r;

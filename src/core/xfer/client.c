@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "filter.h"
 #include "link.h"
 #include "net.h"
 #include "xfer_int.h"
@@ -338,6 +339,43 @@ static void client_close(struct xcl *k)
 	free(k->buf);
 }
 
+/* A pull: the sender (the server) walks, so the filter rules and which
+ * paths are sent as their contents travel in the request. */
+static int request_filters(const struct xfer_client_opts *o,
+			   struct proto_xfer_request *req, struct lr_err *err)
+{
+	const struct lr_filter *f = o->src.filter;
+	size_t bytes = 0;
+	unsigned i;
+
+	req->contents = o->src.contents;
+	if (!f)
+		return 0;
+	if (f->n > PROTO_XFER_MAX_FILTERS)
+		return lr_err_set(err, -E2BIG,
+				  "%u filter rules: a pull takes %u at most",
+				  f->n, PROTO_XFER_MAX_FILTERS);
+	for (i = 0; i < f->n; i++) {
+		size_t n;
+		bool inc;
+		const char *t = filter_rule_text(f, i, &n, &inc);
+
+		bytes += 5 + n;
+		req->filters[i] = t;
+		req->filter_lens[i] = (uint16_t)n;
+		req->filter_include[i] = inc;
+	}
+	/* the request is one message of at most 64 KiB */
+	if (bytes > 60000)
+		return lr_err_set(
+			err, -E2BIG,
+			"the filter rules take %zu bytes: a pull takes "
+			"60,000 at most",
+			bytes);
+	req->nfilters = f->n;
+	return 0;
+}
+
 /* The request the options make. */
 static int request_of(const struct xfer_client_opts *o,
 		      struct proto_xfer_request *req, struct lr_err *err)
@@ -362,6 +400,8 @@ static int request_of(const struct xfer_client_opts *o,
 		req->paths[i] = o->paths[i];
 		req->path_lens[i] = (uint16_t)n;
 	}
+	if (o->op == XFER_PULL)
+		return request_filters(o, req, err);
 	return 0;
 }
 

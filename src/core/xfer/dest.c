@@ -80,6 +80,14 @@ static int plan_dir(struct xsess *x, struct xfile *f, const char *parent,
 	return 0;
 }
 
+/* Whether what is there (st) was modified after the entry's source, in
+ * whole seconds as rsync -u compares them (a file system that keeps
+ * coarser times than the source's must not make every file "newer"). */
+static bool newer(const struct stat *st, const struct proto_xfer_entry *e)
+{
+	return st->st_mtim.tv_sec > e->mtime_sec;
+}
+
 /* What is there under the name already: 0 to go on, 1 when decided (SKIP
  * or REFUSE). In a directory this session made, nothing is there it did
  * not make: no lookup. */
@@ -108,6 +116,11 @@ static int plan_existing(struct xsess *x, struct xfile *f,
 	}
 	if (!(flags & (XFER_F_OVERWRITE | XFER_F_UPDATE)))
 		return refuse(f, plan, -EEXIST, "exists");
+	/* --update as rsync's -u: a copy newer than the source's is kept */
+	if ((flags & XFER_F_UPDATE) && !f->pipe && newer(&st, e)) {
+		plan->action = PROTO_XA_SKIP;
+		return 1;
+	}
 	return 0;
 }
 

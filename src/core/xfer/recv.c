@@ -26,6 +26,7 @@ struct rxc {
 	struct sthread *ts;
 	uint32_t next_idx;
 	uint64_t nfiles, nbytes;
+	uint64_t unread; /* UNREAD items so far */
 	struct late *late;
 	struct pclock pc;
 	bool got_end;
@@ -394,6 +395,32 @@ static int dest_ready(struct rxc *c)
 	return 0;
 }
 
+/* A source the sender could not read: a failed file here too (and, for
+ * what comes next, a reason to delete nothing). At most one per entry
+ * the totals announced, plus one per source path. */
+static int on_unread(struct rxc *c, const struct proto_xfer_unread *u)
+{
+	struct xsess *x = c->x;
+	char path[PROTO_XFER_MAX_PATH + 1], why[PROTO_MAX_TEXT];
+	int code = -(int)u->code;
+
+	if (++c->unread > c->tot.files + XFER_MAX_PATHS)
+		return lr_err_set(c->err, LR_EBADMSG,
+				  "the sender told of more unreadable sources "
+				  "than it announced: cut off");
+	memcpy(path, u->path, u->path_len);
+	path[u->path_len] = 0;
+	snprintf(why, sizeof(why), "the sender could not read it: %s",
+		 lr_strerror(code));
+	xfer__lock(&x->lock);
+	x->res->files_failed++;
+	x->res->files_unread++;
+	xfer__note_failure_at(x, path, why, code);
+	xfer__path_event(x, path, false, why, code);
+	xfer__unlock(&x->lock);
+	return 0;
+}
+
 /* One FILES message, answered with one XFER_PLAN (more if it
  * overflows). */
 static int on_files(struct rxc *c, const uint8_t *body, size_t len)
@@ -408,7 +435,19 @@ static int on_files(struct rxc *c, const uint8_t *body, size_t len)
 	proto_xfer_iter_init(&it, body, len);
 	while ((r = proto_xfer_iter_next(&it)) == 1) {
 		struct proto_xfer_entry e;
+		struct proto_xfer_unread u;
 
+		if (it.tag == PROTO_T_UNREAD) {
+			if (proto_xfer_get_unread(&it, &u))
+				return lr_err_set(c->err, LR_EBADMSG,
+						  "the sender told of an "
+						  "unreadable source in a "
+						  "malformed item");
+			r = on_unread(c, &u);
+			if (r)
+				return r;
+			continue;
+		}
 		if (proto_xfer_get_entry(&it, &e))
 			return lr_err_set(c->err, LR_EBADMSG,
 					  "the sender announced a malformed "

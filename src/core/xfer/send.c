@@ -459,6 +459,34 @@ static int next_reread(struct txc *c, struct wentry *e, char *path,
 	return 0;
 }
 
+/* A source that could not be read (all of it, or a directory's
+ * entries): told here as a failed file, and to the receiver in an UNREAD
+ * item, which counts it and deletes nothing. */
+static int unreadable(struct txc *c, struct proto_buf *b)
+{
+	struct xsess *x = c->x;
+	const struct lr_err *why = &c->w.eerr;
+	struct proto_xfer_unread u = {
+		.code = (uint32_t)(why->code < 0 && why->code > -4096
+					   ? -why->code
+					   : EIO),
+		.path_len = (uint16_t)c->w.plen,
+		.path = c->w.path,
+	};
+	int r;
+
+	local_failure(x, c->w.path, why->msg, why->code);
+	xfer__lock(&x->lock);
+	x->res->files_unread++;
+	xfer__unlock(&x->lock);
+	if (!u.path_len)
+		return 0; /* the top of a source sent as its contents */
+	r = xfer__batch_room(x, b, 8 + u.path_len, PROTO_XFER_FILES);
+	if (!r)
+		proto_put_xfer_unread(b, &u);
+	return r;
+}
+
 static int announce_one(struct txc *c, struct proto_buf *b)
 {
 	struct xsess *x = c->x;
@@ -480,6 +508,8 @@ static int announce_one(struct txc *c, struct proto_buf *b)
 			      -ENOENT);
 		return 0;
 	}
+	if (r == XFER_WALK_UNREADABLE)
+		return unreadable(c, b);
 	if (r <= 0)
 		return r < 0 ? r : 1;
 	if (grew(c, &e)) {
@@ -500,6 +530,8 @@ static int announce_one(struct txc *c, struct proto_buf *b)
 	if (r)
 		return r;
 	proto_put_xfer_entry(b, &pe);
+	if (e.read_err && (r = unreadable(c, b)))
+		return r;
 	c->late_kinds |= pe.kind != PROTO_XK_FILE;
 	r = window_add(x, &x->win[SLOT(c->next_idx)], &pe, &e);
 	x->win[SLOT(c->next_idx)].tx.rereads = rereads;

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "filter.h"
 #include "xfer_int.h"
 #include "banned.h"
 
@@ -49,9 +50,11 @@ static int fill_symlink(struct walker *w, int dirfd, const char *name,
 
 	e->kind = PROTO_XK_SYMLINK;
 	k = readlinkat(dirfd, name, e->target, PROTO_XFER_MAX_PATH);
-	if (k <= 0)
-		return lr_err_setc(w->err, k < 0 ? -errno : -EINVAL,
-				   "reading the symlink %s", w->path);
+	if (k <= 0) {
+		lr_err_setc(&w->eerr, k < 0 ? -errno : -EINVAL,
+			    "reading the symlink");
+		return XFER_WALK_UNREADABLE;
+	}
 	e->target[k] = 0;
 	e->target_len = (uint16_t)k;
 	return 0;
@@ -64,19 +67,24 @@ static int fill_dir(struct walker *w, int dirfd, const char *name,
 	DIR *d;
 	int fd;
 
-	if (w->depth >= FSIO_MAX_DEPTH)
-		return lr_err_set(w->err, -ELOOP,
-				  "%s: tree deeper than %u levels", w->path,
-				  FSIO_MAX_DEPTH);
 	e->kind = PROTO_XK_DIR;
+	if (w->depth >= FSIO_MAX_DEPTH) {
+		e->read_err = lr_err_set(&w->eerr, -ELOOP,
+					 "its entries are deeper than %u "
+					 "levels: not sent",
+					 FSIO_MAX_DEPTH);
+		return 0;
+	}
 	fd = openat(dirfd, name,
 		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return lr_err_setc(w->err, -errno, "opening %s", w->path);
-	d = fdopendir(fd);
+	d = fd < 0 ? NULL : fdopendir(fd);
 	if (!d) {
-		close(fd);
-		return lr_err_setc(w->err, -errno, "reading %s", w->path);
+		/* announced all the same (rsync makes it too), empty */
+		e->read_err = lr_err_setc(&w->eerr, -errno,
+					  "its entries could not be read");
+		if (fd >= 0)
+			close(fd);
+		return 0;
 	}
 	w->st[w->depth].d = d;
 	w->st[w->depth].plen = w->plen;
@@ -93,6 +101,7 @@ static int walk_fill(struct walker *w, int dirfd, const char *name,
 	e->fd = -1;
 	e->is_stdin = false;
 	e->target_len = 0;
+	e->read_err = 0;
 	if (S_ISLNK(e->st.st_mode))
 		return fill_symlink(w, dirfd, name, e);
 	if (S_ISDIR(e->st.st_mode))
@@ -102,14 +111,41 @@ static int walk_fill(struct walker *w, int dirfd, const char *name,
 		fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0 && errno == ENOENT)
 			return XFER_WALK_VANISHED; /* gone since its stat */
-		if (fd < 0)
-			return lr_err_setc(w->err, -errno, "opening %s",
-					   w->path);
+		if (fd < 0) {
+			lr_err_setc(&w->eerr, -errno, "could not be read");
+			return XFER_WALK_UNREADABLE;
+		}
 		/* e->st came from fstatat a moment ago; a file that
 		 * changes size since is caught by its reads */
 		e->fd = fd;
 	}
 	return 0;
+}
+
+/* Whether the entry at w->path is left out by the filter rules. */
+static bool left_out(const struct walker *w, const struct stat *st)
+{
+	return w->src->filter && filter_excluded(w->src->filter, w->path,
+						 w->plen, S_ISDIR(st->st_mode));
+}
+
+/* A directory whose contents are the source (a trailing '/'): its
+ * entries come with paths from the root down, itself is not announced.
+ * Takes fd. */
+static int walk_contents(struct walker *w, int fd, const char *arg)
+{
+	DIR *d = fdopendir(fd);
+
+	if (!d) {
+		close(fd);
+		return lr_err_setc(w->err, -errno, "reading %s", arg);
+	}
+	w->st[0].d = d;
+	w->st[0].plen = 0;
+	w->depth = 1;
+	w->plen = 0;
+	w->path[0] = 0;
+	return XFER_WALK_SKIP;
 }
 
 static int walk_set_path(struct walker *w, size_t base, const char *name)
@@ -172,10 +208,20 @@ static int top_entry(struct walker *w, int pfd, const char *arg,
 				  "%s: not a file, directory or symlink", arg);
 	}
 	r = walk_set_path(w, 0, name);
+	if (!r && left_out(w, &e->st))
+		r = XFER_WALK_SKIP;
 	if (!r)
 		r = walk_fill(w, pfd, name, e);
 	close(pfd);
 	return r;
+}
+
+/* The current source: its contents, not itself (a trailing '/'). */
+static bool contents_only(const struct walker *w)
+{
+	unsigned i = w->arg - 1; /* walk_next took it */
+
+	return i < 64 && (w->src->contents >> i) & 1;
 }
 
 /* Pull: a path below the root, never through a symlink. */
@@ -190,6 +236,12 @@ static int top_pull(struct walker *w, const char *arg, struct wentry *e)
 	fsio_split(arg, strlen(arg), parent, name);
 	if (fsio_is_side_name(name, strlen(name)))
 		return lr_err_setc(w->err, -ENOENT, "%s", arg);
+	if (contents_only(w)) {
+		pfd = fsio_open_dir(w->src->rootfd, arg, false, 0);
+		if (pfd < 0)
+			return lr_err_setc(w->err, pfd, "%s", arg);
+		return walk_contents(w, pfd, arg);
+	}
 	pfd = fsio_open_dir(w->src->rootfd, parent, false, 0);
 	if (pfd < 0)
 		return lr_err_setc(w->err, pfd, "opening %s", parent);
@@ -220,7 +272,11 @@ static int top_push_dot(struct walker *w, const char *arg, struct wentry *e)
 		close(pfd);
 		return lr_err_setc(w->err, -errno, "%s", arg);
 	}
+	if (contents_only(w))
+		return walk_contents(w, pfd, arg);
 	r = walk_set_path(w, 0, name);
+	if (!r && left_out(w, &e->st))
+		r = XFER_WALK_SKIP;
 	if (!r)
 		r = walk_fill(w, pfd, ".", e);
 	close(pfd);
@@ -240,7 +296,15 @@ static int top_push_named(struct walker *w, int pfd, const char *name,
 		return r;
 	}
 	close(pfd);
+	if (contents_only(w)) {
+		if (S_ISDIR(e->st.st_mode))
+			return walk_contents(w, fd, arg);
+		close(fd);
+		return lr_err_setc(w->err, -ENOTDIR, "%s", arg);
+	}
 	r = walk_set_path(w, 0, name);
+	if (!r && left_out(w, &e->st))
+		r = XFER_WALK_SKIP;
 	if (!r && S_ISREG(e->st.st_mode)) {
 		/* the file itself: already open */
 		e->kind = PROTO_XK_FILE;
@@ -290,12 +354,16 @@ static int top_push(struct walker *w, const char *arg, struct wentry *e)
 		return lr_err_setc(w->err, -errno, "%s", parent);
 	/* the user named it: follow a symlink at the top */
 	if (fstatat(pfd, name, &e->st, 0)) {
-		r = vanished(w, name) ?: lr_err_setc(w->err, -errno, "%s", arg);
+		r = lr_err_setc(w->err, -errno, "%s", arg);
 		close(pfd);
 		return r;
 	}
 	if (S_ISDIR(e->st.st_mode) || S_ISREG(e->st.st_mode))
 		return top_push_named(w, pfd, name, arg, e);
+	if (contents_only(w)) {
+		close(pfd);
+		return lr_err_setc(w->err, -ENOTDIR, "%s", arg);
+	}
 	return top_entry(w, pfd, arg, name, e);
 }
 
@@ -309,24 +377,53 @@ static int walk_top(struct walker *w, const char *arg, struct wentry *e)
 	return top_push(w, arg, e);
 }
 
+/* A source as given that cannot be sent: the walker's err (which the
+ * top-level steps filled) moves to eerr, the path is the source's. */
+static int top_unreadable(struct walker *w, int r)
+{
+	const char *arg = w->src->paths[w->arg - 1];
+
+	snprintf(w->path, sizeof(w->path), "%s", arg);
+	w->plen = strlen(w->path);
+	if (w->err && w->err->msg[0]) {
+		size_t n = strlen(arg);
+		const char *m = w->err->msg;
+
+		/* "ARG: No such file or directory": the path goes apart */
+		if (!strncmp(m, arg, n) && m[n] == ':' && m[n + 1] == ' ')
+			m += n + 2;
+		lr_err_set(&w->eerr, w->err->code, "%s", m);
+		memset(w->err, 0, sizeof(*w->err));
+	} else {
+		lr_err_setc(&w->eerr, r, "could not be read");
+	}
+	return XFER_WALK_UNREADABLE;
+}
+
 int xfer__walk_next(struct walker *w, struct wentry *e)
 {
 	struct dirent *de;
 	int r;
 
+	e->read_err = 0;
 	while (w->depth) {
 		struct wframe *f = &w->st[w->depth - 1];
 
 		errno = 0;
 		de = readdir(f->d);
 		if (!de) {
-			if (errno)
-				return lr_err_setc(w->err, -errno,
-						   "reading %.*s", (int)f->plen,
-						   w->path);
+			int err = errno;
+
 			closedir(f->d);
 			w->depth--;
-			continue;
+			if (!err)
+				continue;
+			/* the rest of this directory is not sent */
+			w->plen = f->plen;
+			w->path[w->plen] = 0;
+			lr_err_setc(&w->eerr, -err,
+				    "its entries could not all be read");
+			return XFER_WALK_UNREADABLE;
 		}
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
@@ -340,21 +437,29 @@ int xfer__walk_next(struct walker *w, struct wentry *e)
 			return r;
 		if (fstatat(dirfd(f->d), de->d_name, &e->st,
 			    AT_SYMLINK_NOFOLLOW)) {
-			if (errno != ENOENT)
-				return lr_err_setc(w->err, -errno, "%s",
-						   w->path);
+			if (errno != ENOENT) {
+				lr_err_setc(&w->eerr, -errno,
+					    "could not be read");
+				return XFER_WALK_UNREADABLE;
+			}
 			if (w->open_files)
 				return XFER_WALK_VANISHED; /* counted, gone */
 			continue; /* gone since readdir */
 		}
 		if (special(&e->st))
 			continue; /* devices, fifos, sockets: not sent */
+		if (left_out(w, &e->st))
+			continue;
 		r = walk_fill(w, dirfd(f->d), de->d_name, e);
 		return r ? r : 1;
 	}
 	if (w->arg >= w->src->npaths)
 		return 0;
 	r = walk_top(w, w->src->paths[w->arg++], e);
+	if (r == XFER_WALK_SKIP) /* left out, or only its contents */
+		return xfer__walk_next(w, e);
+	if (r < 0) /* this source: told, and the others go */
+		return top_unreadable(w, r);
 	return r ? r : 1;
 }
 
@@ -384,7 +489,9 @@ int xfer__count_sources(const struct xfer_source *src,
 	memset(t, 0, sizeof(*t));
 	*pipe = false;
 	xfer__walk_init(&w, src, false, err);
-	while ((r = xfer__walk_next(&w, &e)) == 1) {
+	while ((r = xfer__walk_next(&w, &e)) > 0) {
+		if (r != 1) /* not announced: not counted */
+			continue;
 		t->files++;
 		if (e.is_stdin)
 			*pipe = true;

@@ -545,6 +545,9 @@ struct wentry {
 	bool is_stdin;
 	char target[PROTO_XFER_MAX_PATH + 1];
 	uint16_t target_len;
+	/* a directory announced whose entries could not be read: the
+	 * -errno, with the walker's err saying what failed */
+	int read_err;
 };
 
 struct wframe {
@@ -561,6 +564,7 @@ struct walker {
 	char path[FSIO_MAX_PATH + 1];
 	size_t plen;
 	struct lr_err *err;
+	struct lr_err eerr; /* why an entry could not be read */
 };
 
 /* The count of a push in a thread of its own (client.c). */
@@ -582,9 +586,14 @@ void xfer__walk_init(struct walker *w, const struct xfer_source *src,
 		     bool open_files, struct lr_err *err);
 void xfer__walk_fini(struct walker *w);
 /* Next entry: 1, XFER_WALK_VANISHED for a file that went between its
- * stat and its open (w->path names it), 0 at the end, or an error with
- * w->err filled. */
-#define XFER_WALK_VANISHED 2
+ * stat and its open (w->path names it), XFER_WALK_UNREADABLE for an
+ * entry that could not be read (w->path names it, w->err says why: the
+ * walk goes on), 0 at the end, or an error with w->err filled. A
+ * directory whose entries cannot be read comes as 1 with e->read_err
+ * set. */
+#define XFER_WALK_VANISHED   2
+#define XFER_WALK_UNREADABLE 3
+#define XFER_WALK_SKIP	     4 /* inside walk.c only */
 int xfer__walk_next(struct walker *w, struct wentry *e);
 int xfer__count_sources(const struct xfer_source *src,
 			struct proto_xfer_totals *t, bool *pipe,

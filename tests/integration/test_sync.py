@@ -1,0 +1,371 @@
+# SPDX-License-Identifier: MIT
+"""What to send, as rsync users write it: --exclude, --include,
+--exclude-from and --include-from, and the trailing '/' of a source
+directory, between the namespace hosts (push: `send` in host A to `serve
+--root` in host B; pull: `get` from it). Each case gives the same tree
+and the same rules to rsync (`rsync -a`, here, from directory to
+directory) and requires the two destinations to hold the same entries
+with the same contents. Needs root for the namespaces (the fixtures skip
+with the reason otherwise).
+"""
+
+import os
+import subprocess
+
+import pytest
+
+from lrproc import describe
+from xferutil import compare_tree, end_event, json_events, temp_leftovers
+
+RSYNC = "/usr/bin/rsync"
+
+
+def build_tree(top):
+    """Names that each rule of the documented list can tell apart."""
+    files = [
+        "a.log", "b.txt", "f1.txt", "f22.txt", "img1.jpg", "imgx.jpg",
+        "notes.jpeg", "lit*", "litx", "build", "keep/k1.c", "keep/sub/k2.c",
+        "cache/c1", "cache/deep/c2", "src/build/o.o", "src/main.c",
+        "src/tmp/t1", "tmp/t2", "photos/raw/r1.cr2", "photos/raw/r2.cr2",
+        "photos/jpg/p1.jpg", "a/b", "x/a/b", "xa/b", "docs/a.txt",
+        "docs/deeper/b.txt", "docs/deeper/c.log", "sp ace/f s.txt",
+    ]
+    for i, rel in enumerate(files):
+        p = top / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(f"{rel} {i}\n".encode() * (i + 1))
+    os.symlink("b.txt", top / "link.txt")
+    os.symlink("../src", top / "docs" / "srclink")
+    (top / "empty").mkdir()
+
+
+def listing(top):
+    """Every entry below top, '/' after directories."""
+    out = set()
+    for d, dirs, files in os.walk(top):
+        for n in dirs:
+            rel = os.path.relpath(os.path.join(d, n), top)
+            out.add(rel + ("" if os.path.islink(os.path.join(d, n))
+                           else "/"))
+        for n in files:
+            out.add(os.path.relpath(os.path.join(d, n), top))
+    return out
+
+
+def same_entries(got, ref):
+    """got and ref (directories) hold the same entries, the files with
+    the same bytes and the symlinks with the same targets."""
+    a, b = listing(got), listing(ref)
+    assert a == b, (f"linerate has {sorted(a - b)} that rsync has not; "
+                    f"rsync has {sorted(b - a)} that linerate has not")
+    for rel in a:
+        p, q = got / rel.rstrip("/"), ref / rel.rstrip("/")
+        if os.path.islink(q):
+            assert os.readlink(p) == os.readlink(q), rel
+        elif os.path.isfile(q):
+            assert p.read_bytes() == q.read_bytes(), rel
+
+
+def rsync_ref(rules, src_arg, dst):
+    dst.mkdir(parents=True, exist_ok=True)
+    res = subprocess.run([RSYNC, "-a", *rules, str(src_arg), str(dst) + "/"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, describe(res)
+    return dst
+
+
+@pytest.fixture(scope="module", autouse=True)
+def have_rsync():
+    if not os.path.exists(RSYNC):
+        pytest.skip("rsync is not installed (scripts/deps.sh installs it)")
+
+
+# One case per rule of the documented list (docs/linerate.1, "Filter
+# rules"); "{top}" is the source's name when it is sent with it, for the
+# anchored rules.
+CASES = {
+    "star": ["--exclude", "*.log"],
+    "star-never-crosses-slash": ["--exclude", "a*b"],
+    "question-mark": ["--exclude", "f?.txt"],
+    "set-and-range": ["--exclude", "img[0-9].jpg"],
+    "negated-set": ["--exclude", "img[!0-9].jpg"],
+    "double-star-contents": ["--exclude", "cache/**"],
+    "double-star-any-depth": ["--exclude", "**/tmp"],
+    "double-star-inside": ["--exclude", "docs/**/*.txt"],
+    "anchored": ["--exclude", "{top}photos/raw"],
+    "anchored-top-level-name": ["--exclude", "{top}build"],
+    "trailing-slash-dirs-only": ["--exclude", "build/"],
+    "slash-inside-matches-the-end": ["--exclude", "a/b"],
+    "triple-star-dir-and-contents": ["--include", "keep/***",
+                                     "--exclude", "*"],
+    "first-match-wins": ["--include", "*.jpg", "--exclude", "*.j*"],
+    "dirs-then-only-txt": ["--include", "*/", "--include", "*.txt",
+                           "--exclude", "*"],
+    "plus-minus-prefixes": ["--exclude", "+ b.txt", "--exclude", "*.txt"],
+    "escaped-wildcard": ["--exclude", "lit\\*"],
+    "symlinks-filtered-by-name": ["--exclude", "*link*"],
+    "space-in-name": ["--exclude", "f s.*"],
+}
+
+
+def rules_for(case, top):
+    return [r.replace("{top}", top) for r in CASES[case]]
+
+
+@pytest.mark.parametrize("slash", [False, True], ids=["dir", "dir-slash"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_push_filters_as_rsync(xsrv, case, slash):
+    x = xsrv
+    top = x.src / "tree"
+    build_tree(top)
+    rules = rules_for(case, "/" if slash else "/tree/")
+    arg = str(top) + ("/" if slash else "")
+    x.send_ok("-q", *rules, arg, x.dest("out"))
+    ref = rsync_ref(rules, arg, x.tmp / "ref")
+    same_entries(x.root / "out", ref)
+    assert not temp_leftovers(x.root)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_pull_filters_as_rsync(xsrv, case):
+    """The server walks for a pull: the rules travel in the request."""
+    x = xsrv
+    top = x.root / "tree"
+    build_tree(top)
+    rules = rules_for(case, "/tree/")
+    x.get_ok("-q", *rules, x.dest("tree"), x.tmp / "got")
+    ref = rsync_ref(rules, top, x.tmp / "ref")
+    same_entries(x.tmp / "got", ref)
+
+
+def test_exclude_from_and_include_from_files(xsrv):
+    x = xsrv
+    top = x.src / "tree"
+    build_tree(top)
+    ex = x.tmp / "ex.rules"
+    ex.write_text("# what the nightly job leaves out\n; old comment style\n"
+                  "\n+ keep.log\n*.log\r\n- /cache/\ntmp/\n")
+    inc = x.tmp / "inc.rules"
+    inc.write_text("*/\n*.c\n- *\n")
+    for rules in (["--exclude-from", ex],
+                  ["--include-from", inc],
+                  ["--exclude-from", ex, "--include-from", inc]):
+        (top / "keep.log").write_text("kept\n")
+        argv = [str(r) for r in rules]
+        x.send_ok("-q", *argv, str(top) + "/", x.dest("o"))
+        ref = rsync_ref(argv, str(top) + "/", x.tmp / "ref")
+        same_entries(x.root / "o", ref)
+        subprocess.run(["rm", "-rf", str(x.root / "o"), str(x.tmp / "ref")],
+                       check=True)
+
+
+def test_trailing_slash_sends_the_contents(xsrv):
+    """`send photos/ host:backup` fills backup/ (rsync's habit), `send
+    photos host:backup` makes backup/photos; `.` is the current
+    directory's contents; `get host:backup/ d` fills d."""
+    x = xsrv
+    photos = x.src / "photos"
+    build_tree(photos)
+    x.send_ok("-q", str(photos) + "/", x.dest("backup"))
+    compare_tree(photos, x.root / "backup", top_mtime=False)
+    assert (x.root / "backup" / "a.log").exists()
+    assert not (x.root / "backup" / "photos" / "a.log").exists()
+    x.send_ok("-q", photos, x.dest("backup2"))
+    compare_tree(photos, x.root / "backup2" / "photos")
+    assert sorted(os.listdir(x.root / "backup2")) == ["photos"]
+    # "." and "dir/." as rsync reads them: the contents
+    res = x.h.run_a(x.client_argv("send", "-q", ".", x.dest("dot")),
+                    cwd=str(photos), stdin=subprocess.DEVNULL,
+                    capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, describe(res)
+    compare_tree(photos, x.root / "dot", top_mtime=False)
+    x.send_ok("-q", str(photos) + "/.", x.dest("dot2"))
+    compare_tree(photos, x.root / "dot2", top_mtime=False)
+    # pull: HOST:DIR/ fills DEST; HOST:DIR makes DEST/DIR
+    x.get_ok("-q", x.dest("backup/"), x.tmp / "g1")
+    compare_tree(photos, x.tmp / "g1", top_mtime=False)
+    x.get_ok("-q", x.dest("backup"), x.tmp / "g2")
+    compare_tree(photos, x.tmp / "g2" / "backup", top_mtime=False)
+    # the same as rsync, both ways
+    ref = rsync_ref([], str(photos) + "/", x.tmp / "ref")
+    same_entries(x.root / "backup", ref)
+    same_entries(x.tmp / "g1", ref)
+
+
+def test_trailing_slash_on_a_file_is_refused(xsrv):
+    x = xsrv
+    f = x.src / "f.txt"
+    f.write_text("x\n")
+    res = x.send("-q", str(f) + "/", x.dest("o"))
+    assert res.returncode != 0, describe(res)
+    assert "Not a directory" in res.stderr, describe(res)
+    assert not (x.root / "o" / "f.txt").exists()
+    (x.root / "g.txt").write_text("y\n")
+    res = x.get("-q", x.dest("g.txt/"), x.tmp / "got")
+    assert res.returncode != 0, describe(res)
+    assert not (x.tmp / "got" / "g.txt").exists()
+
+
+@pytest.mark.parametrize("bad,why", [
+    ("", "empty"),
+    ("/", "matches nothing"),
+    ("a\tb", "control character"),
+    ("x" * 1025, "longer than 1024"),
+], ids=["empty", "slash", "tab", "too-long"])
+def test_bad_patterns_are_refused_before_anything_moves(xsrv, bad, why):
+    x = xsrv
+    (x.src / "f").write_text("x\n")
+    res = x.send("--exclude", bad, x.src / "f", x.dest("o"))
+    assert res.returncode == 2, describe(res)
+    assert why in res.stderr, describe(res)
+    assert not (x.root / "o").exists()
+
+
+def test_pull_filter_rules_bounded(xsrv):
+    """More rules than one request carries: refused with the reason,
+    before anything moves."""
+    x = xsrv
+    (x.root / "f").write_text("x\n")
+    rules = x.tmp / "many.rules"
+    rules.write_text("".join(f"pattern-number-{i:05d}-" + "y" * 40 + "\n"
+                             for i in range(1024)))
+    res = x.get("--exclude-from", rules, x.dest("f"), x.tmp / "got")
+    assert res.returncode != 0, describe(res)
+    assert "60,000" in res.stderr, describe(res)
+    assert not (x.tmp / "got").exists()
+
+
+def test_update_keeps_what_is_newer_at_the_destination(xsrv):
+    """--update is rsync's -u: a destination file newer than the source's
+    is kept (counted as skipped), an older one or one of another size with
+    the same mtime is replaced; compared with rsync -a -u from the same
+    starting point."""
+    x = xsrv
+    top = x.src / "t"
+    top.mkdir()
+    t0 = 1_700_000_000
+    cases = {  # name: (source mtime, destination mtime, dest content)
+        "newer-there": (t0, t0 + 60, b"edited at the destination\n"),
+        # whole seconds, as rsync compares them: replaced
+        "newer-there-by-1ns": (t0, None, b"edited, 1 ns later\n"),
+        "older-there": (t0 + 60, t0, b"old\n"),
+        "same-mtime-other-size": (t0, t0, b"other size\n"),
+        "same": (t0, t0, None),
+        "only-here": (t0, None, None),
+    }
+    for i, (name, (smt, dmt, dcontent)) in enumerate(cases.items()):
+        (top / name).write_bytes(f"source {i}\n".encode() * 3)
+        os.utime(top / name, (smt, smt))
+    for dest in (x.root / "u", x.tmp / "ref"):
+        dest.mkdir()
+        for name, (smt, dmt, dcontent) in cases.items():
+            if name == "only-here":
+                continue
+            d = dest / name
+            if dcontent is None:
+                d.write_bytes((top / name).read_bytes())
+                os.utime(d, (smt, smt))
+                continue
+            d.write_bytes(dcontent)
+            if dmt is None:  # 1 ns after the source
+                os.utime(d, ns=(smt * 10**9 + 1,) * 2)
+            else:
+                os.utime(d, (dmt, dmt))
+    res = x.send_ok("--json", "--update", str(top) + "/", x.dest("u"))
+    end = end_event(res.stdout)
+    # kept: the newer one and the identical one
+    assert end["files_skipped"] == 2, end
+    assert end["files_ok"] == 4, end
+    assert (x.root / "u" / "newer-there").read_bytes() == \
+        b"edited at the destination\n"
+    assert (x.root / "u" / "older-there").read_bytes() == \
+        (top / "older-there").read_bytes()
+    ref = x.tmp / "ref"
+    res = subprocess.run([RSYNC, "-a", "-u", str(top) + "/", str(ref) + "/"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, describe(res)
+    same_entries(x.root / "u", ref)
+
+
+@pytest.fixture
+def world_dir(tmp_path_factory):
+    """A directory an unprivileged user can enter (pytest's are 0700),
+    removed afterwards."""
+    import shutil
+    import tempfile
+    d = tempfile.mkdtemp(prefix="lr-sync-")
+    os.chmod(d, 0o755)
+    yield __import__("pathlib").Path(d)
+    for root, dirs, _ in os.walk(d):
+        for n in dirs:
+            os.chmod(os.path.join(root, n), 0o755)
+    shutil.rmtree(d)
+
+
+def test_unreadable_entries_are_told_and_the_rest_goes(xsrv, world_dir):
+    """A sender that cannot read a file or a directory says so in one line
+    each and sends everything else; exit status 23, as rsync's "partial
+    transfer due to error". The sender runs as nobody (root reads
+    everything)."""
+    x = xsrv
+    top = world_dir / "tree"
+    for rel in ("a.txt", "sub/b.txt", "locked/c.txt", "z/last.txt",
+                "secret.txt"):
+        p = top / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(rel + "\n")
+    token = world_dir / "token"
+    token.write_text(x.token + "\n")
+    for root, dirs, files in os.walk(top):
+        os.chmod(root, 0o755)
+        for n in files:
+            os.chmod(os.path.join(root, n), 0o644)
+    os.chmod(top / "secret.txt", 0)
+    os.chmod(top / "locked", 0)
+    argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+            x.bin, "send", "-p", str(x.srv.port), "--token-file", str(token),
+            "--json", str(top), x.dest("out")]
+    res = x.h.run_a(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                    text=True, timeout=60)
+    assert res.returncode == 23, describe(res)
+    out = x.root / "out" / "tree"
+    for rel in ("a.txt", "sub/b.txt", "z/last.txt"):
+        assert (out / rel).read_text() == rel + "\n"
+    assert not (out / "secret.txt").exists()
+    # the directory is made (as rsync does), its entries are not there
+    assert (out / "locked").is_dir() and not os.listdir(out / "locked")
+    end = end_event(res.stdout)
+    assert end["files_unread"] == 2 and end["files_failed"] == 2, end
+    assert end["files_ok"] == 3, end
+    errs = [e for e in json_events(res.stdout)
+            if e.get("event") == "file" and e.get("status") == "failed"]
+    paths = sorted(e["path"] for e in errs)
+    assert paths == ["tree/locked", "tree/secret.txt"], errs
+    assert all("Permission denied" in e.get("error", "") for e in errs), \
+        errs
+    assert not temp_leftovers(x.root)
+
+
+def test_missing_sources_are_told_and_the_rest_goes(xsrv):
+    """One missing PATH among others: told, the others arrive, exit 23;
+    a pull learns from the server (the sender there) and exits 23 too."""
+    x = xsrv
+    (x.src / "here.txt").write_text("here\n")
+    res = x.send("-q", x.src / "nope.txt", x.src / "here.txt", x.dest("o"))
+    assert res.returncode == 23, describe(res)
+    assert "nope.txt" in res.stderr and "No such file" in res.stderr, \
+        describe(res)
+    assert (x.root / "o" / "here.txt").read_text() == "here\n"
+    (x.root / "srv.txt").write_text("srv\n")
+    res = x.get("--json", x.dest("gone.txt"), x.dest("srv.txt"),
+                x.tmp / "got")
+    assert res.returncode == 23, describe(res)
+    assert (x.tmp / "got" / "srv.txt").read_text() == "srv\n"
+    end = end_event(res.stdout)
+    assert end["files_unread"] == 1 and end["files_ok"] == 1, end
+    # a failure of another kind keeps exit status 1
+    (x.root / "o2").mkdir()
+    (x.root / "o2" / "here.txt").write_text("different\n")
+    res = x.send("-q", x.src / "nope.txt", x.src / "here.txt",
+                 x.dest("o2"))
+    assert res.returncode == 1, describe(res)
