@@ -52,6 +52,13 @@
 	"      --include PATTERN keep what matches (the first rule that\n"          \
 	"                        matches decides, as in rsync)\n"                   \
 	"      --exclude-from FILE, --include-from FILE  rules, one a line\n"       \
+	"      --delete          remove at the destination what the source\n"       \
+	"                        does not have, in the directories sent (not\n"     \
+	"                        what the rules leave out); each is named\n"        \
+	"      --delete-excluded remove what the rules leave out as well\n"         \
+	"  -n, --dry-run         say what would be sent, replaced, skipped and\n"   \
+	"                        deleted; write nothing, move no file data\n"       \
+	"  -v, --verbose         name each file as it is done\n"                    \
 	"      --link-speed RATE speed of the link for the % of its ceiling\n"      \
 	"      --json            one JSON object per event on standard output\n"    \
 	"  -e, --rsh CMD         start the far end with CMD (default ssh), as\n"    \
@@ -80,7 +87,8 @@ const char cmd_send_usage[] =
 	"\n" COMMON_HELP "\n"
 	"Files appear under their final names only when complete and verified;\n"
 	"run the same command again after an interruption to resume.\n"
-	"Exit status: 0 every file written and verified, 1 failure, 2 usage.\n";
+	"Exit status: 0 every file written and verified, 1 failure, 2 usage,\n"
+	"23 some sources could not be read (everything else arrived).\n";
 
 const char cmd_get_usage[] =
 	"usage: linerate get [options] HOST:PATH... [DEST]\n"
@@ -89,13 +97,14 @@ const char cmd_get_usage[] =
 	"DEST (default: the current directory; `-` writes the one file to\n"
 	"standard output).\n"
 	"\n" COMMON_HELP "\n"
-	"Exit status: 0 every file written and verified, 1 failure, 2 usage.\n";
+	"Exit status: 0 every file written and verified, 1 failure, 2 usage,\n"
+	"23 some sources could not be read (everything else arrived).\n";
 
 struct send_cli {
 	bool pull;
 	struct xfer_client_opts c;
 	struct opts_common net;
-	bool have_token, json, quiet;
+	bool have_token, json, quiet, verbose;
 	uint64_t link_speed;
 	char hostbuf[256];
 	struct remote_addr ra;	/* the last operand (send) or the first */
@@ -125,6 +134,8 @@ enum {
 	OPT_INCLUDE,
 	OPT_EXCLUDE_FROM,
 	OPT_INCLUDE_FROM,
+	OPT_DELETE,
+	OPT_DELETE_EXCLUDED,
 };
 
 static const struct opts_common_spec common_spec = {
@@ -149,6 +160,10 @@ static const struct option long_opts[] = {
 	{ "include", required_argument, NULL, OPT_INCLUDE },
 	{ "exclude-from", required_argument, NULL, OPT_EXCLUDE_FROM },
 	{ "include-from", required_argument, NULL, OPT_INCLUDE_FROM },
+	{ "delete", no_argument, NULL, OPT_DELETE },
+	{ "delete-excluded", no_argument, NULL, OPT_DELETE_EXCLUDED },
+	{ "dry-run", no_argument, NULL, 'n' },
+	{ "verbose", no_argument, NULL, 'v' },
 	SSHCLI_LONG_OPTIONS,
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -254,6 +269,12 @@ static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 	case OPT_INCLUDE_FROM:
 		return filter_read_file(&o->filter, c == OPT_INCLUDE_FROM,
 					optarg, err);
+	case OPT_DELETE: o->c.x.flags |= XFER_F_DELETE; return 0;
+	case OPT_DELETE_EXCLUDED:
+		o->c.x.flags |= XFER_F_DELETE | XFER_F_DELETE_EXCLUDED;
+		return 0;
+	case 'n': o->c.x.flags |= XFER_F_DRY_RUN; return 0;
+	case 'v': o->verbose = true; return 0;
 	case 'r': return 0; /* scp's habit; trees are always recursive */
 	case 'q': o->quiet = true; return 0;
 	case 'h': return 1;
@@ -406,8 +427,8 @@ static int send_parse(int argc, char **argv, struct send_cli *o,
 	o->c.connect_timeout_ms = 10000;
 	o->c.x.progress_ms = 250;
 	o->c.x.cancel = &cancelled;
-	r = opts_parse(&common_spec, "w:e:rqh", long_opts, own_option, o, argc,
-		       argv, &o->net, err);
+	r = opts_parse(&common_spec, "w:e:rqhnv", long_opts, own_option, o,
+		       argc, argv, &o->net, err);
 	if (r)
 		return r;
 	opts_common_addr(&o->net, LR_DEFAULT_PORT, &o->c.port, &o->c.family,
@@ -418,6 +439,19 @@ static int send_parse(int argc, char **argv, struct send_cli *o,
 	if (r)
 		return -EINVAL;
 	o->c.src.filter = o->filter.n ? &o->filter : NULL;
+	if (o->pull) { /* this side receives: deletes, keeps what is left out */
+		o->c.x.filter = o->c.src.filter;
+		o->c.x.delete_root = o->c.src.contents != 0;
+	}
+	if ((o->c.x.flags & XFER_F_DELETE) && (o->c.x.flags & XFER_F_STDOUT))
+		return lr_err_set(err, -EINVAL,
+				  "--delete needs a destination directory, "
+				  "not standard output");
+	if ((o->c.x.flags & XFER_F_DELETE) && !o->pull &&
+	    !strcmp(o->paths[0], "-"))
+		return lr_err_set(err, -EINVAL,
+				  "--delete with standard input: nothing to "
+				  "compare with");
 	if ((o->c.x.flags & XFER_F_OVERWRITE) && (o->c.x.flags & XFER_F_UPDATE))
 		return lr_err_set(err, -EINVAL,
 				  "--overwrite and --update exclude each "
@@ -728,6 +762,24 @@ static bool fall_back(struct send_cli *o)
 	return true;
 }
 
+/* The exit status of a session that ran (r its outcome), after a word
+ * on --delete when nothing was deleted. */
+static int exit_status(const struct send_cli *o, const struct xfer_result *res,
+		       int r)
+{
+	if ((o->c.x.flags & XFER_F_DELETE) &&
+	    (res->files_unread || res->delete_skipped))
+		fprintf(stderr,
+			"linerate: --delete: nothing was deleted, since the "
+			"sender could not read everything\n");
+	/* the session ran to its end and every failure was a source that
+	 * could not be read: rsync's "partial transfer due to error" */
+	if (r == -EIO && res->files_unread &&
+	    res->files_unread >= res->files_failed)
+		return EXIT_PARTIAL;
+	return r ? EXIT_RUNTIME : EXIT_OK;
+}
+
 static int run(int argc, char **argv, bool pull)
 {
 	const char *name = pull ? "get" : "send";
@@ -794,6 +846,8 @@ static int run(int argc, char **argv, bool pull)
 		fprintf(stderr, "linerate: out of memory\n");
 		return EXIT_RUNTIME;
 	}
+	report_xfer_set_mode(rx, o.verbose,
+			     (o.c.x.flags & XFER_F_DRY_RUN) != 0);
 	report_xfer_callbacks(rx, &cb);
 	r = o.via_ssh ? ssh_begin(&o, &sc, &err) : 0;
 	if (!r)
@@ -817,12 +871,7 @@ static int run(int argc, char **argv, bool pull)
 	filter_free(&o.filter);
 	if (atomic_load(&cancelled))
 		return 130;
-	/* the session ran to its end and every failure was a source that
-	 * could not be read: rsync's "partial transfer due to error" */
-	if (r == -EIO && res.files_unread &&
-	    res.files_unread >= res.files_failed)
-		return EXIT_PARTIAL;
-	return r ? EXIT_RUNTIME : EXIT_OK;
+	return exit_status(&o, &res, r);
 }
 
 int cmd_send(int argc, char **argv)

@@ -108,7 +108,8 @@ enum proto_tag {
 	 * files written come in PROTO_T_FILES */
 	PROTO_T_FILES_FAILED = 0x003e,
 	PROTO_T_FILES_SKIPPED = 0x003f,
-	PROTO_T_UNREAD = 0x0040, /* XFER_FILES: a source the sender could
+	PROTO_T_DELETED = 0x0041, /* XFER_ACKS: removed at the destination */
+	PROTO_T_UNREAD = 0x0040,  /* XFER_FILES: a source the sender could
 				    not read */
 	/* XFER_REQUEST, critical: a peer that does not know them must refuse
 	 * the request rather than send what they leave out */
@@ -277,6 +278,9 @@ enum proto_xfer_flag {
 	PROTO_XF_KEEP_SETID = 1u << 3, /* keep setuid/setgid bits */
 	PROTO_XF_STDOUT = 1u << 4,  /* pull into a pipe: one file, in order */
 	PROTO_XF_SCRATCH = 1u << 5, /* doctor: verify, then remove, no name */
+	PROTO_XF_DELETE = 1u << 6,  /* remove what the source has not */
+	PROTO_XF_DELETE_EXCLUDED = 1u << 7, /* also what the rules leave out */
+	PROTO_XF_DRY_RUN = 1u << 8, /* plans only: nothing written or sent */
 };
 
 struct proto_xfer_request {
@@ -351,10 +355,11 @@ struct proto_xfer_entry {
 };
 
 enum proto_xfer_action {
-	PROTO_XA_SEND = 0,   /* send every chunk */
-	PROTO_XA_SKIP = 1,   /* the receiver has it (--update): nothing */
-	PROTO_XA_RESUME = 2, /* send what HELD entries did not list */
-	PROTO_XA_REFUSE = 3, /* will not be written (text says why) */
+	PROTO_XA_SEND = 0,    /* send every chunk */
+	PROTO_XA_SKIP = 1,    /* the receiver has it (--update): nothing */
+	PROTO_XA_RESUME = 2,  /* send what HELD entries did not list */
+	PROTO_XA_REFUSE = 3,  /* will not be written (text says why) */
+	PROTO_XA_REPLACE = 4, /* DRY_RUN only: would replace what is there */
 };
 
 /* PROTO_T_PLAN: idx:u32 action:u8 */
@@ -411,6 +416,14 @@ struct proto_xfer_fail {
  * list): the receiver counts it failed, and deletes nothing. */
 struct proto_xfer_unread {
 	uint32_t code;	   /* errno value, 1..4095 */
+	uint16_t path_len; /* 1..PROTO_XFER_MAX_PATH, no NUL */
+	const char *path;  /* into the message */
+};
+
+/* PROTO_T_DELETED: kind:u8 path: an entry --delete removed (kind as an
+ * ENTRY's, 4 for anything else), path as an entry's would be. */
+struct proto_xfer_deleted {
+	uint8_t kind;	   /* 1..4 */
 	uint16_t path_len; /* 1..PROTO_XFER_MAX_PATH, no NUL */
 	const char *path;  /* into the message */
 };
@@ -601,6 +614,8 @@ void proto_put_xfer_fail(struct proto_buf *b, const struct proto_xfer_fail *f);
 void proto_put_xfer_wait(struct proto_buf *b, const struct proto_xfer_wait *w);
 void proto_put_xfer_unread(struct proto_buf *b,
 			   const struct proto_xfer_unread *u);
+void proto_put_xfer_deleted(struct proto_buf *b,
+			    const struct proto_xfer_deleted *d);
 
 struct proto_xfer_iter {
 	const uint8_t *body;
@@ -634,6 +649,8 @@ int proto_xfer_get_wait(const struct proto_xfer_iter *it,
 			struct proto_xfer_wait *w);
 int proto_xfer_get_unread(const struct proto_xfer_iter *it,
 			  struct proto_xfer_unread *u);
+int proto_xfer_get_deleted(const struct proto_xfer_iter *it,
+			   struct proto_xfer_deleted *d);
 
 /* Chunk header: encode into out[PROTO_XFER_CHUNK_HDR_LEN]; decode returns
  * 0 or LR_EBADMSG (unknown kind, len 0 or above PROTO_XFER_MAX_CHUNK,

@@ -37,6 +37,8 @@
 #define XFER_WINDOW	     256u	  /* files announced and not yet done */
 #define XFER_MAX_RETRIES     3u		  /* resends of one chunk */
 
+struct lr_filter; /* filter.h */
+
 enum xfer_op { XFER_PUSH = 1, XFER_PULL = 2 };
 
 /* What the receiving side does, asked by the client (and the server's own
@@ -48,11 +50,12 @@ enum xfer_flag {
 	XFER_F_KEEP_SETID = 1u << 3, /* keep setuid/setgid bits */
 	XFER_F_STDOUT = 1u << 4,     /* a pull of one file into a pipe */
 	XFER_F_SCRATCH = 1u << 5,    /* doctor: verify, remove, never name */
+	XFER_F_DELETE = 1u << 6,     /* remove what the source does not have */
+	XFER_F_DELETE_EXCLUDED = 1u << 7, /* and what the rules leave out */
+	XFER_F_DRY_RUN = 1u << 8, /* plan and tell, write and move nothing */
 };
 
 /* What a sender sends: local paths (push) or paths below a root (pull). */
-struct lr_filter; /* filter.h */
-
 struct xfer_source {
 	int rootfd;	 /* pull: the server's root; -1 for push */
 	unsigned npaths; /* push: CLI arguments; "-" is stdin */
@@ -65,6 +68,9 @@ struct xfer_source {
 	/* the totals when the caller counted them already (one walk less) */
 	bool counted, pipe;
 	uint64_t files, bytes;
+	/* bit i: source i could not be looked at when counted (so it is
+	 * "not there", not "vanished", when the sender comes to it) */
+	uint64_t top_missing;
 };
 
 struct xfer_opts {
@@ -73,6 +79,12 @@ struct xfer_opts {
 	uint64_t rate;		    /* bytes/s, sender side; 0 = no cap */
 	int progress_ms;	    /* between progress events; 0 = none */
 	const _Atomic bool *cancel; /* set by a signal handler */
+	/* receiver with XFER_F_DELETE: the rules, which keep what they
+	 * leave out (unless XFER_F_DELETE_EXCLUDED), and whether the
+	 * destination directory itself was sent (a source sent as its
+	 * contents), so that its own entries are in the deletion's scope */
+	const struct lr_filter *filter;
+	bool delete_root;
 };
 
 enum xfer_event_kind {
@@ -97,6 +109,9 @@ struct xfer_event {
 	const char *path; /* FILE: escaped for printing */
 	uint64_t size;
 	bool ok, skipped;
+	bool deleted;	    /* FILE: removed at the destination (--delete) */
+	bool replace;	    /* FILE: an existing file replaced */
+	bool dry_run;	    /* FILE: what would be done (nothing was) */
 	const char *reason; /* FILE failed */
 	int code;	    /* FILE failed: why, -errno (-EEXIST: the name
 			       exists; -EFBIG: too many chunks) */
@@ -134,6 +149,8 @@ struct xfer_result {
 	/* of files_failed: sources the sender could not read (or, for a
 	 * directory, list); the rest of the tree went (exit status 23) */
 	uint64_t files_unread;
+	uint64_t files_deleted; /* --delete: entries removed */
+	bool delete_skipped;	/* --delete: skipped after a read error */
 	double seconds;
 	bool authenticated;
 	enum crypto_cipher cipher;

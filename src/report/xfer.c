@@ -17,8 +17,48 @@ struct report_xfer {
 	const char *verb; /* "sent" or "received" */
 	int64_t last_plain_ms;
 	bool line_open; /* a progress line waits for its end */
+	bool verbose;	/* -v: every file as it is done */
+	bool dry_run;	/* -n: what would be done */
 	pthread_mutex_t lock;
 };
+
+void report_xfer_set_mode(struct report_xfer *rx, bool verbose, bool dry_run)
+{
+	rx->verbose = verbose;
+	rx->dry_run = dry_run;
+}
+
+/* A file event's status word (JSON). */
+static const char *file_status(const struct xfer_event *ev)
+{
+	if (!ev->ok)
+		return "failed";
+	if (ev->deleted)
+		return ev->dry_run ? "would_delete" : "deleted";
+	if (ev->dry_run)
+		return ev->replace ? "would_replace" : "would_send";
+	return ev->skipped ? "skipped" : "done";
+}
+
+/* A file event as a line of its own (human), when -v or -n asks for it
+ * (deletions and failures always). */
+static void file_line(struct report_xfer *rx, const struct xfer_event *ev)
+{
+	const char *what = NULL;
+
+	if (ev->deleted)
+		what = ev->dry_run ? "would delete" : "deleting";
+	else if (ev->dry_run)
+		what = ev->replace ? "would replace" : "would send";
+	else if (ev->ok && (rx->verbose || rx->dry_run))
+		what = ev->skipped ? "up to date" : rx->verb;
+	if (!what)
+		return;
+	if (rx->line_open)
+		fputc('\n', rx->out);
+	rx->line_open = false;
+	fprintf(rx->out, "%s %s\n", what, ev->path);
+}
 
 struct report_xfer *report_xfer_new(FILE *out, enum report_format fmt,
 				    bool quiet, bool tty, const char *verb)
@@ -137,10 +177,7 @@ static void xfer_event_cb(void *ctx, const struct xfer_event *ev)
 			report__add_num(
 				o, "size",
 				ev->size == UINT64_MAX ? -1 : (double)ev->size);
-			cJSON_AddStringToObject(o, "status",
-						!ev->ok	      ? "failed"
-						: ev->skipped ? "skipped"
-							      : "done");
+			cJSON_AddStringToObject(o, "status", file_status(ev));
 			if (ev->reason)
 				cJSON_AddStringToObject(o, "error", ev->reason);
 			report__json_line(rx->out, o);
@@ -164,6 +201,7 @@ static void xfer_event_cb(void *ctx, const struct xfer_event *ev)
 		progress_human(rx, &ev->p);
 		break;
 	case XFER_EV_FILE:
+		file_line(rx, ev);
 		if (!ev->ok) {
 			if (rx->line_open)
 				fputc('\n', rx->out);
@@ -197,6 +235,25 @@ void report_xfer_callbacks(struct report_xfer *rx, struct xfer_callbacks *cb)
 	cb->event = xfer_event_cb;
 }
 
+/* -n's last line: what a real run would have done. */
+static void end_dry_run(struct report_xfer *rx, const struct xfer_result *res)
+{
+	fprintf(rx->out,
+		"dry run, nothing written: %llu file%s would be sent, %llu "
+		"up to date",
+		(unsigned long long)res->files_ok,
+		res->files_ok == 1 ? "" : "s",
+		(unsigned long long)res->files_skipped);
+	if (res->files_deleted)
+		fprintf(rx->out, ", %llu would be deleted",
+			(unsigned long long)res->files_deleted);
+	if (res->files_failed)
+		fprintf(rx->out, ", %llu would fail",
+			(unsigned long long)res->files_failed);
+	fputc('\n', rx->out);
+	fflush(rx->out);
+}
+
 void report_xfer_end(struct report_xfer *rx, const struct xfer_result *res,
 		     uint64_t link_speed_bps, const char *error)
 {
@@ -225,6 +282,7 @@ void report_xfer_end(struct report_xfer *rx, const struct xfer_result *res,
 		report__add_num(o, "files_failed", (double)res->files_failed);
 		report__add_num(o, "files_skipped", (double)res->files_skipped);
 		report__add_num(o, "files_unread", (double)res->files_unread);
+		report__add_num(o, "files_deleted", (double)res->files_deleted);
 		report__add_num(o, "streams", res->streams);
 		report__add_num(o, "chunk_size", res->chunk_size);
 		cJSON_AddStringToObject(
@@ -255,6 +313,10 @@ void report_xfer_end(struct report_xfer *rx, const struct xfer_result *res,
 	}
 	if (rx->quiet && !error)
 		return;
+	if (rx->dry_run) {
+		end_dry_run(rx, res);
+		return;
+	}
 	units_fmt_bytes(b1, sizeof(b1), (double)res->bytes);
 	fmt_mbs(b2, sizeof(b2), bps);
 	fprintf(rx->out, "%s %s in %.2f s: %s", rx->verb, b1, res->seconds, b2);
@@ -272,6 +334,9 @@ void report_xfer_end(struct report_xfer *rx, const struct xfer_result *res,
 	if (res->files_failed)
 		fprintf(rx->out, ", %llu FAILED",
 			(unsigned long long)res->files_failed);
+	if (res->files_deleted)
+		fprintf(rx->out, ", %llu deleted",
+			(unsigned long long)res->files_deleted);
 	if (res->bytes_held) {
 		units_fmt_bytes(b1, sizeof(b1), (double)res->bytes_held);
 		fprintf(rx->out, ", %s already there", b1);

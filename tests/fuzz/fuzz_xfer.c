@@ -82,7 +82,7 @@ static void fuzz_request(const uint8_t *body, size_t len, uint8_t *enc)
 		CHECK(!n || (p[0] != '/' && p[n - 1] != '/'));
 		CHECK(!memchr(p, '\0', n));
 	}
-	CHECK(m.op == PROTO_XFER_PULL || m.contents == 0);
+	CHECK(m.op == PROTO_XFER_PULL || m.contents <= 1);
 	CHECK(m.npaths == 64 || (m.contents >> m.npaths) == 0);
 	CHECK(m.nfilters <= PROTO_XFER_MAX_FILTERS);
 	for (i = 0; i < m.nfilters; i++)
@@ -198,9 +198,29 @@ static void fuzz_item(const struct proto_xfer_iter *it, const uint8_t *body,
 	struct proto_xfer_ack a;
 	struct proto_xfer_fail f;
 	struct proto_xfer_wait w;
+	struct proto_xfer_unread u;
+	struct proto_xfer_deleted d;
 	int ok = 0;
 
 	CHECK(inside(it->value, it->vlen, body, len));
+	if (proto_xfer_get_unread(it, &u) == 0) {
+		ok++;
+		CHECK(u.code >= 1 && u.code <= 4095);
+		CHECK(u.path_len >= 1 && u.path_len <= PROTO_XFER_MAX_PATH);
+		CHECK(inside(u.path, u.path_len, body, len));
+		CHECK(!memchr(u.path, 0, u.path_len));
+		if (proto_xfer_batch_room(b, it->vlen))
+			proto_put_xfer_unread(b, &u);
+	}
+	if (proto_xfer_get_deleted(it, &d) == 0) {
+		ok++;
+		CHECK(d.kind >= 1 && d.kind <= 4);
+		CHECK(d.path_len >= 1 && d.path_len <= PROTO_XFER_MAX_PATH);
+		CHECK(inside(d.path, d.path_len, body, len));
+		CHECK(!memchr(d.path, 0, d.path_len));
+		if (proto_xfer_batch_room(b, it->vlen))
+			proto_put_xfer_deleted(b, &d);
+	}
 	if (proto_xfer_get_entry(it, &e) == 0) {
 		ok++;
 		CHECK(it->tag == PROTO_T_ENTRY);

@@ -231,7 +231,7 @@ def test_pull_filter_rules_bounded(xsrv):
                              for i in range(1024)))
     res = x.get("--exclude-from", rules, x.dest("f"), x.tmp / "got")
     assert res.returncode != 0, describe(res)
-    assert "60,000" in res.stderr, describe(res)
+    assert "65,536 at most" in res.stderr, describe(res)
     assert not (x.tmp / "got").exists()
 
 
@@ -369,3 +369,265 @@ def test_missing_sources_are_told_and_the_rest_goes(xsrv):
     res = x.send("-q", x.src / "nope.txt", x.src / "here.txt",
                  x.dest("o2"))
     assert res.returncode == 1, describe(res)
+
+
+def plant_extras(dest, outside):
+    """What a destination holds that the source has not: nested files and
+    directories, a symlink to a directory outside DEST (whose contents
+    must survive), excluded names, a transfer's temporary file."""
+    (dest / "gone" / "deeper").mkdir(parents=True)
+    (dest / "gone" / "deeper" / "f1").write_text("1\n")
+    (dest / "gone" / "f2").write_text("2\n")
+    (dest / "src" / "stale.c").write_text("stale\n")
+    (dest / "old.log").write_text("log\n")
+    (dest / "docs" / "deeper" / "old.log").write_text("log\n")
+    os.symlink(str(outside), dest / "escape")
+    os.symlink(str(outside), dest / "docs" / "escape2")
+
+
+@pytest.mark.parametrize("mode", ["push", "push-slash", "pull"])
+@pytest.mark.parametrize("excluded", [False, True],
+                         ids=["keep-excluded", "delete-excluded"])
+def test_delete_as_rsync(xsrv, mode, excluded):
+    """--delete removes, within the directories sent, what the source has
+    not, nested; never follows a symlink; keeps what the rules leave out
+    unless --delete-excluded; never touches a transfer's temporary file;
+    names each removal. The result is rsync --delete's on the same
+    trees."""
+    x = xsrv
+    outside = x.tmp / "outside"
+    outside.mkdir()
+    (outside / "precious").write_text("must survive\n")
+    slash = mode == "push-slash"
+    src = (x.root if mode == "pull" else x.src) / "tree"
+    build_tree(src)
+    rules = ["--exclude", "*.log"]
+    rules += ["--delete-excluded"] if excluded else ["--delete"]
+    if mode == "pull":
+        dest, ref = x.tmp / "got", x.tmp / "ref"
+        x.get_ok("-q", x.dest("tree"), dest)
+        inner = dest / "tree"
+    else:
+        dest, ref = x.root / "out", x.tmp / "ref"
+        x.send_ok("-q", str(src) + ("/" if slash else ""), x.dest("out"))
+        inner = dest if slash else dest / "tree"
+    rsync_ref([], str(src) + ("/" if slash else ""), ref)
+    plant_extras(inner, outside)
+    plant_extras(ref if slash else ref / "tree", outside)
+    # kept, unlike rsync: the temporary file of an interrupted transfer
+    (inner / ".f1.txt.lrpart").write_text("partial\n")
+    if mode == "pull":
+        res = x.get_ok("--json", *rules, x.dest("tree"), dest)
+    else:
+        res = x.send_ok("--json", *rules, str(src) + ("/" if slash else ""),
+                        x.dest("out"))
+    rsync_ref(rules, str(src) + ("/" if slash else ""), ref)
+    assert (inner / ".f1.txt.lrpart").exists()
+    os.unlink(inner / ".f1.txt.lrpart")
+    same_entries(dest, ref)
+    assert (outside / "precious").read_text() == "must survive\n"
+    deleted = sorted(e["path"] for e in json_events(res.stdout)
+                     if e.get("event") == "file"
+                     and e.get("status") == "deleted")
+    pre = "" if slash else "tree/"
+    want = sorted(pre + p for p in [
+        "gone/deeper/f1", "gone/f2", "gone/deeper", "gone", "src/stale.c",
+        "escape", "docs/escape2"] + (
+        ["old.log", "docs/deeper/old.log", "a.log", "docs/deeper/c.log"]
+        if excluded else []))
+    assert deleted == want, deleted
+    end = end_event(res.stdout)
+    assert end["files_deleted"] == len(want), end
+
+
+def test_delete_only_inside_the_directories_sent(xsrv):
+    """`send tree host:out --delete` deletes inside out/tree, never beside
+    it in out; a destination that is a symlink is not walked."""
+    x = xsrv
+    src = x.src / "tree"
+    build_tree(src)
+    (x.root / "out").mkdir()
+    (x.root / "out" / "neighbour.txt").write_text("not ours\n")
+    x.send_ok("-q", "--delete", src, x.dest("out"))
+    assert (x.root / "out" / "neighbour.txt").exists()
+    compare_tree(src, x.root / "out" / "tree")
+
+
+def test_delete_skipped_after_a_read_error(xsrv, world_dir):
+    """The sender (nobody) cannot read one directory: nothing is deleted
+    anywhere (rsync's rule, so that a failing disk does not empty the
+    backup), it says so, exit 23."""
+    x = xsrv
+    top = world_dir / "tree"
+    (top / "locked").mkdir(parents=True)
+    (top / "ok.txt").write_text("ok\n")
+    (top / "locked" / "in.txt").write_text("in\n")
+    token = world_dir / "token"
+    token.write_text(x.token + "\n")
+    os.chmod(top, 0o755)
+    os.chmod(top / "ok.txt", 0o644)
+    os.chmod(top / "locked" / "in.txt", 0o644)
+    dest = x.root / "out"
+    (dest / "locked").mkdir(parents=True)
+    (dest / "locked" / "in.txt").write_text("in\n")
+    (dest / "extra.txt").write_text("would be deleted\n")
+    os.chmod(top / "locked", 0)
+    argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+            x.bin, "send", "-p", str(x.srv.port), "--token-file", str(token),
+            "--delete", str(top) + "/", x.dest("out")]
+    res = x.h.run_a(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                    text=True, timeout=60)
+    assert res.returncode == 23, describe(res)
+    assert "nothing was deleted" in res.stderr, describe(res)
+    assert (dest / "extra.txt").exists()
+    assert (dest / "locked" / "in.txt").exists()
+    assert (dest / "ok.txt").read_text() == "ok\n"
+
+
+def test_delete_refuses_standard_output_and_input(xsrv):
+    x = xsrv
+    (x.root / "f").write_text("f\n")
+    res = x.get("--delete", x.dest("f"), "-")
+    assert res.returncode == 2, describe(res)
+    res = x.send("--delete", "-", x.dest("f2"))
+    assert res.returncode == 2, describe(res)
+
+
+def snapshot(top):
+    """Every entry below top with its kind, size, mtime and bytes."""
+    out = {}
+    for d, dirs, files in os.walk(top):
+        for n in dirs + files:
+            p = os.path.join(d, n)
+            st = os.lstat(p)
+            data = (open(p, "rb").read()
+                    if os.path.isfile(p) and not os.path.islink(p) else b"")
+            out[os.path.relpath(p, top)] = (st.st_mode, st.st_size,
+                                            st.st_mtime_ns, data)
+    return out
+
+
+def file_statuses(stdout):
+    return {e["path"]: e["status"] for e in json_events(stdout)
+            if e.get("event") == "file"}
+
+
+@pytest.mark.parametrize("mode", ["push", "pull"])
+def test_dry_run_lists_what_the_real_run_does(xsrv, mode):
+    """-n writes nothing and moves no file data (the end event's bytes);
+    what it lists (would_send, would_replace, would_delete, skipped) is
+    what the same command without -n then does."""
+    x = xsrv
+    src = (x.root if mode == "pull" else x.src) / "tree"
+    build_tree(src)
+    dest = x.tmp / "got" if mode == "pull" else x.root / "out"
+    if mode == "pull":
+        x.get_ok("-q", x.dest("tree/"), dest)
+    else:
+        x.send_ok("-q", str(src) + "/", x.dest("out"))
+    # changes on both sides since that first copy
+    (src / "new.txt").write_text("new\n")
+    (src / "sub-new" / "deep").mkdir(parents=True)
+    (src / "sub-new" / "deep" / "n.bin").write_bytes(b"n" * 5000)
+    (src / "b.txt").write_text("changed at the source, longer\n")
+    (dest / "extra" / "x").mkdir(parents=True)
+    (dest / "extra" / "x" / "old").write_text("old\n")
+    (dest / "stale.txt").write_text("stale\n")
+    args = ["--json", "--update", "--delete", "--exclude", "*.log"]
+    before = snapshot(dest)
+
+    def run(*more):
+        if mode == "pull":
+            return x.get_ok(*args, *more, x.dest("tree/"), dest)
+        return x.send_ok(*args, *more, str(src) + "/", x.dest("out"))
+
+    dry = run("-n")
+    assert snapshot(dest) == before, "a dry run changed the destination"
+    assert end_event(dry.stdout)["bytes"] == 0
+    real = run()
+    want = {"would_send": "done", "would_replace": "done",
+            "would_delete": "deleted", "skipped": "skipped"}
+    d, r = file_statuses(dry.stdout), file_statuses(real.stdout)
+    assert {p: want.get(s, s) for p, s in d.items()} == r, (d, r)
+    assert d["new.txt"] == "would_send"
+    assert d["b.txt"] == "would_replace"
+    assert d["stale.txt"] == "would_delete"
+    assert d["extra"] == "would_delete"
+    assert d["sub-new/deep/n.bin"] == "would_send"
+    assert d["f1.txt"] == "skipped" and "a.log" not in d
+    assert end_event(real.stdout)["bytes"] > 0
+    # what the real run left: the source, and the excluded logs it kept
+    assert not (dest / "stale.txt").exists() and not (dest / "extra").exists()
+    assert (dest / "a.log").exists()
+    for rel in ("new.txt", "b.txt", "sub-new/deep/n.bin", "keep/sub/k2.c"):
+        assert (dest / rel).read_bytes() == (src / rel).read_bytes(), rel
+
+
+def test_dry_run_and_verbose_in_words(xsrv):
+    x = xsrv
+    src = x.src / "t"
+    src.mkdir()
+    (src / "f.txt").write_text("f\n")
+    res = x.send_ok("-n", str(src) + "/", x.dest("o"))
+    assert "would send f.txt" in res.stderr, describe(res)
+    assert "dry run, nothing written: 1 file would be sent" in res.stderr, \
+        describe(res)
+    assert not (x.root / "o").exists()
+    res = x.send_ok("-v", str(src) + "/", x.dest("o"))
+    assert "sent f.txt" in res.stderr, describe(res)
+    res = x.send_ok("-v", str(src) + "/", x.dest("o"))
+    assert "up to date f.txt" in res.stderr, describe(res)
+
+
+def test_unreadable_corners(xsrv, world_dir):
+    """A directory listed but not searchable (r--) with many names is one
+    line, not one per name, and the session goes on; a top-level
+    directory that cannot be opened is still made, empty (as one below
+    the top is); `/` with a trailing-slash meaning is its contents."""
+    x = xsrv
+    top = world_dir / "t"
+    (top / "noexec").mkdir(parents=True)
+    for i in range(100):
+        (top / "noexec" / f"f{i:03d}").write_text("x\n")
+    (top / "fine.txt").write_text("fine\n")
+    closed = world_dir / "closed"
+    closed.mkdir()
+    (closed / "in.txt").write_text("in\n")
+    token = world_dir / "token"
+    token.write_text(x.token + "\n")
+    for d in (top, top / "noexec", world_dir):
+        os.chmod(d, 0o755)
+    for p in list((top / "noexec").iterdir()) + [top / "fine.txt",
+                                                  closed / "in.txt"]:
+        os.chmod(p, 0o644)
+    os.chmod(top / "noexec", 0o444)
+    os.chmod(closed, 0)
+    argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+            x.bin, "send", "-p", str(x.srv.port), "--token-file", str(token),
+            "--json", str(top), str(closed), x.dest("out")]
+    res = x.h.run_a(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                    text=True, timeout=60)
+    assert res.returncode == 23, describe(res)
+    failed = sorted(e["path"] for e in json_events(res.stdout)
+                    if e.get("event") == "file"
+                    and e.get("status") == "failed")
+    assert failed == ["closed", "t/noexec"], failed
+    assert (x.root / "out" / "t" / "fine.txt").read_text() == "fine\n"
+    assert (x.root / "out" / "closed").is_dir()
+    assert not os.listdir(x.root / "out" / "closed")
+    # the contents of / (all left out here): no refusal
+    res = x.send("-q", "--exclude", "*", "/", x.dest("root-contents"))
+    assert res.returncode == 0, describe(res)
+
+
+def test_update_replaces_a_newer_entry_of_another_kind(xsrv):
+    """rsync -u compares times of files only: a newer symlink where the
+    source has a file is replaced."""
+    x = xsrv
+    (x.src / "f").write_text("file\n")
+    os.utime(x.src / "f", (1_600_000_000,) * 2)
+    (x.root / "o").mkdir()
+    os.symlink("nowhere", x.root / "o" / "f")
+    x.send_ok("-q", "--update", x.src / "f", x.dest("o"))
+    assert not os.path.islink(x.root / "o" / "f")
+    assert (x.root / "o" / "f").read_text() == "file\n"

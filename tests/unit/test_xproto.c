@@ -414,7 +414,7 @@ static void test_items_roundtrip(void **state)
 }
 
 /* A failure text of the maximum length, and an empty one. */
-/* A pull's filter rules and CONTENTS travel; a push with CONTENTS, a
+/* A pull's filter rules and CONTENTS travel; a push with CONTENTS 2, a
  * bit past the paths or a bad FILTER kind is malformed. */
 static void test_request_filters(void **state)
 {
@@ -455,9 +455,18 @@ static void test_request_filters(void **state)
 			 LR_EBADMSG);
 	msg_free(&m);
 
+	/* a push (its rules only with DELETE): CONTENTS 0 or 1 only (the
+	 * destination is the transfer's root) */
 	r.contents = 1;
 	r.op = PROTO_XFER_PUSH;
+	r.flags = PROTO_XF_DELETE;
 	set_paths(&r, pull, 1);
+	msg_init(&m, MSG_CAP);
+	assert_int_equal(proto_encode_xfer_request(&m.b, &r), 0);
+	body = msg_body(&m, PROTO_XFER_REQUEST, &len);
+	assert_int_equal(proto_decode_xfer_request(body, len, &out), 0);
+	msg_free(&m);
+	r.contents = 2;
 	msg_init(&m, MSG_CAP);
 	assert_int_equal(proto_encode_xfer_request(&m.b, &r), 0);
 	body = msg_body(&m, PROTO_XFER_REQUEST, &len);
@@ -511,6 +520,48 @@ static void test_unread_item(void **state)
 	assert_int_equal(proto_xfer_get_unread(&it, &g), LR_EBADMSG);
 	assert_int_equal(proto_xfer_iter_next(&it), 1);
 	assert_int_equal(proto_xfer_get_unread(&it, &g), LR_EBADMSG);
+	msg_free(&m);
+}
+
+/* DELETED items: a round trip; kind 0 or 5, a NUL and an empty path
+ * are malformed. */
+static void test_deleted_item(void **state)
+{
+	struct proto_xfer_deleted d = { .kind = PROTO_XK_DIR,
+					.path_len = 3,
+					.path = "a/b" },
+				  g;
+	struct proto_xfer_iter it;
+	struct msg m;
+	uint8_t *body;
+	size_t len;
+	unsigned i;
+
+	(void)state;
+	msg_init(&m, MSG_CAP);
+	proto_msg_begin(&m.b, PROTO_XFER_ACKS);
+	proto_put_xfer_deleted(&m.b, &d);
+	d.kind = 0;
+	proto_put_xfer_deleted(&m.b, &d);
+	d.kind = 5;
+	proto_put_xfer_deleted(&m.b, &d);
+	d.kind = 4;
+	d.path = "a\0b";
+	proto_put_xfer_deleted(&m.b, &d);
+	d.path_len = 0;
+	proto_put_xfer_deleted(&m.b, &d);
+	assert_int_equal(proto_msg_end(&m.b), 0);
+	body = msg_body(&m, PROTO_XFER_ACKS, &len);
+	proto_xfer_iter_init(&it, body, len);
+	assert_int_equal(proto_xfer_iter_next(&it), 1);
+	assert_int_equal(proto_xfer_get_deleted(&it, &g), 0);
+	assert_int_equal(g.kind, PROTO_XK_DIR);
+	assert_int_equal(g.path_len, 3);
+	assert_memory_equal(g.path, "a/b", 3);
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(proto_xfer_iter_next(&it), 1);
+		assert_int_equal(proto_xfer_get_deleted(&it, &g), LR_EBADMSG);
+	}
 	msg_free(&m);
 }
 
@@ -678,7 +729,7 @@ static const struct item_case item_cases[] = {
 	{ "symlink size unknown", I_LINK, 8, UINT64_MAX, 8, 0, 0 },
 	{ "symlink target_len long", I_LINK, 30, 5, 2, 0, 0 },
 	{ "entry as plan", I_FILE, -1, 0, 0, 0, PROTO_T_PLAN },
-	{ "plan action 4", I_PLAN, 4, 4, 1, 0, 0 },
+	{ "plan action 5", I_PLAN, 4, 5, 1, 0, 0 },
 	{ "plan action 0xff", I_PLAN, 4, 0xff, 1, 0, 0 },
 	{ "plan short", I_PLAN, -1, 0, 0, -1, 0 },
 	{ "plan long", I_PLAN, -1, 0, 0, 1, 0 },
@@ -970,7 +1021,8 @@ static const struct rq_case rq_cases[] = {
 	  0,
 	  0,
 	  false },
-	{ "unknown flag bit", 1, 4, 0, 1u << 6, { "" }, 1, 0, 0, false },
+	{ "unknown flag bit", 1, 4, 0, 1u << 9, { "" }, 1, 0, 0, false },
+	{ "delete-excluded alone", 1, 4, 0, 1u << 7, { "" }, 1, 0, 0, false },
 	{ "high flag bit", 1, 4, 0, 1u << 31, { "" }, 1, 0, 0, false },
 	{ "push two paths", 1, 4, 0, 0, { "a", "b" }, 2, 0, 0, false },
 	{ "push no path", 1, 4, 0, 0, { "" }, 0, 0, 0, false },
@@ -1935,6 +1987,7 @@ int main(void)
 		cmocka_unit_test(test_fail_text_bounds),
 		cmocka_unit_test(test_request_filters),
 		cmocka_unit_test(test_unread_item),
+		cmocka_unit_test(test_deleted_item),
 		cmocka_unit_test(test_batch_fill),
 		cmocka_unit_test(test_batch_room_cap),
 		cmocka_unit_test(test_items_malformed),

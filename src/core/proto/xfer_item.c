@@ -241,7 +241,7 @@ int proto_xfer_get_plan(const struct proto_xfer_iter *it,
 			struct proto_xfer_plan *p)
 {
 	if (!item_is(it, PROTO_T_PLAN, PROTO_XFER_PLAN_LEN) ||
-	    it->value[4] > PROTO_XA_REFUSE)
+	    it->value[4] > PROTO_XA_REPLACE)
 		return LR_EBADMSG;
 	p->idx = proto__rd32(it->value);
 	p->action = it->value[4];
@@ -330,6 +330,36 @@ int proto_xfer_get_unread(const struct proto_xfer_iter *it,
 	u->code = code;
 	u->path_len = (uint16_t)(it->vlen - 4u);
 	u->path = (const char *)v + 4;
+	return 0;
+}
+
+void proto_put_xfer_deleted(struct proto_buf *b,
+			    const struct proto_xfer_deleted *d)
+{
+	size_t n = d->path_len;
+	uint8_t *q;
+
+	if (n > PROTO_XFER_MAX_PATH)
+		n = PROTO_XFER_MAX_PATH;
+	q = put_item(b, PROTO_T_DELETED, 1 + n);
+	if (!q)
+		return;
+	q[0] = d->kind;
+	memcpy(q + 1, d->path, n);
+}
+
+int proto_xfer_get_deleted(const struct proto_xfer_iter *it,
+			   struct proto_xfer_deleted *d)
+{
+	const uint8_t *v = it->value;
+
+	if (it->tag != PROTO_T_DELETED || !v || it->vlen < 2 ||
+	    it->vlen > 1 + PROTO_XFER_MAX_PATH || v[0] < 1 || v[0] > 4 ||
+	    memchr(v + 1, 0, it->vlen - 1u))
+		return LR_EBADMSG;
+	d->kind = v[0];
+	d->path_len = (uint16_t)(it->vlen - 1u);
+	d->path = (const char *)v + 1;
 	return 0;
 }
 

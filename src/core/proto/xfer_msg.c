@@ -9,7 +9,8 @@
 
 #define XF_ALL                                                      \
 	(PROTO_XF_OVERWRITE | PROTO_XF_UPDATE | PROTO_XF_NO_FSYNC | \
-	 PROTO_XF_KEEP_SETID | PROTO_XF_STDOUT | PROTO_XF_SCRATCH)
+	 PROTO_XF_KEEP_SETID | PROTO_XF_STDOUT | PROTO_XF_SCRATCH | \
+	 PROTO_XF_DELETE | PROTO_XF_DELETE_EXCLUDED | PROTO_XF_DRY_RUN)
 #define XFER_MAX_DEPTH 256u /* components, as fsio_path_check */
 
 /*
@@ -144,9 +145,15 @@ static bool xfer_request_ok(const struct proto_xfer_request *m)
 		return false;
 	if (m->npaths < 1 || (push && m->npaths != 1))
 		return false;
-	/* a push's sender is the client: its trailing '/' stays there */
-	if (push ? m->contents != 0
+	/* a push: bit 0 alone, the destination is the transfer's root */
+	if (push ? m->contents > 1
 		 : m->npaths < 64 && (m->contents >> m->npaths) != 0)
+		return false;
+	if ((m->flags & PROTO_XF_DELETE_EXCLUDED) &&
+	    !(m->flags & PROTO_XF_DELETE))
+		return false;
+	/* a push's rules are for its receiver's deletions only */
+	if (push && m->nfilters && !(m->flags & PROTO_XF_DELETE))
 		return false;
 	for (i = 0; i < m->npaths; i++)
 		if (!xfer_path_ok((const uint8_t *)m->paths[i], m->path_lens[i],

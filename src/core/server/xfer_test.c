@@ -234,6 +234,8 @@ static int run_engine(struct server_test *t,
 	xo.progress_ms = srv->o.progress_ms;
 	xo.cancel = srv->o.cancel ? srv->o.cancel : &srv->stopping;
 	if (req->op == PROTO_XFER_PUSH) {
+		xo.filter = filter->n ? filter : NULL;
+		xo.delete_root = req->contents & 1;
 		r = xfer_recv(&cs, dest, srv->o.outfd, &xo, srv->o.xfer_cb,
 			      &ev->xres, &e);
 	} else {

@@ -63,15 +63,17 @@ unsigned xfer_auto_streams(const struct xfer_client_opts *o,
 {
 	struct proto_xfer_totals t;
 	struct lr_err e = { 0 };
+	uint64_t missing = 0;
 	bool pipe;
 
 	if (o->streams)
 		return o->streams;
 	if (o->op != XFER_PUSH ||
-	    xfer__count_sources(&o->src, &t, &pipe, &e, NULL))
+	    xfer__count_sources(&o->src, &t, &pipe, &missing, &e, NULL))
 		return XFER_DEFAULT_STREAMS;
 	if (src) {
 		src->counted = true;
+		src->top_missing = missing;
 		src->pipe = pipe;
 		src->files = t.files;
 		src->bytes = t.bytes;
@@ -340,15 +342,22 @@ static void client_close(struct xcl *k)
 }
 
 /* A pull: the sender (the server) walks, so the filter rules and which
- * paths are sent as their contents travel in the request. */
+ * paths are sent as their contents travel in the request; a push with
+ * --delete: the receiver keeps what the rules leave out, and deletes in
+ * the destination itself when a source came as its contents. */
 static int request_filters(const struct xfer_client_opts *o,
 			   struct proto_xfer_request *req, struct lr_err *err)
 {
 	const struct lr_filter *f = o->src.filter;
-	size_t bytes = 0;
+	/* the fixed fields, then each path's and rule's TLV */
+	size_t bytes = 64;
 	unsigned i;
 
-	req->contents = o->src.contents;
+	/* a push: only whether the destination is the transfer's root */
+	req->contents = o->op == XFER_PULL ? o->src.contents
+					   : o->src.contents != 0;
+	for (i = 0; i < req->npaths; i++)
+		bytes += 4 + req->path_lens[i];
 	if (!f)
 		return 0;
 	if (f->n > PROTO_XFER_MAX_FILTERS)
@@ -360,18 +369,17 @@ static int request_filters(const struct xfer_client_opts *o,
 		bool inc;
 		const char *t = filter_rule_text(f, i, &n, &inc);
 
-		bytes += 5 + n;
+		bytes += 4 + 1 + n;
 		req->filters[i] = t;
 		req->filter_lens[i] = (uint16_t)n;
 		req->filter_include[i] = inc;
 	}
 	/* the request is one message of at most 64 KiB */
-	if (bytes > 60000)
-		return lr_err_set(
-			err, -E2BIG,
-			"the filter rules take %zu bytes: a pull takes "
-			"60,000 at most",
-			bytes);
+	if (bytes > PROTO_MAX_BODY)
+		return lr_err_set(err, -E2BIG,
+				  "the filter rules and paths take %zu bytes "
+				  "of the request: 65,536 at most",
+				  bytes);
 	req->nfilters = f->n;
 	return 0;
 }
@@ -400,7 +408,7 @@ static int request_of(const struct xfer_client_opts *o,
 		req->paths[i] = o->paths[i];
 		req->path_lens[i] = (uint16_t)n;
 	}
-	if (o->op == XFER_PULL)
+	if (o->op == XFER_PULL || (o->x.flags & XFER_F_DELETE))
 		return request_filters(o, req, err);
 	return 0;
 }

@@ -117,7 +117,8 @@ static int plan_existing(struct xsess *x, struct xfile *f,
 	if (!(flags & (XFER_F_OVERWRITE | XFER_F_UPDATE)))
 		return refuse(f, plan, -EEXIST, "exists");
 	/* --update as rsync's -u: a copy newer than the source's is kept */
-	if ((flags & XFER_F_UPDATE) && !f->pipe && newer(&st, e)) {
+	if ((flags & XFER_F_UPDATE) && !f->pipe && S_ISREG(st.st_mode) &&
+	    newer(&st, e)) {
 		plan->action = PROTO_XA_SKIP;
 		return 1;
 	}
@@ -225,6 +226,50 @@ static int plan_create(struct xsess *x, struct xfile *f,
 		      (unsigned long long)e->size);
 }
 
+/* DRY_RUN: what would be done, looked up without making or writing
+ * anything: SEND for a new name, REPLACE, SKIP or REFUSE as for real. */
+static int plan_dry(struct xsess *x, struct xfile *f,
+		    const struct proto_xfer_entry *e,
+		    struct proto_xfer_plan *plan)
+{
+	char parent[FSIO_MAX_PATH + 1];
+	uint32_t flags = x->o->flags;
+	struct stat st;
+	int dfd, r;
+
+	fsio_split(e->path, e->path_len, parent, f->rx.name);
+	dfd = x->rx.destfd < 0 ? -ENOENT
+			       : fsio_open_dir(x->rx.destfd, parent, false, 0);
+	if (dfd < 0 && dfd != -ENOENT && dfd != -ENOTDIR)
+		return refuse(f, plan, dfd, "cannot open its directory: %s",
+			      lr_strerror(dfd));
+	if (dfd < 0)
+		return 0; /* its directory would be made: new */
+	r = fstatat(dfd, f->rx.name, &st, AT_SYMLINK_NOFOLLOW) ? -errno : 0;
+	close(dfd);
+	if (r)
+		return 0;
+	if (S_ISDIR(st.st_mode))
+		return refuse(f, plan, -EISDIR,
+			      "a directory of that name exists");
+	if (!(flags & XFER_F_OVERWRITE) && S_ISREG(st.st_mode) && !f->pipe &&
+	    (uint64_t)st.st_size == e->size &&
+	    st.st_mtim.tv_sec == e->mtime_sec &&
+	    (uint32_t)st.st_mtim.tv_nsec == e->mtime_nsec) {
+		plan->action = PROTO_XA_SKIP;
+		return 0;
+	}
+	if (!(flags & (XFER_F_OVERWRITE | XFER_F_UPDATE)))
+		return refuse(f, plan, -EEXIST, "exists");
+	if ((flags & XFER_F_UPDATE) && !f->pipe && S_ISREG(st.st_mode) &&
+	    newer(&st, e)) {
+		plan->action = PROTO_XA_SKIP;
+		return 0;
+	}
+	plan->action = PROTO_XA_REPLACE;
+	return 0;
+}
+
 int xfer__plan_file(struct xsess *x, struct xfile *f,
 		    const struct proto_xfer_entry *e, struct proto_buf *b,
 		    struct proto_xfer_plan *plan)
@@ -238,6 +283,10 @@ int xfer__plan_file(struct xsess *x, struct xfile *f,
 	r = plan_chunks(x, f, e, plan);
 	if (r || (flags & XFER_F_STDOUT))
 		return r < 0 ? r : 0;
+	if (flags & XFER_F_DRY_RUN) {
+		plan_dry(x, f, e, plan);
+		return 0;
+	}
 	fsio_split(e->path, e->path_len, parent, f->rx.name);
 	if (plan_dir(x, f, parent, plan))
 		return 0;
@@ -650,6 +699,8 @@ void xfer__late_apply(struct xsess *x, struct late *l, struct proto_buf *fb,
 {
 	struct late *i;
 
+	if (x->o->flags & XFER_F_DRY_RUN)
+		return; /* nothing made, nothing changed */
 	/* symlinks, then directories children first: the list is in
 	 * reverse order of announcement */
 	for (i = l; i; i = i->next)

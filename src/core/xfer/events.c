@@ -58,6 +58,29 @@ void xfer__file_event(struct xsess *x, struct xfile *f, bool ok, bool skipped,
 		e->reason = strdup(reason ? reason : "failed");
 }
 
+void xfer__deleted_event(struct xsess *x, struct xfile *f)
+{
+	unsigned n = x->evq.n;
+
+	xfer__file_event(x, f, true, false, NULL, 0);
+	if (x->evq.n > n) { /* queued (else lost to memory) */
+		x->evq.v[x->evq.n - 1].deleted = true;
+		x->evq.v[x->evq.n - 1].dry_run =
+			(x->o->flags & XFER_F_DRY_RUN) != 0;
+	}
+}
+
+void xfer__dry_event(struct xsess *x, struct xfile *f, bool replace)
+{
+	unsigned n = x->evq.n;
+
+	xfer__file_event(x, f, true, false, NULL, 0);
+	if (x->evq.n > n) {
+		x->evq.v[x->evq.n - 1].dry_run = true;
+		x->evq.v[x->evq.n - 1].replace = replace;
+	}
+}
+
 void xfer__path_event(struct xsess *x, const char *path, bool ok,
 		      const char *reason, int code)
 {
@@ -90,6 +113,9 @@ void xfer__deliver(struct xsess *x)
 			.size = e->size,
 			.ok = e->ok,
 			.skipped = e->skipped,
+			.deleted = e->deleted,
+			.replace = e->replace,
+			.dry_run = e->dry_run,
 			.reason = e->reason,
 			.code = e->code,
 		};

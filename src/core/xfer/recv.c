@@ -271,8 +271,18 @@ static int entry_dir(struct rxc *c, struct xfile *f,
 		     const struct proto_xfer_entry *e, const char *path)
 {
 	struct xsess *x = c->x;
-	bool made;
-	int dfd = fsio_make_dir(x->rx.destfd, path, 0700, &made), r = 0;
+	bool made = false;
+	int dfd = (x->o->flags & XFER_F_DRY_RUN)
+			  ? -EEXIST /* not made: listed at the end */
+			  : fsio_make_dir(x->rx.destfd, path, 0700, &made),
+	    r = 0;
+
+	if (dfd == -EEXIST) {
+		xfer__lock(&x->lock);
+		r = entry_late(c, f, e);
+		xfer__unlock(&x->lock);
+		return r ? lr_err_setc(c->err, r, "memory") : 0;
+	}
 
 	/* kept for its files, which follow it */
 	if (dfd >= 0 && made)
@@ -321,6 +331,12 @@ static int entry_file(struct rxc *c, struct xfile *f,
 		xfer__file_release(f);
 	} else if (plan.action == PROTO_XA_REFUSE) {
 		count_failed(x, f);
+	} else if (x->o->flags & XFER_F_DRY_RUN) {
+		/* would be sent: told, and done with */
+		x->res->files_ok++;
+		x->files_done++;
+		xfer__dry_event(x, f, plan.action == PROTO_XA_REPLACE);
+		xfer__file_release(f);
 	} else if (plan.action == PROTO_XA_SEND && f->nchunks == 0 &&
 		   !f->pipe) {
 		f->rx.state = XRX_COMPLETE; /* empty: named below */
@@ -357,6 +373,8 @@ static int on_entry(struct rxc *c, const struct proto_xfer_entry *e)
 		return r;
 	memcpy(path, e->path, e->path_len);
 	path[e->path_len] = 0;
+	/* the source has it, whatever comes of it here */
+	xfer__del_note(c->x, path, e->path_len);
 	if (fsio_path_check(e->path, e->path_len, &why))
 		return entry_refused(c, f, why);
 	if (fsio_is_side_name(
@@ -386,6 +404,11 @@ static int dest_ready(struct rxc *c)
 
 	if (x->rx.destfd >= 0 || (x->o->flags & XFER_F_STDOUT))
 		return 0;
+	if (x->o->flags & XFER_F_DRY_RUN) { /* looked at, never made */
+		fd = fsio_open_dir(d->dirfd, d->path ? d->path : "", false, 0);
+		x->rx.destfd = fd >= 0 ? fd : -1;
+		return 0;
+	}
 	/* "" is dirfd itself (a duplicate) */
 	fd = fsio_make_dir(d->dirfd, d->path ? d->path : "", 0755, &made);
 	if (fd < 0)
@@ -426,10 +449,8 @@ static int on_unread(struct rxc *c, const struct proto_xfer_unread *u)
 static int on_files(struct rxc *c, const uint8_t *body, size_t len)
 {
 	struct proto_xfer_iter it;
-	int r = dest_ready(c);
+	int r;
 
-	if (r)
-		return r;
 	proto_buf_init(&c->plan, c->buf, MSG_BUF);
 	proto_msg_begin(&c->plan, PROTO_XFER_PLAN);
 	proto_xfer_iter_init(&it, body, len);
@@ -452,7 +473,8 @@ static int on_files(struct rxc *c, const uint8_t *body, size_t len)
 			return lr_err_set(c->err, LR_EBADMSG,
 					  "the sender announced a malformed "
 					  "entry");
-		r = on_entry(c, &e);
+		/* made at the first entry (an UNREAD alone makes nothing) */
+		r = dest_ready(c) ?: on_entry(c, &e);
 		if (r)
 			return r;
 	}
@@ -741,6 +763,10 @@ static int last_acks(struct rxc *c)
 	xfer__deliver(x);
 	proto_buf_init(&b, c->buf, MSG_BUF);
 	proto_msg_begin(&b, PROTO_XFER_ACKS);
+	/* before the directories get their times */
+	r = xfer__del_run(x, c->late, c->unread, &b);
+	if (r)
+		return lr_err_setc(c->err, r, "deleting");
 	xfer__late_apply(x, c->late, &b, &x->res->files_failed);
 	r = proto_msg_end(&b);
 	if (!r && b.len > b.start + PROTO_HDR_LEN)
@@ -901,6 +927,7 @@ out:
 	if (x->rx.destfd >= 0)
 		close(x->rx.destfd);
 	xfer__late_free(c.late);
+	xfer__del_free(x);
 	free(c.ts);
 	free(c.buf);
 	free(c.rbuf);

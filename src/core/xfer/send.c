@@ -209,6 +209,18 @@ static int plan_one(struct xsess *x, const struct proto_xfer_iter *it,
 	f = xfer__entry(x, p.idx);
 	if (!f || f->tx.state != XTX_ANNOUNCED || f->kind != PROTO_XK_FILE)
 		return LR_EBADMSG;
+	if (x->o->flags & XFER_F_DRY_RUN) {
+		if (p.action == PROTO_XA_RESUME)
+			return LR_EBADMSG;
+		if (p.action == PROTO_XA_SEND || p.action == PROTO_XA_REPLACE) {
+			x->res->files_ok++; /* would be sent */
+			xfer__dry_event(x, f, p.action == PROTO_XA_REPLACE);
+			xfer__tx_file_end(x, f);
+			return 0;
+		}
+	} else if (p.action == PROTO_XA_REPLACE) {
+		return LR_EBADMSG;
+	}
 	if (p.action == PROTO_XA_SEND || p.action == PROTO_XA_RESUME) {
 		xfer__queue_file(x, f);
 		*queued = true;
@@ -309,7 +321,9 @@ static int ack_one(struct xsess *x, const struct proto_xfer_ack *a)
 	case PROTO_XS_FILE_DONE:
 		if (f->kind == PROTO_XK_FILE)
 			x->res->files_ok++;
-		if (f->kind == PROTO_XK_SYMLINK)
+		if (x->o->flags & XFER_F_DRY_RUN) /* would be made */
+			xfer__dry_event(x, f, false);
+		else if (f->kind == PROTO_XK_SYMLINK)
 			r = link_keep(x, f); /* told at the end */
 		else
 			xfer__file_event(x, f, true, false, NULL, 0);
@@ -328,6 +342,27 @@ static int ack_one(struct xsess *x, const struct proto_xfer_ack *a)
 	return r;
 }
 
+/* An entry the receiver's --delete removed: told. */
+static int deleted_item(struct xsess *x, const struct proto_xfer_iter *it)
+{
+	struct proto_xfer_deleted d;
+	char path[PROTO_XFER_MAX_PATH + 1];
+	struct xfile f = { 0 };
+
+	if (proto_xfer_get_deleted(it, &d) || !(x->o->flags & XFER_F_DELETE))
+		return LR_EBADMSG;
+	memcpy(path, d.path, d.path_len);
+	path[d.path_len] = 0;
+	f.path = strdup(path);
+	xfer__lock(&x->lock);
+	x->res->files_deleted++;
+	if (f.path)
+		xfer__deleted_event(x, &f);
+	xfer__unlock(&x->lock);
+	free(f.path);
+	return 0;
+}
+
 static int on_acks(struct xsess *x, const uint8_t *body, size_t len)
 {
 	struct proto_xfer_iter it;
@@ -341,6 +376,12 @@ static int on_acks(struct xsess *x, const uint8_t *body, size_t len)
 			xfer__lock(&x->lock);
 			r = fail_item(x, &it);
 			xfer__unlock(&x->lock);
+			if (r)
+				return r;
+			continue;
+		}
+		if (it.tag == PROTO_T_DELETED) {
+			r = deleted_item(x, &it);
 			if (r)
 				return r;
 			continue;
@@ -840,9 +881,10 @@ static int send_totals(struct txc *c)
 		c->tot.files = src->files;
 		c->tot.bytes = src->bytes;
 		c->has_pipe = src->pipe;
+		c->w.top_missing = src->top_missing;
 	} else {
-		r = xfer__count_sources(src, &c->tot, &c->has_pipe, c->err,
-					NULL);
+		r = xfer__count_sources(src, &c->tot, &c->has_pipe,
+					&c->w.top_missing, c->err, NULL);
 	}
 	if (r) {
 		xfer__send_error(c->x, PROTO_ERR_INTERNAL, c->err->msg);
@@ -872,8 +914,11 @@ static bool only_done_lost(const struct txc *c)
 static int send_loop(struct txc *c)
 {
 	enum tx_step step = TX_ANNOUNCE;
+	/* what the count found missing (send_totals), kept across */
+	uint64_t missing = c->w.top_missing;
 
 	xfer__walk_init(&c->w, c->src, true, c->err);
+	c->w.top_missing = missing;
 	c->pc.next = net_now_ms() +
 		     (c->x->o->progress_ms ? c->x->o->progress_ms : 1000);
 	while (step != TX_DONE && step != TX_FAIL)

@@ -172,6 +172,24 @@ static int vanished(struct walker *w, const char *name)
 	return XFER_WALK_VANISHED;
 }
 
+/* A source not there: counted, then gone (XFER_WALK_VANISHED, as a file
+ * below the top would be), or not there when counted either (0: an
+ * error of its own); the count notes it so. */
+static int top_gone(struct walker *w, const char *name)
+{
+	unsigned i = w->arg - 1;
+	bool seen = i >= 64 || !((w->top_missing >> i) & 1);
+
+	if (errno != ENOENT)
+		return 0;
+	if (!w->open_files) {
+		if (i < 64)
+			w->top_missing |= 1ull << i;
+		return 0;
+	}
+	return seen ? vanished(w, name) : 0;
+}
+
 /* "-": standard input, as the file its name says. */
 static int top_stdin(struct walker *w, struct wentry *e)
 {
@@ -261,10 +279,6 @@ static int top_push_dot(struct walker *w, const char *arg, struct wentry *e)
 	slash = strrchr(rp, '/');
 	snprintf(name, sizeof(name), "%s", slash && slash[1] ? slash + 1 : "");
 	free(rp);
-	if (!name[0])
-		return lr_err_set(w->err, -EINVAL,
-				  "%s: name a directory below /, not / itself",
-				  arg);
 	pfd = open(arg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (pfd < 0)
 		return lr_err_setc(w->err, -errno, "%s", arg);
@@ -272,8 +286,16 @@ static int top_push_dot(struct walker *w, const char *arg, struct wentry *e)
 		close(pfd);
 		return lr_err_setc(w->err, -errno, "%s", arg);
 	}
+	/* "/", "." or "dir/.": its contents (of / too, as rsync sends) */
 	if (contents_only(w))
 		return walk_contents(w, pfd, arg);
+	if (!name[0]) {
+		close(pfd);
+		return lr_err_set(w->err, -EINVAL,
+				  "%s: name a directory below /, not / itself "
+				  "(or / for its contents)",
+				  arg);
+	}
 	r = walk_set_path(w, 0, name);
 	if (!r && left_out(w, &e->st))
 		r = XFER_WALK_SKIP;
@@ -290,6 +312,23 @@ static int top_push_named(struct walker *w, int pfd, const char *name,
 {
 	int fd = openat(pfd, name, O_RDONLY | O_CLOEXEC), r;
 
+	if (fd < 0 && S_ISDIR(e->st.st_mode) && !contents_only(w) &&
+	    errno != ENOENT) {
+		/* announced, empty, as one below the top would be */
+		e->read_err = lr_err_setc(&w->eerr, -errno,
+					  "its entries could not be read");
+		close(pfd);
+		r = walk_set_path(w, 0, name);
+		if (!r && left_out(w, &e->st))
+			r = XFER_WALK_SKIP;
+		e->kind = PROTO_XK_DIR;
+		e->fd = -1;
+		e->is_stdin = false;
+		e->target_len = 0;
+		if (r)
+			e->read_err = 0;
+		return r;
+	}
 	if (fd < 0) {
 		r = vanished(w, name) ?: lr_err_setc(w->err, -errno, "%s", arg);
 		close(pfd);
@@ -354,7 +393,7 @@ static int top_push(struct walker *w, const char *arg, struct wentry *e)
 		return lr_err_setc(w->err, -errno, "%s", parent);
 	/* the user named it: follow a symlink at the top */
 	if (fstatat(pfd, name, &e->st, 0)) {
-		r = lr_err_setc(w->err, -errno, "%s", arg);
+		r = top_gone(w, name) ?: lr_err_setc(w->err, -errno, "%s", arg);
 		close(pfd);
 		return r;
 	}
@@ -382,8 +421,20 @@ static int walk_top(struct walker *w, const char *arg, struct wentry *e)
 static int top_unreadable(struct walker *w, int r)
 {
 	const char *arg = w->src->paths[w->arg - 1];
+	size_t k = strlen(arg);
+	const char *base;
 
-	snprintf(w->path, sizeof(w->path), "%s", arg);
+	/* told by the name it would have had (the receiver's view), or as
+	 * typed when it has none ("/", ".", "..") */
+	while (k > 1 && arg[k - 1] == '/')
+		k--;
+	base = memrchr(arg, '/', k);
+	base = base ? base + 1 : arg;
+	if (base >= arg + k ||
+	    (base[0] == '.' &&
+	     (base + 1 == arg + k || (base[1] == '.' && base + 2 == arg + k))))
+		base = arg, k = strlen(arg);
+	snprintf(w->path, sizeof(w->path), "%.*s", (int)(arg + k - base), base);
 	w->plen = strlen(w->path);
 	if (w->err && w->err->msg[0]) {
 		size_t n = strlen(arg);
@@ -398,6 +449,30 @@ static int top_unreadable(struct walker *w, int r)
 		lr_err_setc(&w->eerr, r, "could not be read");
 	}
 	return XFER_WALK_UNREADABLE;
+}
+
+/* The directory at w->path[0..plen) (the frame just left): told as
+ * unreadable; the top of a source sent as its contents by the source's
+ * name. */
+static int dir_unreadable(struct walker *w, size_t plen)
+{
+	w->plen = plen;
+	w->path[plen] = 0;
+	if (!plen) {
+		snprintf(w->path, sizeof(w->path), "%s",
+			 w->src->paths[w->arg - 1]);
+		w->plen = strlen(w->path);
+	}
+	return XFER_WALK_UNREADABLE;
+}
+
+/* Whether a source's failure means only that it could not be read (told,
+ * and the others go); anything else ends the walk. */
+static bool per_source(int r)
+{
+	return r == -ENOENT || r == -EACCES || r == -EPERM || r == -ENOTDIR ||
+	       r == -ELOOP || r == -EIO || r == -ESTALE || r == -ENXIO ||
+	       r == -ENODEV;
 }
 
 int xfer__walk_next(struct walker *w, struct wentry *e)
@@ -419,11 +494,9 @@ int xfer__walk_next(struct walker *w, struct wentry *e)
 			if (!err)
 				continue;
 			/* the rest of this directory is not sent */
-			w->plen = f->plen;
-			w->path[w->plen] = 0;
 			lr_err_setc(&w->eerr, -err,
 				    "its entries could not all be read");
-			return XFER_WALK_UNREADABLE;
+			return dir_unreadable(w, f->plen);
 		}
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
@@ -437,6 +510,15 @@ int xfer__walk_next(struct walker *w, struct wentry *e)
 			return r;
 		if (fstatat(dirfd(f->d), de->d_name, &e->st,
 			    AT_SYMLINK_NOFOLLOW)) {
+			if (errno == EACCES || errno == EPERM) {
+				/* a directory listed but not searchable:
+				 * one line for it, not one per name */
+				lr_err_setc(&w->eerr, -errno,
+					    "its entries could not be read");
+				closedir(f->d);
+				w->depth--;
+				return dir_unreadable(w, f->plen);
+			}
 			if (errno != ENOENT) {
 				lr_err_setc(&w->eerr, -errno,
 					    "could not be read");
@@ -458,7 +540,7 @@ int xfer__walk_next(struct walker *w, struct wentry *e)
 	r = walk_top(w, w->src->paths[w->arg++], e);
 	if (r == XFER_WALK_SKIP) /* left out, or only its contents */
 		return xfer__walk_next(w, e);
-	if (r < 0) /* this source: told, and the others go */
+	if (r < 0 && per_source(r)) /* this source: told, the others go */
 		return top_unreadable(w, r);
 	return r ? r : 1;
 }
@@ -480,7 +562,8 @@ static bool count_publish(struct counter *c, const struct proto_xfer_totals *t,
 
 int xfer__count_sources(const struct xfer_source *src,
 			struct proto_xfer_totals *t, bool *pipe,
-			struct lr_err *err, struct counter *c)
+			uint64_t *missing, struct lr_err *err,
+			struct counter *c)
 {
 	struct walker w;
 	struct wentry e;
@@ -490,9 +573,9 @@ int xfer__count_sources(const struct xfer_source *src,
 	*pipe = false;
 	xfer__walk_init(&w, src, false, err);
 	while ((r = xfer__walk_next(&w, &e)) > 0) {
-		if (r != 1) /* not announced: not counted */
+		t->files++; /* an unreadable one too: its UNREAD counts */
+		if (r != 1)
 			continue;
-		t->files++;
 		if (e.is_stdin)
 			*pipe = true;
 		else if (e.kind == PROTO_XK_FILE)
@@ -505,6 +588,8 @@ int xfer__count_sources(const struct xfer_source *src,
 	xfer__walk_fini(&w);
 	if (*pipe)
 		t->bytes = UINT64_MAX;
+	if (missing)
+		*missing = w.top_missing;
 	return r;
 }
 
@@ -513,11 +598,13 @@ static void *counter_main(void *arg)
 	struct counter *c = arg;
 	struct proto_xfer_totals t;
 	struct lr_err err = { 0 };
+	uint64_t missing = 0;
 	bool pipe;
-	int r = xfer__count_sources(c->src, &t, &pipe, &err, c);
+	int r = xfer__count_sources(c->src, &t, &pipe, &missing, &err, c);
 
 	pthread_mutex_lock(&c->lock);
 	c->t = t;
+	c->missing = missing;
 	c->pipe = pipe;
 	c->r = r;
 	c->err = err;
@@ -584,6 +671,7 @@ void xfer__counter_join(struct counter *c, struct xfer_source *src, bool cancel)
 		src->pipe = c->pipe;
 		src->files = c->t.files;
 		src->bytes = c->t.bytes;
+		src->top_missing = c->missing;
 	}
 	pthread_mutex_destroy(&c->lock);
 	pthread_cond_destroy(&c->cv);

@@ -247,7 +247,7 @@ struct tx_link {
 struct xfer__fev {
 	char *path; /* taken from the file */
 	uint64_t size;
-	bool ok, skipped;
+	bool ok, skipped, deleted, replace, dry_run;
 	int code;
 	char *reason; /* NULL when ok */
 };
@@ -277,6 +277,14 @@ struct xsend {
 };
 
 /* The receiver's shared state. */
+/* --delete: the paths announced, as 64-bit keys in an open table, 0 for
+ * an empty cell, at most half full (control thread; delete.c) */
+struct xdel {
+	uint64_t *h;
+	size_t cap, n;
+	bool failed; /* could not grow: nothing is deleted */
+};
+
 struct xrecv {
 	pthread_mutex_t wlock[WLOCKS]; /* one writer per file, by slot */
 	pthread_cond_t out_cv;
@@ -306,6 +314,7 @@ struct xrecv {
 		uint32_t idx;
 	} names[RX_NAMES];
 	unsigned nnames; /* cells taken, stale ones too */
+	struct xdel del;
 };
 
 struct xsess {
@@ -441,6 +450,12 @@ void xfer__file_event(struct xsess *x, struct xfile *f, bool ok, bool skipped,
  * at the end). Under x->lock. */
 void xfer__path_event(struct xsess *x, const char *path, bool ok,
 		      const char *reason, int code);
+/* Queue the event of an entry --delete removed (f's path taken). Under
+ * x->lock. */
+void xfer__deleted_event(struct xsess *x, struct xfile *f);
+/* DRY_RUN: the event of a file that would be sent (replace: over an
+ * existing one). Under x->lock. */
+void xfer__dry_event(struct xsess *x, struct xfile *f, bool replace);
 /* Deliver the queued file events. Control thread, no lock held. */
 void xfer__deliver(struct xsess *x);
 /* Deliver one event made by the control thread. No lock held. */
@@ -564,7 +579,9 @@ struct walker {
 	char path[FSIO_MAX_PATH + 1];
 	size_t plen;
 	struct lr_err *err;
-	struct lr_err eerr; /* why an entry could not be read */
+	struct lr_err eerr;   /* why an entry could not be read */
+	uint64_t top_missing; /* as xfer_source's: set by the caller; the
+				 count fills it */
 };
 
 /* The count of a push in a thread of its own (client.c). */
@@ -577,6 +594,7 @@ struct counter {
 	pthread_cond_t cv;
 	/* under lock */
 	struct proto_xfer_totals t; /* so far */
+	uint64_t missing;	    /* xfer_source's top_missing, at the end */
 	bool pipe, done;
 	int r;
 	struct lr_err err;
@@ -597,7 +615,8 @@ void xfer__walk_fini(struct walker *w);
 int xfer__walk_next(struct walker *w, struct wentry *e);
 int xfer__count_sources(const struct xfer_source *src,
 			struct proto_xfer_totals *t, bool *pipe,
-			struct lr_err *err, struct counter *c);
+			uint64_t *missing, struct lr_err *err,
+			struct counter *c);
 unsigned xfer__streams_for(const struct proto_xfer_totals *t, bool pipe);
 bool xfer__counter_start(struct counter *c, const struct xfer_source *src);
 unsigned xfer__counter_streams(struct counter *c);
@@ -675,6 +694,17 @@ void xfer__late_free(struct late *l);
  * failed and put as FAIL items into fb. */
 void xfer__late_apply(struct xsess *x, struct late *l, struct proto_buf *fb,
 		      uint64_t *failed);
+
+/* ---- delete.c: --delete at the receiver ---- */
+
+/* Note an announced path (control thread). */
+void xfer__del_note(struct xsess *x, const char *path, size_t len);
+/* Remove what was not announced from the directories the session was
+ * sent (l: the late list), DELETED items into b; nothing when unread
+ * sources were told. 0 or -errno (sending). Control thread. */
+int xfer__del_run(struct xsess *x, const struct late *l, uint64_t unread,
+		  struct proto_buf *b);
+void xfer__del_free(struct xsess *x);
 
 /* ---- resume.c: the journal of an interrupted file ---- */
 
