@@ -40,6 +40,14 @@ static const char *file_status(const struct xfer_event *ev)
 	return ev->skipped ? "skipped" : "done";
 }
 
+/* A line of its own: the progress line ended first. */
+static void end_line(struct report_xfer *rx)
+{
+	if (rx->line_open)
+		fputc('\n', rx->out);
+	rx->line_open = false;
+}
+
 /* A file event as a line of its own (human), when -v or -n asks for it
  * (deletions and failures always). */
 static void file_line(struct report_xfer *rx, const struct xfer_event *ev)
@@ -54,9 +62,7 @@ static void file_line(struct report_xfer *rx, const struct xfer_event *ev)
 		what = ev->skipped ? "up to date" : rx->verb;
 	if (!what)
 		return;
-	if (rx->line_open)
-		fputc('\n', rx->out);
-	rx->line_open = false;
+	end_line(rx);
 	fprintf(rx->out, "%s %s\n", what, ev->path);
 }
 
@@ -203,9 +209,7 @@ static void xfer_event_cb(void *ctx, const struct xfer_event *ev)
 	case XFER_EV_FILE:
 		file_line(rx, ev);
 		if (!ev->ok) {
-			if (rx->line_open)
-				fputc('\n', rx->out);
-			rx->line_open = false;
+			end_line(rx);
 			fprintf(rx->out, "linerate: %s: %s\n", ev->path,
 				ev->reason ? ev->reason : "failed");
 		}

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Unit tests of filter.[ch]: each rule of the documented list against
- * paths, with the answers rsync 3.2.7 gave for the same rules and trees
+ * paths, with the answers rsync (3.5.0 here) gave for the same rules and trees
  * (rsync -a --exclude=... SRC/ DST/); rule order; the rule-file parser;
  * bounds; and patterns built to make a naive matcher backtrack forever.
  */

@@ -133,18 +133,12 @@ static void told(struct dwalk *w, uint8_t kind)
 	struct proto_xfer_deleted dl = { .kind = kind,
 					 .path_len = (uint16_t)w->plen,
 					 .path = w->path };
-	struct xfile f = { .path = strdup(w->path) };
 
 	if (!w->r)
 		w->r = xfer__batch_room(x, w->b, 8 + w->plen, PROTO_XFER_ACKS);
 	if (!w->r)
 		proto_put_xfer_deleted(w->b, &dl);
-	xfer__lock(&x->lock);
-	x->res->files_deleted++;
-	if (f.path)
-		xfer__deleted_event(x, &f);
-	xfer__unlock(&x->lock);
-	free(f.path);
+	xfer__deleted(x, w->path);
 	xfer__alive(x);
 }
 

@@ -88,6 +88,38 @@ static bool newer(const struct stat *st, const struct proto_xfer_entry *e)
 	return st->st_mtim.tv_sec > e->mtime_sec;
 }
 
+/* What st (lstat of the name) says of the entry: 1 when decided (SKIP or
+ * REFUSE), 0 to replace it. */
+static int decide_existing(struct xsess *x, struct xfile *f,
+			   const struct proto_xfer_entry *e,
+			   const struct stat *st, struct proto_xfer_plan *plan)
+{
+	uint32_t flags = x->o->flags;
+
+	if (S_ISDIR(st->st_mode))
+		return refuse(f, plan, -EISDIR,
+			      "a directory of that name exists");
+	/* the same size and mtime: up to date, whatever the flags (rsync's
+	 * quick check); it lets an interrupted transfer be run again
+	 * without --overwrite */
+	if (!(flags & XFER_F_OVERWRITE) && S_ISREG(st->st_mode) && !f->pipe &&
+	    (uint64_t)st->st_size == e->size &&
+	    st->st_mtim.tv_sec == e->mtime_sec &&
+	    (uint32_t)st->st_mtim.tv_nsec == e->mtime_nsec) {
+		plan->action = PROTO_XA_SKIP;
+		return 1;
+	}
+	if (!(flags & (XFER_F_OVERWRITE | XFER_F_UPDATE)))
+		return refuse(f, plan, -EEXIST, "exists");
+	/* --update as rsync's -u: a copy newer than the source's is kept */
+	if ((flags & XFER_F_UPDATE) && !f->pipe && S_ISREG(st->st_mode) &&
+	    newer(st, e)) {
+		plan->action = PROTO_XA_SKIP;
+		return 1;
+	}
+	return 0;
+}
+
 /* What is there under the name already: 0 to go on, 1 when decided (SKIP
  * or REFUSE). In a directory this session made, nothing is there it did
  * not make: no lookup. */
@@ -95,34 +127,12 @@ static int plan_existing(struct xsess *x, struct xfile *f,
 			 const struct proto_xfer_entry *e,
 			 struct proto_xfer_plan *plan)
 {
-	uint32_t flags = x->o->flags;
 	struct stat st;
 
-	if ((flags & XFER_F_SCRATCH) || (f->rx.dh && f->rx.dh->fresh) ||
+	if ((x->o->flags & XFER_F_SCRATCH) || (f->rx.dh && f->rx.dh->fresh) ||
 	    fstatat(f->rx.dirfd, f->rx.name, &st, AT_SYMLINK_NOFOLLOW))
 		return 0;
-	if (S_ISDIR(st.st_mode))
-		return refuse(f, plan, -EISDIR,
-			      "a directory of that name exists");
-	/* the same size and mtime: up to date, whatever the flags (rsync's
-	 * quick check); it lets an interrupted transfer be run again
-	 * without --overwrite */
-	if (!(flags & XFER_F_OVERWRITE) && S_ISREG(st.st_mode) && !f->pipe &&
-	    (uint64_t)st.st_size == e->size &&
-	    st.st_mtim.tv_sec == e->mtime_sec &&
-	    (uint32_t)st.st_mtim.tv_nsec == e->mtime_nsec) {
-		plan->action = PROTO_XA_SKIP;
-		return 1;
-	}
-	if (!(flags & (XFER_F_OVERWRITE | XFER_F_UPDATE)))
-		return refuse(f, plan, -EEXIST, "exists");
-	/* --update as rsync's -u: a copy newer than the source's is kept */
-	if ((flags & XFER_F_UPDATE) && !f->pipe && S_ISREG(st.st_mode) &&
-	    newer(&st, e)) {
-		plan->action = PROTO_XA_SKIP;
-		return 1;
-	}
-	return 0;
+	return decide_existing(x, f, e, &st, plan);
 }
 
 /* A file without a journal (it would start again anyway) in a directory
@@ -233,7 +243,6 @@ static int plan_dry(struct xsess *x, struct xfile *f,
 		    struct proto_xfer_plan *plan)
 {
 	char parent[FSIO_MAX_PATH + 1];
-	uint32_t flags = x->o->flags;
 	struct stat st;
 	int dfd, r;
 
@@ -249,24 +258,8 @@ static int plan_dry(struct xsess *x, struct xfile *f,
 	close(dfd);
 	if (r)
 		return 0;
-	if (S_ISDIR(st.st_mode))
-		return refuse(f, plan, -EISDIR,
-			      "a directory of that name exists");
-	if (!(flags & XFER_F_OVERWRITE) && S_ISREG(st.st_mode) && !f->pipe &&
-	    (uint64_t)st.st_size == e->size &&
-	    st.st_mtim.tv_sec == e->mtime_sec &&
-	    (uint32_t)st.st_mtim.tv_nsec == e->mtime_nsec) {
-		plan->action = PROTO_XA_SKIP;
-		return 0;
-	}
-	if (!(flags & (XFER_F_OVERWRITE | XFER_F_UPDATE)))
-		return refuse(f, plan, -EEXIST, "exists");
-	if ((flags & XFER_F_UPDATE) && !f->pipe && S_ISREG(st.st_mode) &&
-	    newer(&st, e)) {
-		plan->action = PROTO_XA_SKIP;
-		return 0;
-	}
-	plan->action = PROTO_XA_REPLACE;
+	if (!decide_existing(x, f, e, &st, plan))
+		plan->action = PROTO_XA_REPLACE;
 	return 0;
 }
 

@@ -58,16 +58,23 @@ void xfer__file_event(struct xsess *x, struct xfile *f, bool ok, bool skipped,
 		e->reason = strdup(reason ? reason : "failed");
 }
 
-void xfer__deleted_event(struct xsess *x, struct xfile *f)
+void xfer__deleted(struct xsess *x, const char *path)
 {
-	unsigned n = x->evq.n;
+	struct xfile f = { .path = strdup(path) };
+	unsigned n;
 
-	xfer__file_event(x, f, true, false, NULL, 0);
+	xfer__lock(&x->lock);
+	x->res->files_deleted++;
+	n = x->evq.n;
+	if (f.path)
+		xfer__file_event(x, &f, true, false, NULL, 0);
 	if (x->evq.n > n) { /* queued (else lost to memory) */
 		x->evq.v[x->evq.n - 1].deleted = true;
 		x->evq.v[x->evq.n - 1].dry_run =
 			(x->o->flags & XFER_F_DRY_RUN) != 0;
 	}
+	xfer__unlock(&x->lock);
+	free(f.path); /* NULL when the event took it */
 }
 
 void xfer__dry_event(struct xsess *x, struct xfile *f, bool replace)

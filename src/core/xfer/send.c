@@ -347,19 +347,13 @@ static int deleted_item(struct xsess *x, const struct proto_xfer_iter *it)
 {
 	struct proto_xfer_deleted d;
 	char path[PROTO_XFER_MAX_PATH + 1];
-	struct xfile f = { 0 };
 
+	/* the decoder bounds path_len by PROTO_XFER_MAX_PATH */
 	if (proto_xfer_get_deleted(it, &d) || !(x->o->flags & XFER_F_DELETE))
 		return LR_EBADMSG;
 	memcpy(path, d.path, d.path_len);
 	path[d.path_len] = 0;
-	f.path = strdup(path);
-	xfer__lock(&x->lock);
-	x->res->files_deleted++;
-	if (f.path)
-		xfer__deleted_event(x, &f);
-	xfer__unlock(&x->lock);
-	free(f.path);
+	xfer__deleted(x, path);
 	return 0;
 }
 

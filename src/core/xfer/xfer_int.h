@@ -450,9 +450,9 @@ void xfer__file_event(struct xsess *x, struct xfile *f, bool ok, bool skipped,
  * at the end). Under x->lock. */
 void xfer__path_event(struct xsess *x, const char *path, bool ok,
 		      const char *reason, int code);
-/* Queue the event of an entry --delete removed (f's path taken). Under
- * x->lock. */
-void xfer__deleted_event(struct xsess *x, struct xfile *f);
+/* An entry --delete removed (or would, in a dry run): counted, its event
+ * queued. Takes x->lock. */
+void xfer__deleted(struct xsess *x, const char *path);
 /* DRY_RUN: the event of a file that would be sent (replace: over an
  * existing one). Under x->lock. */
 void xfer__dry_event(struct xsess *x, struct xfile *f, bool replace);
