@@ -449,8 +449,12 @@ static int on_unread(struct rxc *c, const struct proto_xfer_unread *u)
 static int on_files(struct rxc *c, const uint8_t *body, size_t len)
 {
 	struct proto_xfer_iter it;
+	unsigned acks0;
 	int r;
 
+	xfer__lock(&c->x->lock);
+	acks0 = c->x->rx.nacks;
+	xfer__unlock(&c->x->lock);
 	proto_buf_init(&c->plan, c->buf, MSG_BUF);
 	proto_msg_begin(&c->plan, PROTO_XFER_PLAN);
 	proto_xfer_iter_init(&it, body, len);
@@ -481,6 +485,12 @@ static int on_files(struct rxc *c, const uint8_t *body, size_t len)
 	if (r)
 		return lr_err_set(c->err, LR_EBADMSG,
 				  "malformed FILES message");
+	/* entries done at once (up to date, skipped) free the sender's
+	 * window only when acknowledged: at once, not at the next tick */
+	xfer__lock(&c->x->lock);
+	if (c->x->rx.nacks != acks0)
+		c->x->woken = true;
+	xfer__unlock(&c->x->lock);
 	return plan_flush(c);
 }
 

@@ -588,7 +588,7 @@ static enum tx_step tx_announce(struct txc *c)
 {
 	struct xsess *x = c->x;
 	struct proto_buf b;
-	unsigned room;
+	unsigned room, put = 0;
 	int r = 0;
 
 	if (c->walk_done && !c->nrq)
@@ -606,6 +606,11 @@ static enum tx_step tx_announce(struct txc *c)
 			c->walk_done = true;
 			r = 0;
 		}
+		/* one FILES message per batch: the receiver plans and
+		 * acknowledges the first while this end reads the next */
+		if (!r && ++put % XFER_ANNOUNCE_BATCH == 0 &&
+		    b.len > PROTO_HDR_LEN)
+			r = xfer__msg_next(x, &b, PROTO_XFER_FILES);
 	}
 	if (!r && b.len > PROTO_HDR_LEN) /* none when the only one vanished */
 		r = proto_msg_end(&b) ?: xfer__ctrl_send(x, &b);

@@ -129,28 +129,26 @@ void xfer__window_fini(struct xsess *x)
 /* Sender: whether to announce more files now. Slots free up one by one as
  * the receiver finishes files; announcing each at once would send small
  * FILES and PLAN messages and records of one small file each. So, while
- * plenty is in flight, wait until ANNOUNCE_BATCH slots in a row are free
+ * plenty is in flight, wait until XFER_ANNOUNCE_BATCH slots in a row are free
  * (or as many as files are left to announce); with less in flight (a long
  * file still holding a slot ahead, or the start), announce what is free. */
-#define ANNOUNCE_BATCH 64u
-_Static_assert(ANNOUNCE_BATCH <= XFER_WINDOW, "a batch fits the window");
 
 unsigned xfer__window_room(struct xsess *x, uint32_t next_idx, uint64_t left)
 {
 	unsigned k, used = 0, need, free_ = 0;
 
-	need = left < ANNOUNCE_BATCH ? (unsigned)(left ? left : 1)
-				     : ANNOUNCE_BATCH;
+	need = left < XFER_ANNOUNCE_BATCH ? (unsigned)(left ? left : 1)
+				     : XFER_ANNOUNCE_BATCH;
 	xfer__lock(&x->lock);
 	/* slots free from next_idx on: only this thread takes slots, so
 	 * they stay free until it does */
 	while (free_ < XFER_WINDOW &&
 	       !xfer__used(&x->win[SLOT(next_idx + free_)]))
 		free_++;
-	for (k = 0; k < XFER_WINDOW && used < ANNOUNCE_BATCH; k++)
+	for (k = 0; k < XFER_WINDOW && used < XFER_ANNOUNCE_BATCH; k++)
 		used += xfer__used(&x->win[k]);
 	xfer__unlock(&x->lock);
-	if (used >= ANNOUNCE_BATCH && free_ < need)
+	if (used >= XFER_ANNOUNCE_BATCH && free_ < need)
 		return 0;
 	return free_;
 }

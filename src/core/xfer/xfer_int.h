@@ -106,6 +106,9 @@ _Static_assert(XFER_MIN_CHUNK == PROTO_XFER_MIN_CHUNK &&
 /* How far past the chunks seen so far a pipe's next chunk may be (its
  * arrays grow with the chunk number the peer gives). */
 #define PIPE_LEAD   4096u
+/* Files announced together, in one FILES message (window.c) */
+#define XFER_ANNOUNCE_BATCH 64u
+_Static_assert(XFER_ANNOUNCE_BATCH <= XFER_WINDOW, "a batch fits the window");
 #define SLOT(i)	    ((i) % XFER_WINDOW)
 #define BATCH_MAX   64		/* chunks in one record */
 #define BATCH_SMALL (64u << 10) /* chunks up to this size share records */
