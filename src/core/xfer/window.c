@@ -138,7 +138,7 @@ unsigned xfer__window_room(struct xsess *x, uint32_t next_idx, uint64_t left)
 	unsigned k, used = 0, need, free_ = 0;
 
 	need = left < XFER_ANNOUNCE_BATCH ? (unsigned)(left ? left : 1)
-				     : XFER_ANNOUNCE_BATCH;
+					  : XFER_ANNOUNCE_BATCH;
 	xfer__lock(&x->lock);
 	/* slots free from next_idx on: only this thread takes slots, so
 	 * they stay free until it does */

@@ -105,7 +105,7 @@ _Static_assert(XFER_MIN_CHUNK == PROTO_XFER_MIN_CHUNK &&
 #define XFER_MAX_CHUNKS (1u << 22)
 /* How far past the chunks seen so far a pipe's next chunk may be (its
  * arrays grow with the chunk number the peer gives). */
-#define PIPE_LEAD   4096u
+#define PIPE_LEAD 4096u
 /* Files announced together, in one FILES message (window.c) */
 #define XFER_ANNOUNCE_BATCH 64u
 _Static_assert(XFER_ANNOUNCE_BATCH <= XFER_WINDOW, "a batch fits the window");
