@@ -14,13 +14,25 @@
 #
 #   -t SEC          seconds of the `linerate bench` reference run (default 5)
 #   --repeat N      runs per cell; with N > 1 every cell is the median (default 1)
-#   --rows LIST     groups to measure, comma separated (default all four):
+#   --rows LIST     groups to measure, comma separated (default all seven):
 #                     unshaped  the file, veth unshaped
 #                     shaped    the file, veth tbf-shaped to 1 Gbit/s (both ends)
 #                     quota     the file, veth unshaped, the receiving end and
 #                               the sending end each held to 20% of one core
 #                               (cgroup v1 cpu.cfs_quota_us 20000 / period 100000)
 #                     tree      the tree of small files, veth unshaped
+#                     resync    the tree again onto an identical copy (made
+#                               with cp -a before each run): linerate send
+#                               --update against rsync -a, tar | nc for a
+#                               full copy
+#                     resync1   the same, 1% of the destination's files
+#                               (every 100th) different in content and older
+#                     delta     the file again onto a copy in which ten 1 MiB
+#                               blocks at unaligned offsets differ and whose
+#                               last 1 MiB is missing (the source's "ten
+#                               blocks overwritten and 1 MiB appended"),
+#                               older: linerate send --update against
+#                               rsync -a, nc for a full copy
 #   --size SIZE     the random file (bytes, or K, M, G: 1024-based; default
 #                   1G)
 #   --files N       files of 4 KiB in the tree, 1000 per directory (default 10000)
@@ -97,6 +109,9 @@
 #                1e9 payload bytes: what two real machines would spend
 #   RSS MiB      peak RSS of the largest process of the receiving (B) and of
 #                the sending (A) end
+#   wire MB      bytes that crossed host B's veth, both ways, from its
+#                counters (rx_bytes + tx_bytes, headers included), / 1e6:
+#                not from either tool's own report
 #   ratios       linerate MB/s / this MB/s and linerate CPU/GB / this CPU/GB,
 #                linerate being the default-cipher send row of the same group
 #
@@ -147,7 +162,7 @@ unset LINERATE_TOKEN
 
 opt_time=5
 opt_repeat=1
-opt_rows=unshaped,shaped,quota,tree
+opt_rows=unshaped,shaped,quota,tree,resync,resync1,delta
 opt_out=
 opt_size=1G
 opt_files=10000
@@ -252,22 +267,27 @@ if [ -n "$opt_tools" ]; then
     done
 fi
 
-GROUPS_ALL=(unshaped shaped quota tree)
+GROUPS_ALL=(unshaped shaped quota tree resync resync1 delta)
 declare -A WANT=()
 IFS=, read -r -a _rows <<<"$opt_rows"
 [ ${#_rows[@]} -gt 0 ] || die_usage "--rows is empty"
 for _r in "${_rows[@]}"; do
     case $_r in
-    unshaped | shaped | quota | tree) WANT[$_r]=1 ;;
-    *) die_usage "--rows: unknown group '$_r' (unshaped, shaped, quota, tree)" ;;
+    unshaped | shaped | quota | tree | resync | resync1 | delta) WANT[$_r]=1 ;;
+    *) die_usage "--rows: unknown group '$_r' (unshaped, shaped, quota, tree, resync, resync1, delta)" ;;
     esac
 done
 want_file=0
-for _g in unshaped shaped quota; do
+for _g in unshaped shaped quota delta; do
     [ -n "${WANT[$_g]:-}" ] && want_file=1
 done
 want_tree=0
-[ -n "${WANT[tree]:-}" ] && want_tree=1
+for _g in tree resync resync1; do
+    [ -n "${WANT[$_g]:-}" ] && want_tree=1
+done
+if [ -n "${WANT[delta]:-}" ] && [ "$SIZE_BYTES" -lt $((32 * 1024 * 1024)) ]; then
+    die_usage "--rows delta needs --size of at least 32M"
+fi
 
 # ---------------------------------------------------------------- tools
 
@@ -626,6 +646,59 @@ stop_server() {
 # On success sets R_WALL R_MBPS R_FPS R_CPUGB R_RSS_RECV R_RSS_SEND and
 # returns 0; returns 1 when the run failed or its data is wrong.
 # shellcheck disable=SC2016  # the sh -c snippets take their arguments as $1...
+# The groups: what each sends (file or tree), and whether the destination
+# holds a copy already (the sync groups: "same", "changed", "delta").
+group_kind() {
+    case $1 in
+    tree | resync | resync1) echo tree ;;
+    *) echo file ;;
+    esac
+}
+group_sync() {
+    case $1 in
+    resync) echo same ;;
+    resync1) echo changed ;;
+    delta) echo delta ;;
+    *) echo ;;
+    esac
+}
+
+# Bytes that crossed host B's veth so far, both ways.
+wire_bytes() {
+    ip netns exec "$TH_B" cat "/sys/class/net/$TH_IF_B/statistics/rx_bytes" \
+        "/sys/class/net/$TH_IF_B/statistics/tx_bytes" 2>/dev/null |
+        awk '{ s += $1 } END { printf "%d\n", s }'
+}
+
+# The destination copy a sync group starts from, made before the run
+# (outside its time): identical, 1% changed, or the file with ten 1 MiB
+# blocks changed and its last 1 MiB missing. Changed files are a day older
+# than the source's, as a copy made yesterday would be.
+prepare_dest() {
+    local src=$1 rundir=$2 name=$3 i off size f n=0
+    cp -a "$src" "$rundir/"
+    case $SYNC in
+    changed)
+        while IFS= read -r f; do
+            n=$((n + 1))
+            [ $((n % 100)) = 0 ] || continue
+            head -c "$(stat -c %s "$f")" /dev/urandom >"$f"
+            touch -d '-1 day' "$f"
+        done < <(find "$rundir/$name" -type f | sort)
+        ;;
+    delta)
+        size=$(stat -c %s "$rundir/$name")
+        for ((i = 0; i < 10; i++)); do
+            off=$(((i + 1) * size / 12 + 4097 * i))
+            head -c 1048576 /dev/urandom |
+                dd of="$rundir/$name" bs=1M seek="$off" oflag=seek_bytes conv=notrunc status=none
+        done
+        truncate -s $((size - 1048576)) "$rundir/$name"
+        touch -d '-1 day' "$rundir/$name"
+        ;;
+    esac
+}
+
 run_one() {
     local tool=$1 kind=$2 tag=$3
     local sf=$WORK/$tag.recv.time cf=$WORK/$tag.send.time
@@ -644,7 +717,8 @@ run_one() {
     limit=$((60 + bytes / 10000000))
     port=$((20000 + RUN_NO))
     mkdir -p "$rundir"
-    chown "$BENCH_USER" "$rundir" 2>/dev/null || true
+    [ -n "$SYNC" ] && prepare_dest "$src" "$rundir" "$name"
+    chown -R "$BENCH_USER" "$rundir" 2>/dev/null || true
     rm -f "$sf" "$cf"
     [ -n "$opt_dest_disk" ] && sync
 
@@ -656,6 +730,7 @@ run_one() {
         srv=("$lrbin" serve --root "$DEST" --token-file "$TOKEN_FILE" -p "$port"
             --max-tests 4 --allow-plaintext -B "$TH_ADDR_B")
         cli=("$lrbin" send --token-file "$TOKEN_FILE" -q --json)
+        [ -n "$SYNC" ] && cli+=(--update)
         [ "$tool" = lrnone ] && cli+=(--cipher none)
         [ "$tool" = lrchacha ] && cli+=(--cipher chacha20-poly1305)
         [ "$tool" = lraes ] && cli+=(--cipher aes-256-gcm)
@@ -716,7 +791,8 @@ run_one() {
     esac
 
     local -a ns_cli=("${NS_CLIENT[@]}")
-    local busy0 busy1 as0 as1 ac0 ac1
+    local busy0 busy1 as0 as1 ac0 ac1 wire0 wire1
+    wire0=$(wire_bytes)
     busy0=$(busy_jiffies)
     as0=$(acct_ns "$ACCT_SRV") ac0=$(acct_ns "$ACCT_CLI")
     if [ "$local_only" = 1 ]; then
@@ -749,7 +825,9 @@ run_one() {
     t1=$(now)
     [ "$persist" = 1 ] && stop_server "$spid"
     busy1=$(busy_jiffies)
+    wire1=$(wire_bytes)
     as1=$(acct_ns "$ACCT_SRV") ac1=$(acct_ns "$ACCT_CLI")
+    R_WIRE=$(awk -v a="$wire0" -v b="$wire1" 'BEGIN { printf "%.2f\n", (b - a) / 1e6 }')
 
     if [ "$crc" != 0 ] || [ "$src_rc" != 0 ]; then
         log "$tag: FAILED (sending end exit $crc, receiving end exit $src_rc)"
@@ -818,7 +896,7 @@ run_one() {
         [ -n "$R_XFER" ] || R_XFER=-
         ;;
     esac
-    log "$tag: $R_WALL s, $R_MBPS MB/s$([ "$kind" = tree ] && echo ", $R_FPS files/s"), CPU ${R_CPU}s" \
+    log "$tag: $R_WALL s, $R_MBPS MB/s$([ "$kind" = tree ] && echo ", $R_FPS files/s"), wire $R_WIRE MB, CPU ${R_CPU}s" \
         "($R_CPUGB s/GB, machine $R_MCPUGB s/GB, recv end $R_RCPUGB s/GB, send end $R_SCPUGB s/GB; send $ct | recv $st)"
     return 0
 }
@@ -856,8 +934,19 @@ ratio() {
 }
 
 tools_for() {
-    local kind=$1 x
+    local kind=$1 sync=${2:-} x
     local -a t=() u=()
+    if [ -n "$sync" ]; then
+        # linerate against rsync, and a full copy for scale
+        [ "$opt_peers_only" = 0 ] && t+=(lr)
+        t+=(rsync)
+        if [ "$kind" = tree ]; then t+=(tarnc); else t+=(nc); fi
+        for x in "${t[@]}"; do
+            [ -z "$opt_tools" ] || [ -n "${TOOL_OK[$x]:-}" ] && u+=("$x")
+        done
+        echo "${u[@]}"
+        return
+    fi
     [ "$opt_peers_only" = 0 ] && t+=(lr lrssh lrvia)
     [ "$opt_peers_only" = 0 ] && [ -n "$opt_against" ] && t+=(lrold)
     [ "$opt_peers_only" = 0 ] && t+=(lrchacha lraes lrnone)
@@ -872,10 +961,11 @@ tools_for() {
 }
 
 ROW_INDEX=0
+SYNC=
 run_group() {
     local group=$1 kind=$2 r i off tool
     local -a tools
-    read -r -a tools <<<"$(tools_for "$kind")"
+    read -r -a tools <<<"$(tools_for "$kind" "$SYNC")"
     local n=${#tools[@]}
     for ((r = 0; r < opt_warmup; r++)); do
         for tool in "${tools[@]}"; do
@@ -893,6 +983,7 @@ run_group() {
                 add_res "$group|$tool|wall" "$R_WALL"
                 add_res "$group|$tool|mbps" "$R_MBPS"
                 add_res "$group|$tool|fps" "$R_FPS"
+                add_res "$group|$tool|wire" "$R_WIRE"
                 add_res "$group|$tool|cpugb" "$R_CPUGB"
                 add_res "$group|$tool|mcpugb" "$R_MCPUGB"
                 if [ "$R_RCPUGB" != - ]; then
@@ -967,7 +1058,8 @@ for group in "${GROUPS_ALL[@]}"; do
     rate=''
     kind='file'
     [ "$group" = shaped ] && rate=1gbit
-    [ "$group" = tree ] && kind=tree
+    kind=$(group_kind "$group")
+    SYNC=$(group_sync "$group")
     qs= qc=
     if [ "$group" = quota ]; then
         if ! setup_cgroups; then
@@ -1018,12 +1110,15 @@ group_label() {
     shaped) echo "file, veth tbf 1 Gbit/s" ;;
     quota) echo "file, each end 20% of a core" ;;
     tree) echo "tree, veth unshaped" ;;
+    resync) echo "tree again, unchanged (veth unshaped)" ;;
+    resync1) echo "tree again, 1% of the files changed" ;;
+    delta) echo "file again, ten 1 MiB blocks changed, 1 MiB appended" ;;
     esac
 }
 
 tool_label() {
     case $1 in
-    lr) echo "linerate send" ;;
+    lr) echo "linerate send${3:+ --update}" ;;
     lrssh) echo "linerate send USER@HOST: (far end over ssh)" ;;
     lrvia) echo "linerate send --via-ssh USER@HOST: (the data through ssh)" ;;
     lrold) echo "linerate send ($opt_against_desc)" ;;
@@ -1040,7 +1135,7 @@ tool_label() {
 }
 
 report() {
-    local cpu lr_ver k g tool kind wall mbps xfer fps cpugb mcpugb rcpugb scpugb rssr rsss lr_mbps lr_cpugb lr_mcpugb lr_bcpugb rl rc rm rb
+    local cpu lr_ver k g tool kind wire wall mbps xfer fps cpugb mcpugb rcpugb scpugb rssr rsss lr_mbps lr_cpugb lr_mcpugb lr_bcpugb rl rc rm rb
     cpu=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null)
     lr_ver=$("$LINERATE_BIN" version 2>&1 | head -n 1) || true
     if command -v git >/dev/null 2>&1 &&
@@ -1059,6 +1154,8 @@ report() {
     echo "- command: \`$CMDLINE\`"
     k=
     [ "$want_file" = 1 ] && k="a $opt_size random file ($SIZE_BYTES bytes, \`linerate gen\`)"
+    [ -n "${WANT[delta]:-}" ] && k="${k:+$k; }delta: the file's destination copy made with cp, then ten 1 MiB blocks at offsets (i + 1) * SIZE / 12 + 4097 * i overwritten from /dev/urandom and the last 1 MiB cut off, mtime set one day back"
+    [ -n "${WANT[resync1]:-}" ] && k="${k:+$k; }resync1: every 100th file of the destination copy (cp -a) rewritten with other bytes of the same size, mtime one day back"
     [ "$want_tree" = 1 ] && k="${k:+$k; }a tree of $opt_files files of $TREE_FILE bytes in directories of $TREE_PER_DIR"
     echo "- data: $k; source page-cached; destination: $DEST_DESC; every run verified (cmp / diff -r)"
     echo "- runs per cell: $opt_repeat$([ "$opt_repeat" -gt 1 ] && echo ' (median)'); order rotates per group and repeat$([ "$opt_warmup" -gt 0 ] && echo "; $opt_warmup uncounted warm-up run(s) of each row first")"
@@ -1077,11 +1174,10 @@ report() {
     echo
     echo "- transfer MB/s: linerate's own rate of the transfer phase (bytes_per_second of its --json end event: connected to done, the start-up left out)"
     echo
-    echo "| group | tool | wall s | MB/s | transfer MB/s | files/s | CPU s/GB | machine CPU s/GB | recv end CPU s/GB | send end CPU s/GB | recv RSS MiB | send RSS MiB | MB/s: linerate ÷ this | CPU/GB: linerate ÷ this | machine CPU/GB: linerate ÷ this | busier end's CPU/GB: linerate ÷ this |"
-    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    echo "| group | tool | wall s | MB/s | transfer MB/s | files/s | wire MB | CPU s/GB | machine CPU s/GB | recv end CPU s/GB | send end CPU s/GB | recv RSS MiB | send RSS MiB | MB/s: linerate ÷ this | CPU/GB: linerate ÷ this | machine CPU/GB: linerate ÷ this | busier end's CPU/GB: linerate ÷ this |"
+    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     for g in ${DONE_GROUPS[@]+"${DONE_GROUPS[@]}"}; do
-        kind='file'
-        [ "$g" = tree ] && kind='tree'
+        kind=$(group_kind "$g")
         lr_mbps=- lr_cpugb=- lr_mcpugb=- lr_bcpugb=-
         if [ -n "${RAN[$g|lr]:-}" ]; then
             lr_mbps=$(median '%.3f' "$g|lr|mbps")
@@ -1089,7 +1185,7 @@ report() {
             lr_mcpugb=$(median '%.3f' "$g|lr|mcpugb")
             [ -n "${RES[$g|lr|bcpugb]:-}" ] && lr_bcpugb=$(median '%.3f' "$g|lr|bcpugb")
         fi
-        for tool in $(tools_for "$kind"); do
+        for tool in $(tools_for "$kind" "$(group_sync "$g")"); do
             [ -n "${RAN[$g|$tool]:-}" ] || continue
             wall=$(median '%.2f' "$g|$tool|wall")
             mbps=$(median '%.1f' "$g|$tool|mbps")
@@ -1104,6 +1200,7 @@ report() {
                 rcpugb=$(median '%.3f' "$g|$tool|rcpugb")
                 scpugb=$(median '%.3f' "$g|$tool|scpugb")
             fi
+$tool|$tool|wire")
             rssr=$(median '%.1f' "$g|$tool|rssr")
             rsss=$(median '%.1f' "$g|$tool|rsss")
             [ "$tool" = ref ] && wall="($wall)"
@@ -1117,8 +1214,8 @@ report() {
                 [ -n "${RES[$g|$tool|bcpugb]:-}" ] &&
                     rb=$(ratio "$lr_bcpugb" "$(median '%.3f' "$g|$tool|bcpugb")")
             fi
-            printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
-                "$(group_label "$g")" "$(tool_label "$tool" "$kind")" "$wall" "$mbps" "$xfer" "$fps" \
+            printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
+                "$(group_label "$g")" "$(tool_label "$tool" "$kind" "$(group_sync "$g")")" "$wall" "$mbps" "$xfer" "$fps" "$wire" \
                 "$cpugb" "$mcpugb" "$rcpugb" "$scpugb" "$rssr" "$rsss" "$rl" "$rc" "$rm" "$rb"
         done
     done
