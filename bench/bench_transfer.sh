@@ -1200,7 +1200,7 @@ report() {
                 rcpugb=$(median '%.3f' "$g|$tool|rcpugb")
                 scpugb=$(median '%.3f' "$g|$tool|scpugb")
             fi
-$tool|$tool|wire")
+            wire=$(median '%.2f' "$g|$tool|wire")
             rssr=$(median '%.1f' "$g|$tool|rssr")
             rsss=$(median '%.1f' "$g|$tool|rsss")
             [ "$tool" = ref ] && wall="($wall)"
