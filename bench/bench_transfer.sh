@@ -667,7 +667,7 @@ group_sync() {
 wire_bytes() {
     ip netns exec "$TH_B" cat "/sys/class/net/$TH_IF_B/statistics/rx_bytes" \
         "/sys/class/net/$TH_IF_B/statistics/tx_bytes" 2>/dev/null |
-        awk '{ s += $1 } END { printf "%d\n", s }'
+        awk '{ s += $1 } END { printf "%.0f\n", s }'
 }
 
 # The destination copy a sync group starts from, made before the run

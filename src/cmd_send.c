@@ -42,6 +42,9 @@
 	"      --update          replace existing files whose size or mtime\n"      \
 	"                        differ, except those newer at the destination\n"   \
 	"                        (rsync's -u)\n"                                    \
+	"  -c, --checksum        a file of the same size is up to date when its\n"  \
+	"                        content is (both ends digest it), whatever its\n"  \
+	"                        mtime (rsync's -c)\n"                              \
 	"      --no-fsync        do not wait for the destination disk before\n"     \
 	"                        renaming (faster; a crash or power loss of\n"      \
 	"                        the receiver can then lose the newest files)\n"    \
@@ -59,6 +62,9 @@
 	"  -n, --dry-run         say what would be sent, replaced, skipped and\n"   \
 	"                        deleted; write nothing, move no file data\n"       \
 	"  -v, --verbose         name each file as it is done\n"                    \
+	"      --stats           end with the counts: files considered, sent,\n"  \
+	"                        up to date, failed, deleted; file data sent and\n" \
+	"                        already there (also with -q)\n"                    \
 	"      --link-speed RATE speed of the link for the % of its ceiling\n"      \
 	"      --json            one JSON object per event on standard output\n"    \
 	"  -e, --rsh CMD         start the far end with CMD (default ssh), as\n"    \
@@ -104,7 +110,7 @@ struct send_cli {
 	bool pull;
 	struct xfer_client_opts c;
 	struct opts_common net;
-	bool have_token, json, quiet, verbose;
+	bool have_token, json, quiet, verbose, stats;
 	uint64_t link_speed;
 	char hostbuf[256];
 	struct remote_addr ra;	/* the last operand (send) or the first */
@@ -135,6 +141,7 @@ enum {
 	OPT_EXCLUDE_FROM,
 	OPT_INCLUDE_FROM,
 	OPT_DELETE,
+	OPT_STATS,
 	OPT_DELETE_EXCLUDED,
 };
 
@@ -163,7 +170,9 @@ static const struct option long_opts[] = {
 	{ "delete", no_argument, NULL, OPT_DELETE },
 	{ "delete-excluded", no_argument, NULL, OPT_DELETE_EXCLUDED },
 	{ "dry-run", no_argument, NULL, 'n' },
+	{ "checksum", no_argument, NULL, 'c' },
 	{ "verbose", no_argument, NULL, 'v' },
+	{ "stats", no_argument, NULL, OPT_STATS },
 	SSHCLI_LONG_OPTIONS,
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -274,7 +283,9 @@ static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 		o->c.x.flags |= XFER_F_DELETE | XFER_F_DELETE_EXCLUDED;
 		return 0;
 	case 'n': o->c.x.flags |= XFER_F_DRY_RUN; return 0;
+	case 'c': o->c.x.flags |= XFER_F_CHECKSUM; return 0;
 	case 'v': o->verbose = true; return 0;
+	case OPT_STATS: o->stats = true; return 0;
 	case 'r': return 0; /* scp's habit; trees are always recursive */
 	case 'q': o->quiet = true; return 0;
 	case 'h': return 1;
@@ -427,7 +438,7 @@ static int send_parse(int argc, char **argv, struct send_cli *o,
 	o->c.connect_timeout_ms = 10000;
 	o->c.x.progress_ms = 250;
 	o->c.x.cancel = &cancelled;
-	r = opts_parse(&common_spec, "w:e:rqhnv", long_opts, own_option, o,
+	r = opts_parse(&common_spec, "w:e:rqhnvc", long_opts, own_option, o,
 		       argc, argv, &o->net, err);
 	if (r)
 		return r;
@@ -848,6 +859,7 @@ static int run(int argc, char **argv, bool pull)
 	}
 	report_xfer_set_mode(rx, o.verbose,
 			     (o.c.x.flags & XFER_F_DRY_RUN) != 0);
+	report_xfer_set_stats(rx, o.stats);
 	report_xfer_callbacks(rx, &cb);
 	r = o.via_ssh ? ssh_begin(&o, &sc, &err) : 0;
 	if (!r)

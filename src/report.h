@@ -104,6 +104,9 @@ struct report_xfer *report_xfer_new(FILE *out, enum report_format fmt,
 void report_xfer_free(struct report_xfer *rx);
 /* -v: a line per file as it is done; -n: the lines say what would be. */
 void report_xfer_set_mode(struct report_xfer *rx, bool verbose, bool dry_run);
+/* --stats: a block of counts after the end line (human output only; the
+ * JSON end event has them all). Printed with -q too. */
+void report_xfer_set_stats(struct report_xfer *rx, bool stats);
 void report_xfer_callbacks(struct report_xfer *rx, struct xfer_callbacks *cb);
 /* link_speed_bps overrides what /sys said (0 = use the result's). */
 void report_xfer_end(struct report_xfer *rx, const struct xfer_result *res,

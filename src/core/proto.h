@@ -109,7 +109,9 @@ enum proto_tag {
 	PROTO_T_FILES_FAILED = 0x003e,
 	PROTO_T_FILES_SKIPPED = 0x003f,
 	PROTO_T_DELETED = 0x0041, /* XFER_ACKS: removed at the destination */
-	PROTO_T_UNREAD = 0x0040,  /* XFER_FILES: a source the sender could
+	PROTO_T_FDIGEST =
+		0x0042,		 /* XFER_FILES: idx:u32 digest[16] (CHECKSUM) */
+	PROTO_T_UNREAD = 0x0040, /* XFER_FILES: a source the sender could
 				    not read */
 	/* XFER_REQUEST, critical: a peer that does not know them must refuse
 	 * the request rather than send what they leave out */
@@ -280,7 +282,8 @@ enum proto_xfer_flag {
 	PROTO_XF_SCRATCH = 1u << 5, /* doctor: verify, then remove, no name */
 	PROTO_XF_DELETE = 1u << 6,  /* remove what the source has not */
 	PROTO_XF_DELETE_EXCLUDED = 1u << 7, /* also what the rules leave out */
-	PROTO_XF_DRY_RUN = 1u << 8, /* plans only: nothing written or sent */
+	PROTO_XF_DRY_RUN = 1u << 8,  /* plans only: nothing written or sent */
+	PROTO_XF_CHECKSUM = 1u << 9, /* up to date by content (rsync -c) */
 };
 
 struct proto_xfer_request {
@@ -418,6 +421,14 @@ struct proto_xfer_unread {
 	uint32_t code;	   /* errno value, 1..4095 */
 	uint16_t path_len; /* 1..PROTO_XFER_MAX_PATH, no NUL */
 	const char *path;  /* into the message */
+};
+
+/* PROTO_T_FDIGEST: idx:u32 digest[16]: with CHECKSUM, the file digest
+ * (section 7.6) of the regular file whose ENTRY follows it at once. */
+#define PROTO__FDIGEST_LEN 20u
+struct proto_xfer_fdigest {
+	uint32_t idx;
+	uint8_t digest[16];
 };
 
 /* PROTO_T_DELETED: kind:u8 path: an entry --delete removed (kind as an
@@ -614,6 +625,8 @@ void proto_put_xfer_fail(struct proto_buf *b, const struct proto_xfer_fail *f);
 void proto_put_xfer_wait(struct proto_buf *b, const struct proto_xfer_wait *w);
 void proto_put_xfer_unread(struct proto_buf *b,
 			   const struct proto_xfer_unread *u);
+void proto_put_xfer_fdigest(struct proto_buf *b,
+			    const struct proto_xfer_fdigest *d);
 void proto_put_xfer_deleted(struct proto_buf *b,
 			    const struct proto_xfer_deleted *d);
 
@@ -649,6 +662,8 @@ int proto_xfer_get_wait(const struct proto_xfer_iter *it,
 			struct proto_xfer_wait *w);
 int proto_xfer_get_unread(const struct proto_xfer_iter *it,
 			  struct proto_xfer_unread *u);
+int proto_xfer_get_fdigest(const struct proto_xfer_iter *it,
+			   struct proto_xfer_fdigest *d);
 int proto_xfer_get_deleted(const struct proto_xfer_iter *it,
 			   struct proto_xfer_deleted *d);
 

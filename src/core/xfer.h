@@ -52,7 +52,8 @@ enum xfer_flag {
 	XFER_F_SCRATCH = 1u << 5,    /* doctor: verify, remove, never name */
 	XFER_F_DELETE = 1u << 6,     /* remove what the source does not have */
 	XFER_F_DELETE_EXCLUDED = 1u << 7, /* and what the rules leave out */
-	XFER_F_DRY_RUN = 1u << 8, /* plan and tell, write and move nothing */
+	XFER_F_DRY_RUN = 1u << 8,  /* plan and tell, write and move nothing */
+	XFER_F_CHECKSUM = 1u << 9, /* up to date by content: rsync -c */
 };
 
 /* What a sender sends: local paths (push) or paths below a root (pull). */

@@ -19,6 +19,7 @@ struct report_xfer {
 	bool line_open; /* a progress line waits for its end */
 	bool verbose;	/* -v: every file as it is done */
 	bool dry_run;	/* -n: what would be done */
+	bool stats;	/* --stats: the counts, one a line, at the end */
 	pthread_mutex_t lock;
 };
 
@@ -26,6 +27,42 @@ void report_xfer_set_mode(struct report_xfer *rx, bool verbose, bool dry_run)
 {
 	rx->verbose = verbose;
 	rx->dry_run = dry_run;
+}
+
+void report_xfer_set_stats(struct report_xfer *rx, bool stats)
+{
+	rx->stats = stats;
+}
+
+/* --stats: what was considered and what became of it, and the file
+ * data that crossed the network against what was there already. */
+static void end_stats(struct report_xfer *rx, const struct xfer_result *res)
+{
+	char b1[32], b2[32];
+
+	units_fmt_bytes(b1, sizeof(b1), (double)res->bytes);
+	units_fmt_bytes(b2, sizeof(b2), (double)res->bytes_held);
+	fprintf(rx->out,
+		"files considered: %llu\n"
+		"  %s: %llu\n"
+		"  up to date (skipped): %llu\n"
+		"  failed: %llu (of which unreadable at the source: %llu)\n"
+		"deleted at the destination: %llu\n"
+		"file data %s: %llu bytes (%s)\n"
+		"file data already there: %llu bytes (%s)\n"
+		"seconds: %.3f\n",
+		(unsigned long long)(res->files_ok + res->files_skipped +
+				     res->files_failed),
+		rx->dry_run ? "would be sent" : rx->verb,
+		(unsigned long long)res->files_ok,
+		(unsigned long long)res->files_skipped,
+		(unsigned long long)res->files_failed,
+		(unsigned long long)res->files_unread,
+		(unsigned long long)res->files_deleted,
+		rx->dry_run ? "moved" : rx->verb,
+		(unsigned long long)res->bytes, b1,
+		(unsigned long long)res->bytes_held, b2, res->seconds);
+	fflush(rx->out);
 }
 
 /* A file event's status word (JSON). */
@@ -315,10 +352,15 @@ void report_xfer_end(struct report_xfer *rx, const struct xfer_result *res,
 		if (!res->seconds)
 			return;
 	}
-	if (rx->quiet && !error)
+	if (rx->quiet && !error) {
+		if (rx->stats)
+			end_stats(rx, res);
 		return;
+	}
 	if (rx->dry_run) {
 		end_dry_run(rx, res);
+		if (rx->stats)
+			end_stats(rx, res);
 		return;
 	}
 	units_fmt_bytes(b1, sizeof(b1), (double)res->bytes);
@@ -351,5 +393,7 @@ void report_xfer_end(struct report_xfer *rx, const struct xfer_result *res,
 	if (res->seconds > 0.2)
 		fprintf(rx->out, "limited by: %s (%.0f%% of the time)\n", neck,
 			100.0 * share);
+	if (rx->stats)
+		end_stats(rx, res);
 	fflush(rx->out);
 }

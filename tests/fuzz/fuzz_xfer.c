@@ -200,6 +200,7 @@ static void fuzz_item(const struct proto_xfer_iter *it, const uint8_t *body,
 	struct proto_xfer_wait w;
 	struct proto_xfer_unread u;
 	struct proto_xfer_deleted d;
+	struct proto_xfer_fdigest g;
 	int ok = 0;
 
 	CHECK(inside(it->value, it->vlen, body, len));
@@ -211,6 +212,12 @@ static void fuzz_item(const struct proto_xfer_iter *it, const uint8_t *body,
 		CHECK(!memchr(u.path, 0, u.path_len));
 		if (proto_xfer_batch_room(b, it->vlen))
 			proto_put_xfer_unread(b, &u);
+	}
+	if (proto_xfer_get_fdigest(it, &g) == 0) {
+		ok++;
+		CHECK(it->tag == PROTO_T_FDIGEST && it->vlen == 20);
+		if (proto_xfer_batch_room(b, it->vlen))
+			proto_put_xfer_fdigest(b, &g);
 	}
 	if (proto_xfer_get_deleted(it, &d) == 0) {
 		ok++;
@@ -239,7 +246,7 @@ static void fuzz_item(const struct proto_xfer_iter *it, const uint8_t *body,
 	}
 	if (proto_xfer_get_plan(it, &p) == 0) {
 		ok++;
-		CHECK(p.action <= PROTO_XA_REFUSE);
+		CHECK(p.action <= PROTO_XA_REPLACE);
 		if (proto_xfer_batch_room(b, it->vlen))
 			proto_put_xfer_plan(b, &p);
 	}

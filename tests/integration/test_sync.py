@@ -631,3 +631,130 @@ def test_update_replaces_a_newer_entry_of_another_kind(xsrv):
     x.send_ok("-q", "--update", x.src / "f", x.dest("o"))
     assert not os.path.islink(x.root / "o" / "f")
     assert (x.root / "o" / "f").read_text() == "file\n"
+
+
+@pytest.mark.parametrize("mode", ["push", "pull"])
+def test_checksum_decides_by_content(xsrv, mode):
+    """-c/--checksum is rsync's -c: a file of the same size and mtime
+    whose bytes differ is replaced (the quick check alone keeps it); one
+    with the same bytes and another mtime moves no data and takes the
+    source's mtime; compared with rsync -a -c from the same start."""
+    x = xsrv
+    top = (x.root if mode == "pull" else x.src) / "c"
+    top.mkdir()
+    t0, t1 = 1_700_000_000, 1_700_000_600
+    big = os.urandom(3 * 1024 * 1024 + 17)  # more than one chunk
+    src = {
+        "same-size-same-mtime": (b"source bytes\n", t0),
+        "big-one-byte-changed": (big, t0),
+        "same-bytes-other-mtime": (b"identical\n", t1),
+        "same": (b"same\n", t0),
+        "other-size": (b"longer than before\n", t0),
+    }
+    dst = {
+        "same-size-same-mtime": (b"SOURCE BYTES\n", t0),
+        "big-one-byte-changed": (big[:1000] + b"X" + big[1001:], t0),
+        "same-bytes-other-mtime": (b"identical\n", t0),
+        "same": (b"same\n", t0),
+        "other-size": (b"short\n", t0),
+    }
+    for name, (data, mt) in src.items():
+        (top / name).write_bytes(data)
+        os.utime(top / name, (mt, mt))
+    dest = x.tmp / "got" if mode == "pull" else x.root / "cd"
+    ref = x.tmp / "ref"
+    for d in (dest, ref):
+        d.mkdir()
+        for name, (data, mt) in dst.items():
+            (d / name).write_bytes(data)
+            os.utime(d / name, (mt, mt))
+
+    def run(*more):
+        if mode == "pull":
+            return x.get_ok("--json", *more, x.dest("c/"), dest)
+        return x.send_ok("--json", *more, str(top) + "/", x.dest("cd"))
+
+    # without -c the quick check keeps the same-size same-mtime copies
+    before = snapshot(dest)
+    res = run("--update", "-n")
+    st = file_statuses(res.stdout)
+    assert "same-size-same-mtime" not in st or \
+        st["same-size-same-mtime"] == "skipped", st
+    assert snapshot(dest) == before
+    # with -c: the dry run names what the real run then replaces
+    res = run("--update", "-c", "-n")
+    assert snapshot(dest) == before
+    dry = file_statuses(res.stdout)
+    res = run("--update", "--checksum")
+    end = end_event(res.stdout)
+    real = file_statuses(res.stdout)
+    for name in ("same-size-same-mtime", "big-one-byte-changed",
+                 "other-size"):
+        assert dry.get(name) == "would_replace", dry
+        assert real.get(name) == "done", real
+    for name in ("same-bytes-other-mtime", "same"):
+        assert dry.get(name, "skipped") == "skipped", dry
+        assert real.get(name, "skipped") == "skipped", real
+    assert end["files_skipped"] == 2, end
+    # the bytes that crossed: the three replaced files, not the same ones
+    sent = sum(len(src[n][0]) for n in
+               ("same-size-same-mtime", "big-one-byte-changed",
+                "other-size"))
+    assert end["bytes"] == sent, end
+    for name, (data, mt) in src.items():
+        assert (dest / name).read_bytes() == data, name
+        assert os.stat(dest / name).st_mtime == mt, name
+    res = subprocess.run([RSYNC, "-a", "-c", str(top) + "/", str(ref) + "/"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, describe(res)
+    same_entries(dest, ref)
+    # nothing left to do: a second -c run moves no data
+    res = run("--update", "-c")
+    assert end_event(res.stdout)["bytes"] == 0
+    assert not temp_leftovers(dest)
+
+
+def test_checksum_into_standard_output(xsrv):
+    """-c with standard output (one file into a pipe) still works: the
+    flag travels, the receiver has nothing to compare."""
+    x = xsrv
+    (x.root / "p.txt").write_bytes(b"pipe me\n")
+    res = x.get("-c", x.dest("p.txt"), "-")
+    assert res.returncode == 0, describe(res)
+    out = res.stdout
+    assert (out if isinstance(out, bytes) else out.encode()) == b"pipe me\n"
+
+
+def test_stats_counts_what_the_end_event_counts(xsrv):
+    """--stats ends with the counts, also with -q: files considered,
+    sent, up to date, failed, deleted, and the file data sent against
+    what was there already, the same numbers as the JSON end event."""
+    x = xsrv
+    top = x.src / "s"
+    top.mkdir()
+    for i in range(4):
+        (top / f"f{i}").write_bytes(b"%d" % i * (1000 + i))
+    x.send_ok("-q", str(top) + "/", x.dest("sd"))
+    (top / "f0").write_bytes(b"changed, and longer than before\n" * 50)
+    (top / "new").write_bytes(b"n" * 777)
+    (x.root / "sd" / "gone").write_bytes(b"g")
+    res = x.send_ok("-q", "--stats", "--update", "--delete",
+                    str(top) + "/", x.dest("sd"))
+    out = res.stderr.decode() if isinstance(res.stderr, bytes) \
+        else res.stderr
+    lines = dict(l.strip().split(": ", 1) for l in out.splitlines()
+                 if ": " in l)
+    assert lines["files considered"] == "5", out
+    assert lines["sent"] == "2", out
+    assert lines["up to date (skipped)"] == "3", out
+    assert lines["deleted at the destination"] == "1", out
+    sent = 50 * 32 + 777
+    assert lines["file data sent"].startswith(f"{sent} bytes"), out
+    held = sum(1000 + i for i in (1, 2, 3))
+    assert lines["file data already there"].startswith(f"{held} bytes"), out
+    # the JSON end event says the same
+    (top / "f1").write_bytes(b"again\n")
+    res = x.send_ok("--json", "--update", str(top) + "/", x.dest("sd"))
+    end = end_event(res.stdout)
+    assert end["bytes"] == 6 and end["files_ok"] == 1, end
+    assert end["bytes_already_held"] == sent + 1002 + 1003, end

@@ -523,6 +523,42 @@ static void test_unread_item(void **state)
 	msg_free(&m);
 }
 
+/* FDIGEST items: a round trip of idx and digest; another length is
+ * malformed, and an FDIGEST is no ENTRY. */
+static void test_fdigest_item(void **state)
+{
+	struct proto_xfer_fdigest d = { .idx = 0x01020304u }, g;
+	struct proto_xfer_entry e;
+	struct proto_xfer_unread u = { .code = 2, .path = "ab", .path_len = 2 };
+	struct proto_xfer_iter it;
+	const uint8_t *body;
+	struct msg m;
+	size_t len;
+	unsigned i;
+
+	(void)state;
+	for (i = 0; i < sizeof(d.digest); i++)
+		d.digest[i] = (uint8_t)(0xa0 + i);
+	msg_init(&m, MSG_CAP);
+	proto_msg_begin(&m.b, PROTO_XFER_FILES);
+	proto_put_xfer_fdigest(&m.b, &d);
+	proto_put_xfer_unread(&m.b, &u); /* 6 bytes: not an FDIGEST */
+	assert_int_equal(proto_msg_end(&m.b), 0);
+	body = msg_body(&m, PROTO_XFER_FILES, &len);
+	proto_xfer_iter_init(&it, body, len);
+	assert_int_equal(proto_xfer_iter_next(&it), 1);
+	assert_int_equal(it.tag, PROTO_T_FDIGEST);
+	assert_int_equal(it.vlen, 20);
+	assert_int_equal(proto_xfer_get_fdigest(&it, &g), 0);
+	assert_int_equal(g.idx, 0x01020304u);
+	assert_memory_equal(g.digest, d.digest, sizeof(d.digest));
+	assert_memory_equal(body + 4, "\x01\x02\x03\x04", 4);
+	assert_int_equal(proto_xfer_get_entry(&it, &e), LR_EBADMSG);
+	assert_int_equal(proto_xfer_iter_next(&it), 1);
+	assert_int_equal(proto_xfer_get_fdigest(&it, &g), LR_EBADMSG);
+	msg_free(&m);
+}
+
 /* DELETED items: a round trip; kind 0 or 5, a NUL and an empty path
  * are malformed. */
 static void test_deleted_item(void **state)
@@ -1021,7 +1057,7 @@ static const struct rq_case rq_cases[] = {
 	  0,
 	  0,
 	  false },
-	{ "unknown flag bit", 1, 4, 0, 1u << 9, { "" }, 1, 0, 0, false },
+	{ "unknown flag bit", 1, 4, 0, 1u << 10, { "" }, 1, 0, 0, false },
 	{ "delete-excluded alone", 1, 4, 0, 1u << 7, { "" }, 1, 0, 0, false },
 	{ "high flag bit", 1, 4, 0, 1u << 31, { "" }, 1, 0, 0, false },
 	{ "push two paths", 1, 4, 0, 0, { "a", "b" }, 2, 0, 0, false },
@@ -1987,6 +2023,7 @@ int main(void)
 		cmocka_unit_test(test_fail_text_bounds),
 		cmocka_unit_test(test_request_filters),
 		cmocka_unit_test(test_unread_item),
+		cmocka_unit_test(test_fdigest_item),
 		cmocka_unit_test(test_deleted_item),
 		cmocka_unit_test(test_batch_fill),
 		cmocka_unit_test(test_batch_room_cap),

@@ -148,6 +148,17 @@ void proto_put_xfer_unread(struct proto_buf *b,
 	memcpy(q + 4, u->path, n);
 }
 
+void proto_put_xfer_fdigest(struct proto_buf *b,
+			    const struct proto_xfer_fdigest *d)
+{
+	uint8_t *q = put_item(b, PROTO_T_FDIGEST, PROTO__FDIGEST_LEN);
+
+	if (!q)
+		return;
+	proto__be32(q, d->idx);
+	memcpy(q + 4, d->digest, sizeof(d->digest));
+}
+
 void proto_put_xfer_wait(struct proto_buf *b, const struct proto_xfer_wait *w)
 {
 	uint8_t *q = put_item(b, PROTO_T_WAIT, PROTO__WAIT_LEN);
@@ -330,6 +341,16 @@ int proto_xfer_get_unread(const struct proto_xfer_iter *it,
 	u->code = code;
 	u->path_len = (uint16_t)(it->vlen - 4u);
 	u->path = (const char *)v + 4;
+	return 0;
+}
+
+int proto_xfer_get_fdigest(const struct proto_xfer_iter *it,
+			   struct proto_xfer_fdigest *d)
+{
+	if (!item_is(it, PROTO_T_FDIGEST, PROTO__FDIGEST_LEN))
+		return LR_EBADMSG;
+	d->idx = proto__rd32(it->value);
+	memcpy(d->digest, it->value + 4, sizeof(d->digest));
 	return 0;
 }
 

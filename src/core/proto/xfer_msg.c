@@ -7,10 +7,11 @@
 #include "proto_int.h"
 #include "banned.h"
 
-#define XF_ALL                                                      \
-	(PROTO_XF_OVERWRITE | PROTO_XF_UPDATE | PROTO_XF_NO_FSYNC | \
-	 PROTO_XF_KEEP_SETID | PROTO_XF_STDOUT | PROTO_XF_SCRATCH | \
-	 PROTO_XF_DELETE | PROTO_XF_DELETE_EXCLUDED | PROTO_XF_DRY_RUN)
+#define XF_ALL                                                           \
+	(PROTO_XF_OVERWRITE | PROTO_XF_UPDATE | PROTO_XF_NO_FSYNC |      \
+	 PROTO_XF_KEEP_SETID | PROTO_XF_STDOUT | PROTO_XF_SCRATCH |      \
+	 PROTO_XF_DELETE | PROTO_XF_DELETE_EXCLUDED | PROTO_XF_DRY_RUN | \
+	 PROTO_XF_CHECKSUM)
 #define XFER_MAX_DEPTH 256u /* components, as fsio_path_check */
 
 /*

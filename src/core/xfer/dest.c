@@ -90,22 +90,32 @@ static bool newer(const struct stat *st, const struct proto_xfer_entry *e)
 
 /* What st (lstat of the name) says of the entry: 1 when decided (SKIP or
  * REFUSE), 0 to replace it. */
-static int decide_existing(struct xsess *x, struct xfile *f,
+static bool quick_same(const struct stat *st, const struct proto_xfer_entry *e)
+{
+	return (uint64_t)st->st_size == e->size &&
+	       st->st_mtim.tv_sec == e->mtime_sec &&
+	       (uint32_t)st->st_mtim.tv_nsec == e->mtime_nsec;
+}
+
+static int decide_existing(struct xsess *x, struct xfile *f, int dirfd,
 			   const struct proto_xfer_entry *e,
 			   const struct stat *st, struct proto_xfer_plan *plan)
 {
 	uint32_t flags = x->o->flags;
+	bool reg = S_ISREG(st->st_mode) && !f->pipe;
 
 	if (S_ISDIR(st->st_mode))
 		return refuse(f, plan, -EISDIR,
 			      "a directory of that name exists");
 	/* the same size and mtime: up to date, whatever the flags (rsync's
 	 * quick check); it lets an interrupted transfer be run again
-	 * without --overwrite */
-	if (!(flags & XFER_F_OVERWRITE) && S_ISREG(st->st_mode) && !f->pipe &&
-	    (uint64_t)st->st_size == e->size &&
-	    st->st_mtim.tv_sec == e->mtime_sec &&
-	    (uint32_t)st->st_mtim.tv_nsec == e->mtime_nsec) {
+	 * without --overwrite. With --checksum: the same content instead,
+	 * whatever the mtime. */
+	if (reg &&
+	    ((flags & XFER_F_CHECKSUM)
+		     ? (uint64_t)st->st_size == e->size &&
+			       xfer__same_content(x, dirfd, f->rx.name, e)
+		     : !(flags & XFER_F_OVERWRITE) && quick_same(st, e))) {
 		plan->action = PROTO_XA_SKIP;
 		return 1;
 	}
@@ -132,7 +142,7 @@ static int plan_existing(struct xsess *x, struct xfile *f,
 	if ((x->o->flags & XFER_F_SCRATCH) || (f->rx.dh && f->rx.dh->fresh) ||
 	    fstatat(f->rx.dirfd, f->rx.name, &st, AT_SYMLINK_NOFOLLOW))
 		return 0;
-	return decide_existing(x, f, e, &st, plan);
+	return decide_existing(x, f, f->rx.dirfd, e, &st, plan);
 }
 
 /* A file without a journal (it would start again anyway) in a directory
@@ -255,11 +265,9 @@ static int plan_dry(struct xsess *x, struct xfile *f,
 	if (dfd < 0)
 		return 0; /* its directory would be made: new */
 	r = fstatat(dfd, f->rx.name, &st, AT_SYMLINK_NOFOLLOW) ? -errno : 0;
-	close(dfd);
-	if (r)
-		return 0;
-	if (!decide_existing(x, f, e, &st, plan))
+	if (!r && !decide_existing(x, f, dfd, e, &st, plan))
 		plan->action = PROTO_XA_REPLACE;
+	close(dfd);
 	return 0;
 }
 

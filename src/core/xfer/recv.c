@@ -446,6 +446,24 @@ static int on_unread(struct rxc *c, const struct proto_xfer_unread *u)
 
 /* One FILES message, answered with one XFER_PLAN (more if it
  * overflows). */
+/* CHECKSUM: the digest of the file announced next. */
+static int on_fdigest(struct rxc *c, const struct proto_xfer_iter *it)
+{
+	struct xsess *x = c->x;
+	struct proto_xfer_fdigest d;
+
+	if (!(x->o->flags & XFER_F_CHECKSUM) || x->rx.has_fdig ||
+	    proto_xfer_get_fdigest(it, &d))
+		return lr_err_set(
+			c->err, LR_EBADMSG,
+			"the sender sent a file digest out of place "
+			"(only with --checksum, one before its entry)");
+	x->rx.has_fdig = true;
+	x->rx.fdig_idx = d.idx;
+	memcpy(x->rx.fdig, d.digest, sizeof(x->rx.fdig));
+	return 0;
+}
+
 static int on_files(struct rxc *c, const uint8_t *body, size_t len)
 {
 	struct proto_xfer_iter it;
@@ -473,12 +491,19 @@ static int on_files(struct rxc *c, const uint8_t *body, size_t len)
 				return r;
 			continue;
 		}
+		if (it.tag == PROTO_T_FDIGEST) {
+			r = on_fdigest(c, &it);
+			if (r)
+				return r;
+			continue;
+		}
 		if (proto_xfer_get_entry(&it, &e))
 			return lr_err_set(c->err, LR_EBADMSG,
 					  "the sender announced a malformed "
 					  "entry");
 		/* made at the first entry (an UNREAD alone makes nothing) */
 		r = dest_ready(c) ?: on_entry(c, &e);
+		c->x->rx.has_fdig = false; /* it was this entry's, or none */
 		if (r)
 			return r;
 	}

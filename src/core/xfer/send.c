@@ -529,7 +529,9 @@ static int announce_one(struct txc *c, struct proto_buf *b)
 	char again[FSIO_MAX_PATH + 1];
 	const char *path = c->w.path;
 	uint8_t rereads = 0;
+	struct proto_xfer_fdigest dig;
 	struct wentry e;
+	bool has_dig;
 	int r = next_reread(c, &e, again, &rereads);
 
 	if (r)
@@ -560,10 +562,16 @@ static int announce_one(struct txc *c, struct proto_buf *b)
 				  c->w.path);
 	}
 	entry_of(&e, path, c->next_idx, &pe);
-	r = xfer__batch_room(x, b, proto_xfer_entry_size(&pe),
+	has_dig = e.fd >= 0 && !e.is_stdin &&
+		  xfer__entry_digest(x, e.fd, &pe, &dig);
+	r = xfer__batch_room(x, b,
+			     proto_xfer_entry_size(&pe) +
+				     (has_dig ? 4 + PROTO__FDIGEST_LEN : 0),
 			     PROTO_XFER_FILES);
 	if (r)
 		return r;
+	if (has_dig)
+		proto_put_xfer_fdigest(b, &dig);
 	proto_put_xfer_entry(b, &pe);
 	if (e.read_err && (r = unreadable(c, b)))
 		return r;

@@ -293,6 +293,10 @@ struct xrecv {
 	pthread_cond_t out_cv;
 	struct proto_xfer_ack *acks;
 	unsigned nacks, cap_acks;
+	/* CHECKSUM: the FDIGEST item that came before the next ENTRY */
+	bool has_fdig;
+	uint32_t fdig_idx;
+	uint8_t fdig[DIGEST_LEN];
 	bool ack_wake;		      /* the ack queue went from empty */
 	bool any_failed;	      /* scan the window for failures */
 	uint32_t finals[XFER_WINDOW]; /* slots ready to finalize */
@@ -705,6 +709,15 @@ void xfer__del_note(struct xsess *x, const char *path, size_t len);
 /* Remove what was not announced from the directories the session was
  * sent (l: the late list), DELETED items into b; nothing when unread
  * sources were told. 0 or -errno (sending). Control thread. */
+/* checksum.c: -c/--checksum */
+int xfer__fd_digest(int fd, uint64_t size, uint32_t chunk,
+		    uint8_t out[DIGEST_LEN]);
+bool xfer__entry_digest(struct xsess *x, int fd,
+			const struct proto_xfer_entry *pe,
+			struct proto_xfer_fdigest *d);
+bool xfer__same_content(struct xsess *x, int dirfd, const char *name,
+			const struct proto_xfer_entry *e);
+
 int xfer__del_run(struct xsess *x, const struct late *l, uint64_t unread,
 		  struct proto_buf *b);
 void xfer__del_free(struct xsess *x);
