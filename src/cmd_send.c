@@ -62,7 +62,7 @@
 	"  -n, --dry-run         say what would be sent, replaced, skipped and\n"   \
 	"                        deleted; write nothing, move no file data\n"       \
 	"  -v, --verbose         name each file as it is done\n"                    \
-	"      --stats           end with the counts: files considered, sent,\n"  \
+	"      --stats           end with the counts: files considered, sent,\n"    \
 	"                        up to date, failed, deleted; file data sent and\n" \
 	"                        already there (also with -q)\n"                    \
 	"      --link-speed RATE speed of the link for the % of its ceiling\n"      \
