@@ -34,12 +34,14 @@ void report_xfer_set_stats(struct report_xfer *rx, bool stats)
 	rx->stats = stats;
 }
 
-/* --stats: what was considered and what became of it, and the file
+/* --stats (when asked): what was considered and what became of it, and the file
  * data that crossed the network against what was there already. */
 static void end_stats(struct report_xfer *rx, const struct xfer_result *res)
 {
 	char b1[32], b2[32];
 
+	if (!rx->stats)
+		return;
 	units_fmt_bytes(b1, sizeof(b1), (double)res->bytes);
 	units_fmt_bytes(b2, sizeof(b2), (double)res->bytes_held);
 	fprintf(rx->out,
@@ -353,14 +355,12 @@ void report_xfer_end(struct report_xfer *rx, const struct xfer_result *res,
 			return;
 	}
 	if (rx->quiet && !error) {
-		if (rx->stats)
-			end_stats(rx, res);
+		end_stats(rx, res);
 		return;
 	}
 	if (rx->dry_run) {
 		end_dry_run(rx, res);
-		if (rx->stats)
-			end_stats(rx, res);
+		end_stats(rx, res);
 		return;
 	}
 	units_fmt_bytes(b1, sizeof(b1), (double)res->bytes);
@@ -393,7 +393,6 @@ void report_xfer_end(struct report_xfer *rx, const struct xfer_result *res,
 	if (res->seconds > 0.2)
 		fprintf(rx->out, "limited by: %s (%.0f%% of the time)\n", neck,
 			100.0 * share);
-	if (rx->stats)
-		end_stats(rx, res);
+	end_stats(rx, res);
 	fflush(rx->out);
 }
