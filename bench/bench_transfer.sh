@@ -33,6 +33,10 @@
 #                               blocks overwritten and 1 MiB appended"),
 #                               older: linerate send --update against
 #                               rsync -a, nc for a full copy
+#                     insert    the same against a copy that lacks 1 MiB in
+#                               the middle (the source's "1 MiB inserted"):
+#                               fixed-offset chunks against rsync's rolling
+#                               checksum
 #   --size SIZE     the random file (bytes, or K, M, G: 1024-based; default
 #                   1G)
 #   --files N       files of 4 KiB in the tree, 1000 per directory (default 10000)
@@ -162,7 +166,7 @@ unset LINERATE_TOKEN
 
 opt_time=5
 opt_repeat=1
-opt_rows=unshaped,shaped,quota,tree,resync,resync1,delta
+opt_rows=unshaped,shaped,quota,tree,resync,resync1,delta,insert
 opt_out=
 opt_size=1G
 opt_files=10000
@@ -267,26 +271,27 @@ if [ -n "$opt_tools" ]; then
     done
 fi
 
-GROUPS_ALL=(unshaped shaped quota tree resync resync1 delta)
+GROUPS_ALL=(unshaped shaped quota tree resync resync1 delta insert)
 declare -A WANT=()
 IFS=, read -r -a _rows <<<"$opt_rows"
 [ ${#_rows[@]} -gt 0 ] || die_usage "--rows is empty"
 for _r in "${_rows[@]}"; do
     case $_r in
-    unshaped | shaped | quota | tree | resync | resync1 | delta) WANT[$_r]=1 ;;
-    *) die_usage "--rows: unknown group '$_r' (unshaped, shaped, quota, tree, resync, resync1, delta)" ;;
+    unshaped | shaped | quota | tree | resync | resync1 | delta | insert) WANT[$_r]=1 ;;
+    *) die_usage "--rows: unknown group '$_r' (unshaped, shaped, quota, tree, resync, resync1, delta, insert)" ;;
     esac
 done
 want_file=0
-for _g in unshaped shaped quota delta; do
+for _g in unshaped shaped quota delta insert; do
     [ -n "${WANT[$_g]:-}" ] && want_file=1
 done
 want_tree=0
 for _g in tree resync resync1; do
     [ -n "${WANT[$_g]:-}" ] && want_tree=1
 done
-if [ -n "${WANT[delta]:-}" ] && [ "$SIZE_BYTES" -lt $((32 * 1024 * 1024)) ]; then
-    die_usage "--rows delta needs --size of at least 32M"
+if { [ -n "${WANT[delta]:-}" ] || [ -n "${WANT[insert]:-}" ]; } &&
+    [ "$SIZE_BYTES" -lt $((32 * 1024 * 1024)) ]; then
+    die_usage "--rows delta and insert need --size of at least 32M"
 fi
 
 # ---------------------------------------------------------------- tools
@@ -659,6 +664,7 @@ group_sync() {
     resync) echo same ;;
     resync1) echo changed ;;
     delta) echo delta ;;
+    insert) echo insert ;;
     *) echo ;;
     esac
 }
@@ -694,6 +700,12 @@ prepare_dest() {
                 dd of="$rundir/$name" bs=1M seek="$off" oflag=seek_bytes conv=notrunc status=none
         done
         truncate -s $((size - 1048576)) "$rundir/$name"
+        touch -d '-1 day' "$rundir/$name"
+        ;;
+    insert)
+        size=$(stat -c %s "$src")
+        off=$((size / 2))
+        { head -c "$off" "$src" && tail -c +$((off + 1048576 + 1)) "$src"; } >"$rundir/$name"
         touch -d '-1 day' "$rundir/$name"
         ;;
     esac
@@ -1113,6 +1125,7 @@ group_label() {
     resync) echo "tree again, unchanged (veth unshaped)" ;;
     resync1) echo "tree again, 1% of the files changed" ;;
     delta) echo "file again, ten 1 MiB blocks changed, 1 MiB appended" ;;
+    insert) echo "file again, 1 MiB inserted in the middle" ;;
     esac
 }
 
@@ -1155,6 +1168,7 @@ report() {
     k=
     [ "$want_file" = 1 ] && k="a $opt_size random file ($SIZE_BYTES bytes, \`linerate gen\`)"
     [ -n "${WANT[delta]:-}" ] && k="${k:+$k; }delta: the file's destination copy made with cp, then ten 1 MiB blocks at offsets (i + 1) * SIZE / 12 + 4097 * i overwritten from /dev/urandom and the last 1 MiB cut off, mtime set one day back"
+    [ -n "${WANT[insert]:-}" ] && k="${k:+$k; }insert: the destination copy is the file without the 1 MiB at SIZE / 2, mtime one day back"
     [ -n "${WANT[resync1]:-}" ] && k="${k:+$k; }resync1: every 100th file of the destination copy (cp -a) rewritten with other bytes of the same size, mtime one day back"
     [ "$want_tree" = 1 ] && k="${k:+$k; }a tree of $opt_files files of $TREE_FILE bytes in directories of $TREE_PER_DIR"
     echo "- data: $k; source page-cached; destination: $DEST_DESC; every run verified (cmp / diff -r)"

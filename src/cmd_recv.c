@@ -47,7 +47,8 @@ const char cmd_recv_usage[] =
 	"  -q, --quiet           print only the token lines and errors\n"
 	"  -h, --help            this text\n"
 	"\n"
-	"Exit status: 0 every file written and verified, 1 failure, 2 usage.\n";
+	"Exit status: 0 every file written and verified, 1 failure, 2 usage,\n"
+	"23 the sender could not read some sources (everything else arrived).\n";
 
 enum {
 	OPT_ALLOW_PLAINTEXT = 256,
@@ -434,7 +435,14 @@ static int recv_run(struct recv_cli *o)
 		fprintf(stderr, "linerate recv: %s\n", err.msg);
 	if (atomic_load(&cancelled))
 		return 130;
-	return !r && o->got_result && o->ok ? EXIT_OK : EXIT_RUNTIME;
+	if (!r && o->got_result && o->ok)
+		return EXIT_OK;
+	/* every failure a source the sender could not read: the rest
+	 * arrived (rsync's "partial transfer due to error") */
+	if (o->got_result && o->res.files_unread &&
+	    o->res.files_unread >= o->res.files_failed)
+		return EXIT_PARTIAL;
+	return EXIT_RUNTIME;
 }
 
 int cmd_recv(int argc, char **argv)

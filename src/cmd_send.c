@@ -45,6 +45,8 @@
 	"  -c, --checksum        a file of the same size is up to date when its\n"  \
 	"                        content is (both ends digest it), whatever its\n"  \
 	"                        mtime (rsync's -c)\n"                              \
+	"  -W, --whole-file      send a replaced file whole (by default only the\n" \
+	"                        chunks that differ from the old copy travel)\n"    \
 	"      --no-fsync        do not wait for the destination disk before\n"     \
 	"                        renaming (faster; a crash or power loss of\n"      \
 	"                        the receiver can then lose the newest files)\n"    \
@@ -171,6 +173,7 @@ static const struct option long_opts[] = {
 	{ "delete-excluded", no_argument, NULL, OPT_DELETE_EXCLUDED },
 	{ "dry-run", no_argument, NULL, 'n' },
 	{ "checksum", no_argument, NULL, 'c' },
+	{ "whole-file", no_argument, NULL, 'W' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "stats", no_argument, NULL, OPT_STATS },
 	SSHCLI_LONG_OPTIONS,
@@ -284,6 +287,7 @@ static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 		return 0;
 	case 'n': o->c.x.flags |= XFER_F_DRY_RUN; return 0;
 	case 'c': o->c.x.flags |= XFER_F_CHECKSUM; return 0;
+	case 'W': o->c.x.flags |= XFER_F_WHOLE_FILE; return 0;
 	case 'v': o->verbose = true; return 0;
 	case OPT_STATS: o->stats = true; return 0;
 	case 'r': return 0; /* scp's habit; trees are always recursive */
@@ -438,7 +442,7 @@ static int send_parse(int argc, char **argv, struct send_cli *o,
 	o->c.connect_timeout_ms = 10000;
 	o->c.x.progress_ms = 250;
 	o->c.x.cancel = &cancelled;
-	r = opts_parse(&common_spec, "w:e:rqhnvc", long_opts, own_option, o,
+	r = opts_parse(&common_spec, "w:e:rqhnvcW", long_opts, own_option, o,
 		       argc, argv, &o->net, err);
 	if (r)
 		return r;

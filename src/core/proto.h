@@ -284,6 +284,7 @@ enum proto_xfer_flag {
 	PROTO_XF_DELETE_EXCLUDED = 1u << 7, /* also what the rules leave out */
 	PROTO_XF_DRY_RUN = 1u << 8,  /* plans only: nothing written or sent */
 	PROTO_XF_CHECKSUM = 1u << 9, /* up to date by content (rsync -c) */
+	PROTO_XF_WHOLE_FILE = 1u << 10, /* no delta of replaced files (-W) */
 };
 
 struct proto_xfer_request {

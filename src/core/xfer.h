@@ -54,6 +54,7 @@ enum xfer_flag {
 	XFER_F_DELETE_EXCLUDED = 1u << 7, /* and what the rules leave out */
 	XFER_F_DRY_RUN = 1u << 8,  /* plan and tell, write and move nothing */
 	XFER_F_CHECKSUM = 1u << 9, /* up to date by content: rsync -c */
+	XFER_F_WHOLE_FILE = 1u << 10, /* replaced files sent whole: rsync -W */
 };
 
 /* What a sender sends: local paths (push) or paths below a root (pull). */
@@ -112,6 +113,7 @@ struct xfer_event {
 	bool ok, skipped;
 	bool deleted;	    /* FILE: removed at the destination (--delete) */
 	bool replace;	    /* FILE: an existing file replaced */
+	bool delta;	    /* FILE replace: only chunks that differ travel */
 	bool dry_run;	    /* FILE: what would be done (nothing was) */
 	const char *reason; /* FILE failed */
 	int code;	    /* FILE failed: why, -errno (-EEXIST: the name

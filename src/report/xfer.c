@@ -95,8 +95,10 @@ static void file_line(struct report_xfer *rx, const struct xfer_event *ev)
 
 	if (ev->deleted)
 		what = ev->dry_run ? "would delete" : "deleting";
+	else if (ev->dry_run && ev->replace)
+		what = ev->delta ? "would replace (delta)" : "would replace";
 	else if (ev->dry_run)
-		what = ev->replace ? "would replace" : "would send";
+		what = "would send";
 	else if (ev->ok && (rx->verbose || rx->dry_run))
 		what = ev->skipped ? "up to date" : rx->verb;
 	if (!what)
@@ -223,6 +225,10 @@ static void xfer_event_cb(void *ctx, const struct xfer_event *ev)
 				o, "size",
 				ev->size == UINT64_MAX ? -1 : (double)ev->size);
 			cJSON_AddStringToObject(o, "status", file_status(ev));
+			if (ev->dry_run && ev->replace)
+				cJSON_AddStringToObject(o, "method",
+							ev->delta ? "delta"
+								  : "whole");
 			if (ev->reason)
 				cJSON_AddStringToObject(o, "error", ev->reason);
 			report__json_line(rx->out, o);

@@ -346,6 +346,42 @@ def test_unreadable_entries_are_told_and_the_rest_goes(xsrv, world_dir):
     assert not temp_leftovers(x.root)
 
 
+def test_recv_exits_23_when_the_sender_could_not_read(xenv, world_dir):
+    """`recv` says the same as its sender: everything readable arrived,
+    one source could not be read: exit status 23 at both ends."""
+    from test_integrity import start_recv
+    x = xenv
+    top = world_dir / "t"
+    top.mkdir()
+    os.chmod(top, 0o755)
+    for n in ("a.txt", "secret.txt", "z.txt"):
+        (top / n).write_text(n + "\n")
+        os.chmod(top / n, 0o644)
+    os.chmod(top / "secret.txt", 0)
+    dest = x.tmp / "inbox"
+    recv, token, port, rout, rerr = start_recv(x, dest, 0)
+    try:
+        tok = world_dir / "token"
+        tok.write_text(token + "\n")
+        os.chmod(tok, 0o644)
+        argv = ["setpriv", "--reuid=65534", "--regid=65534",
+                "--clear-groups", x.bin, "send", "-p", str(port),
+                "--token-file", str(tok), "-q", str(top) + "/",
+                f"{x.h.addr_b}:"]
+        res = x.h.run_a(argv, stdin=subprocess.DEVNULL,
+                        capture_output=True, text=True, timeout=60)
+        assert res.returncode == 23, describe(res)
+        assert recv.wait(timeout=30) == 23, rerr.text()
+    finally:
+        from xferutil import kill_and_reap
+        kill_and_reap(recv)
+    assert "secret.txt" in rerr.text(), rerr.text()
+    # the token stays for the same command again, as after any
+    # transfer that did not bring everything
+    got = sorted(n for n in os.listdir(dest) if not n.endswith(".lrtoken"))
+    assert got == ["a.txt", "z.txt"], os.listdir(dest)
+
+
 def test_missing_sources_are_told_and_the_rest_goes(xsrv):
     """One missing PATH among others: told, the others arrive, exit 23;
     a pull learns from the server (the sender there) and exits 23 too."""
@@ -696,10 +732,10 @@ def test_checksum_decides_by_content(xsrv, mode):
         assert dry.get(name, "skipped") == "skipped", dry
         assert real.get(name, "skipped") == "skipped", real
     assert end["files_skipped"] == 2, end
-    # the bytes that crossed: the three replaced files, not the same ones
+    # the bytes that crossed: the two small replaced files, and of the
+    # big one the chunk (1 MiB) with the changed byte, by delta
     sent = sum(len(src[n][0]) for n in
-               ("same-size-same-mtime", "big-one-byte-changed",
-                "other-size"))
+               ("same-size-same-mtime", "other-size")) + 1024 * 1024
     assert end["bytes"] == sent, end
     for name, (data, mt) in src.items():
         assert (dest / name).read_bytes() == data, name

@@ -131,7 +131,8 @@ static void test_request_roundtrip(void **state)
 	r.streams = PROTO_MAX_STREAMS;
 	r.chunk_size = PROTO_XFER_MIN_CHUNK;
 	r.flags = PROTO_XF_OVERWRITE | PROTO_XF_UPDATE | PROTO_XF_NO_FSYNC |
-		  PROTO_XF_KEEP_SETID | PROTO_XF_STDOUT;
+		  PROTO_XF_KEEP_SETID | PROTO_XF_STDOUT | PROTO_XF_CHECKSUM |
+		  PROTO_XF_WHOLE_FILE;
 	r.rate = UINT64_MAX;
 	set_paths(&r, push2, 1);
 	request_roundtrip(&r);
@@ -1057,7 +1058,7 @@ static const struct rq_case rq_cases[] = {
 	  0,
 	  0,
 	  false },
-	{ "unknown flag bit", 1, 4, 0, 1u << 10, { "" }, 1, 0, 0, false },
+	{ "unknown flag bit", 1, 4, 0, 1u << 11, { "" }, 1, 0, 0, false },
 	{ "delete-excluded alone", 1, 4, 0, 1u << 7, { "" }, 1, 0, 0, false },
 	{ "high flag bit", 1, 4, 0, 1u << 31, { "" }, 1, 0, 0, false },
 	{ "push two paths", 1, 4, 0, 0, { "a", "b" }, 2, 0, 0, false },

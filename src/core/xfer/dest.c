@@ -309,17 +309,27 @@ int xfer__plan_file(struct xsess *x, struct xfile *f,
 		refuse(f, plan, r, BUSY_WORDS);
 		return 0;
 	}
-	if (r == 1) {
-		plan->action = PROTO_XA_RESUME;
-		return xfer__put_held(x, f, b);
+	if (r != 1) {
+		if (plan_create(x, f, e, plan))
+			return 0;
+		/* an earlier attempt's journal, once its temporary file is
+		 * ours */
+		if (f->nchunks >= JOURNAL_MIN_CHUNKS)
+			unlinkat(f->rx.dirfd, jname, 0);
+		xfer__journal_start(x, f, e, jname);
 	}
-	if (plan_create(x, f, e, plan))
+	/* the old copy under the name, for what neither holds yet */
+	if (xfer__delta_wanted(x, f)) {
+		int held = xfer__delta_seed(x, f);
+
+		if (held < 0)
+			return held;
+		r = held ? 1 : r;
+	}
+	if (r != 1)
 		return 0;
-	/* an earlier attempt's journal, once its temporary file is ours */
-	if (f->nchunks >= JOURNAL_MIN_CHUNKS)
-		unlinkat(f->rx.dirfd, jname, 0);
-	xfer__journal_start(x, f, e, jname);
-	return 0;
+	plan->action = PROTO_XA_RESUME;
+	return xfer__put_held(x, f, b);
 }
 
 /* A temporary name no other file has: ".lr-<16 random hex>.lrpart". */

@@ -85,6 +85,8 @@ void xfer__dry_event(struct xsess *x, struct xfile *f, bool replace)
 	if (x->evq.n > n) {
 		x->evq.v[x->evq.n - 1].dry_run = true;
 		x->evq.v[x->evq.n - 1].replace = replace;
+		x->evq.v[x->evq.n - 1].delta = replace &&
+					       xfer__delta_wanted(x, f);
 	}
 }
 
@@ -122,6 +124,7 @@ void xfer__deliver(struct xsess *x)
 			.skipped = e->skipped,
 			.deleted = e->deleted,
 			.replace = e->replace,
+			.delta = e->delta,
 			.dry_run = e->dry_run,
 			.reason = e->reason,
 			.code = e->code,

@@ -283,6 +283,8 @@ static int unit_account(struct rxs *s, const struct unit *un, int w)
 		f->sent++;
 		if (un->prev != CS_HELD)
 			f->finished++;
+		else /* held, but the sender found it different */
+			x->bytes_held -= un->h.len;
 		x->bytes_done += un->h.len;
 		r = xfer__push_ack(x, un->h.idx, un->h.chunk, PROTO_XS_CHUNK_OK,
 				   un->h.len);

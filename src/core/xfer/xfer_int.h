@@ -250,7 +250,7 @@ struct tx_link {
 struct xfer__fev {
 	char *path; /* taken from the file */
 	uint64_t size;
-	bool ok, skipped, deleted, replace, dry_run;
+	bool ok, skipped, deleted, replace, delta, dry_run;
 	int code;
 	char *reason; /* NULL when ok */
 };
@@ -721,6 +721,18 @@ bool xfer__same_content(struct xsess *x, int dirfd, const char *name,
 int xfer__del_run(struct xsess *x, const struct late *l, uint64_t unread,
 		  struct proto_buf *b);
 void xfer__del_free(struct xsess *x);
+
+/* ---- delta.c: the old copy of a replaced file ---- */
+
+/* Files of fewer chunks are sent whole when replaced. */
+#define DELTA_MIN_CHUNKS 2u
+/* Whether a replaced f may be built from its old copy (no -W). */
+bool xfer__delta_wanted(const struct xsess *x, const struct xfile *f);
+/* Hold every chunk of the old copy under f's name that f needs: read,
+ * digested and written into f's temporary file at its offset. The
+ * count held, or a fatal error (the control connection). Control
+ * thread, before the plan. */
+int xfer__delta_seed(struct xsess *x, struct xfile *f);
 
 /* ---- resume.c: the journal of an interrupted file ---- */
 
