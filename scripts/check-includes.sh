@@ -18,12 +18,13 @@ cd "$(dirname "$0")/.."
 
 # The engine's public headers: what src/*.c may include, as core/NAME.h.
 public=(xfer.h bench.h server.h doctor.h disk.h gen.h cryptobench.h relay.h
-	err.h units.h token.h cipher.h remote.h ssh.h selfcopy.h filter.h)
+	err.h units.h token.h cipher.h remote.h ssh.h selfcopy.h filter.h
+	filelist.h)
 # Public headers whose own includes are public too. bench.h, server.h and
 # doctor.h show some of the wire's types (the test request a client sends,
 # the probe's result, an address), so they include proto.h and net.h.
 closed=(xfer.h token.h cipher.h err.h units.h gen.h disk.h cryptobench.h
-	remote.h ssh.h relay.h selfcopy.h filter.h)
+	remote.h ssh.h relay.h selfcopy.h filter.h filelist.h)
 
 in_list() {
 	local x=$1 y

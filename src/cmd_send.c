@@ -14,6 +14,7 @@
 
 #include "cmds.h"
 #include "core/cipher.h"
+#include "core/filelist.h"
 #include "core/filter.h"
 #include "core/token.h"
 #include "core/xfer.h"
@@ -57,6 +58,11 @@
 	"      --include PATTERN keep what matches (the first rule that\n"          \
 	"                        matches decides, as in rsync)\n"                   \
 	"      --exclude-from FILE, --include-from FILE  rules, one a line\n"       \
+	"      --files-from FILE send only the paths FILE lists (one a line; -:\n"  \
+	"                        standard input), relative to the one source\n"     \
+	"                        directory, with their parent directories;\n"       \
+	"                        with -r also what is below a listed directory\n"   \
+	"      --from0           FILE's paths end with a NUL byte, not a newline\n" \
 	"      --delete          remove at the destination what the source\n"       \
 	"                        does not have, in the directories sent (not\n"     \
 	"                        what the rules leave out); each is named\n"        \
@@ -79,6 +85,7 @@
 	"      --copy-self[=F]   no linerate on the far end: copy one there for\n"  \
 	"                        the run (F, or a static build for its machine)\n"  \
 	"  -r                    accepted, as scp's: trees are always recursive\n"  \
+	"                        (with --files-from: rsync's -r)\n"                 \
 	"  -q, --quiet           no progress, only errors\n"                        \
 	"  -h, --help            this text\n"
 
@@ -126,6 +133,8 @@ struct send_cli {
 	char destbuf[XFER_MAX_PATH + 1];  /* DIR of `send - HOST:DIR/NAME` */
 	char destname[XFER_MAX_PATH + 1]; /* get: DEST when it is missing */
 	struct lr_filter filter;	  /* --exclude, --include */
+	const char *files_from;		  /* --files-from FILE */
+	bool from0, recurse;		  /* --from0, -r */
 	uint8_t psk[SESSION_PSK_LEN];
 };
 
@@ -145,6 +154,8 @@ enum {
 	OPT_DELETE,
 	OPT_STATS,
 	OPT_DELETE_EXCLUDED,
+	OPT_FILES_FROM,
+	OPT_FROM0,
 };
 
 static const struct opts_common_spec common_spec = {
@@ -169,6 +180,8 @@ static const struct option long_opts[] = {
 	{ "include", required_argument, NULL, OPT_INCLUDE },
 	{ "exclude-from", required_argument, NULL, OPT_EXCLUDE_FROM },
 	{ "include-from", required_argument, NULL, OPT_INCLUDE_FROM },
+	{ "files-from", required_argument, NULL, OPT_FILES_FROM },
+	{ "from0", no_argument, NULL, OPT_FROM0 },
 	{ "delete", no_argument, NULL, OPT_DELETE },
 	{ "delete-excluded", no_argument, NULL, OPT_DELETE_EXCLUDED },
 	{ "dry-run", no_argument, NULL, 'n' },
@@ -290,7 +303,11 @@ static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 	case 'W': o->c.x.flags |= XFER_F_WHOLE_FILE; return 0;
 	case 'v': o->verbose = true; return 0;
 	case OPT_STATS: o->stats = true; return 0;
-	case 'r': return 0; /* scp's habit; trees are always recursive */
+	case OPT_FILES_FROM: o->files_from = optarg; return 0;
+	case OPT_FROM0: o->from0 = true; return 0;
+	/* scp's habit (trees are always recursive); with --files-from,
+	 * rsync's: below listed directories too */
+	case 'r': o->recurse = true; return 0;
 	case 'q': o->quiet = true; return 0;
 	case 'h': return 1;
 	default:
@@ -432,6 +449,47 @@ static int pull_args(int argc, char **argv, int first, struct send_cli *o,
 	return 0;
 }
 
+/* --files-from FILE: the paths to send, relative to the one source
+ * directory, which is sent as its contents (rsync's meaning). */
+static int files_from(struct send_cli *o, struct lr_err *err)
+{
+	unsigned n = o->pull ? o->c.npaths : o->c.src.npaths;
+	struct stat st;
+
+	if (n != 1)
+		return lr_err_set(err, -EINVAL,
+				  "--files-from takes one source directory; "
+				  "its paths are relative to it");
+	if (o->c.x.flags & XFER_F_DELETE)
+		return lr_err_set(err, -EINVAL,
+				  "--delete with --files-from: not "
+				  "supported; send the directories whole to "
+				  "delete in them");
+	if (o->pull && (o->c.x.flags & XFER_F_STDOUT))
+		return lr_err_set(err, -EINVAL,
+				  "--files-from with standard output: name "
+				  "the one file instead");
+	if (!o->pull && !strcmp(o->paths[0], "-"))
+		return lr_err_set(err, -EINVAL,
+				  "--files-from with standard input as the "
+				  "source: name a directory");
+	/* a missing one is told by the walk, as any missing source */
+	if (!o->pull && !stat(o->paths[0], &st) && !S_ISDIR(st.st_mode))
+		return lr_err_set(err, -ENOTDIR,
+				  "--files-from: '%s' is not a directory "
+				  "(the listed paths are relative to it)",
+				  o->paths[0]);
+	if (list_read_file(&o->filter.list, o->files_from, o->from0, err))
+		return -EINVAL;
+	if (!list_count(o->filter.list))
+		return lr_err_set(err, -EINVAL, "--files-from %s: no paths",
+				  o->files_from);
+	list_set_recurse(o->filter.list, o->recurse);
+	/* the listed paths are relative to the directory: its contents */
+	o->c.src.contents |= 1;
+	return 0;
+}
+
 static int send_parse(int argc, char **argv, struct send_cli *o,
 		      struct lr_err *err)
 {
@@ -453,7 +511,9 @@ static int send_parse(int argc, char **argv, struct send_cli *o,
 		    : push_args(argc, argv, optind, o, err);
 	if (r)
 		return -EINVAL;
-	o->c.src.filter = o->filter.n ? &o->filter : NULL;
+	if (o->files_from && files_from(o, err))
+		return -EINVAL;
+	o->c.src.filter = o->filter.n || o->filter.list ? &o->filter : NULL;
 	if (o->pull) { /* this side receives: deletes, keeps what is left out */
 		o->c.x.filter = o->c.src.filter;
 		o->c.x.delete_root = o->c.src.contents != 0;

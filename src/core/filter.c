@@ -15,7 +15,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "filelist.h"
 #include "filter.h"
+#include "fsio.h"
 #include "banned.h"
 
 /* Where a pattern is tried. */
@@ -220,6 +222,8 @@ bool filter_excluded(const struct lr_filter *f, const char *path, size_t len,
 
 	if (!f)
 		return false;
+	if (f->list && !list_admits(f->list, path, len, is_dir))
+		return true;
 	for (i = 0; i < f->n; i++) {
 		const struct filter_rule *r = f->rule[i];
 
@@ -409,60 +413,47 @@ int filter_add_lines(struct lr_filter *f, bool include, const char *buf,
 	return 0;
 }
 
-int filter_read_file(struct lr_filter *f, bool include, const char *path,
+int filter_read_with(const char *path, filter_parse_fn parse, void *ctx,
 		     struct lr_err *err)
 {
-	size_t len = 0, cap = 0;
+	size_t len = 0;
 	char *buf = NULL;
-	int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC)
-				   : STDIN_FILENO;
-	int r = 0;
+	int r = fsio_read_small(path, 64u << 20, &buf, &len);
 
-	if (fd < 0)
-		return lr_err_setc(err, -errno, "%s", path);
-	for (;;) {
-		ssize_t k;
+	if (r == -EFBIG)
+		return lr_err_set(err, r, "%s: larger than 64 MiB", path);
+	if (r)
+		return lr_err_setc(err, r, "%s", path);
+	r = parse(ctx, buf, len, err);
+	if (r && err) {
+		char msg[LR_ERR_MSG];
 
-		if (len == cap) {
-			char *grown;
-
-			if (cap >= (64u << 20)) {
-				r = lr_err_set(err, -EFBIG,
-					       "%s: larger than 64 MiB", path);
-				break;
-			}
-			cap = cap ? cap * 2 : 65536;
-			grown = realloc(buf, cap);
-			if (!grown) {
-				r = lr_err_set(err, -ENOMEM, "out of memory");
-				break;
-			}
-			buf = grown;
-		}
-		k = read(fd, buf + len, cap - len);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0) {
-			r = lr_err_setc(err, -errno, "reading %s", path);
-			break;
-		}
-		if (!k)
-			break;
-		len += (size_t)k;
-	}
-	if (fd != STDIN_FILENO)
-		close(fd);
-	if (!r) {
-		r = filter_add_lines(f, include, buf, len, err);
-		if (r && err) {
-			char msg[LR_ERR_MSG];
-
-			snprintf(msg, sizeof(msg), "%s", err->msg);
-			lr_err_set(err, r, "%s: %s", path, msg);
-		}
+		snprintf(msg, sizeof(msg), "%s", err->msg);
+		lr_err_set(err, r, "%s: %s", path, msg);
 	}
 	free(buf);
 	return r;
+}
+
+struct rules_ctx {
+	struct lr_filter *f;
+	bool include;
+};
+
+static int parse_rules(void *ctx, const char *buf, size_t len,
+		       struct lr_err *err)
+{
+	struct rules_ctx *c = ctx;
+
+	return filter_add_lines(c->f, c->include, buf, len, err);
+}
+
+int filter_read_file(struct lr_filter *f, bool include, const char *path,
+		     struct lr_err *err)
+{
+	struct rules_ctx c = { f, include };
+
+	return filter_read_with(path, parse_rules, &c, err);
 }
 
 const char *filter_rule_text(const struct lr_filter *f, unsigned i, size_t *len,
@@ -479,4 +470,6 @@ void filter_free(struct lr_filter *f)
 	free(f->rule);
 	f->rule = NULL;
 	f->cap = 0;
+	list_free(f->list);
+	f->list = NULL;
 }

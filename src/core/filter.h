@@ -34,10 +34,14 @@
 #define FILTER_MAX_PATTERN 1024u /* bytes of one pattern */
 
 struct filter_rule;
+struct lr_list; /* filelist.h */
 
 struct lr_filter {
 	struct filter_rule **rule;
 	unsigned n, cap;
+	/* --files-from: only what it admits is sent (the rules then
+	 * apply to that); NULL: everything; freed with the filter */
+	struct lr_list *list;
 };
 
 /* One rule as it travels (docs/PROTOCOL.md section 7.2): a pattern of
@@ -57,12 +61,20 @@ int filter_add_arg(struct lr_filter *f, bool include, const char *arg,
 int filter_add_lines(struct lr_filter *f, bool include, const char *buf,
 		     size_t len, struct lr_err *err);
 
+/* A rule or list file's contents ("-": standard input), at most 64 MiB,
+ * given to parse; 0 or -errno with err set ("PATH: ..."). */
+typedef int (*filter_parse_fn)(void *ctx, const char *buf, size_t len,
+			       struct lr_err *err);
+int filter_read_with(const char *path, filter_parse_fn parse, void *ctx,
+		     struct lr_err *err);
+
 /* filter_add_lines of a file's contents ("-": standard input). */
 int filter_read_file(struct lr_filter *f, bool include, const char *path,
 		     struct lr_err *err);
 
 /* Whether the entry at path (len bytes, relative to the root, no leading
- * or trailing '/') is left out. */
+ * or trailing '/') is left out: not admitted by the list, or excluded by
+ * the rules. */
 bool filter_excluded(const struct lr_filter *f, const char *path, size_t len,
 		     bool is_dir);
 

@@ -10,6 +10,7 @@
 #include <linux/magic.h>
 #include <linux/openat2.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -490,6 +491,56 @@ int fsio_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 int fsio_write_all(int fd, const void *buf, size_t len)
 {
 	return put_all(fd, buf, len, -1);
+}
+
+int fsio_read_small(const char *path, size_t max, char **buf, size_t *len)
+{
+	int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC)
+				   : STDIN_FILENO;
+	size_t cap = 0;
+	int r = 0;
+
+	*buf = NULL;
+	*len = 0;
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		ssize_t k;
+
+		if (*len == cap) {
+			char *grown;
+
+			if (cap > max) {
+				r = -EFBIG;
+				break;
+			}
+			cap = cap ? cap * 2 : 65536;
+			grown = realloc(*buf, cap);
+			if (!grown) {
+				r = -ENOMEM;
+				break;
+			}
+			*buf = grown;
+		}
+		k = read(fd, *buf + *len, cap - *len);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			r = k < 0 ? -errno : 0;
+			break;
+		}
+		*len += (size_t)k;
+	}
+	if (!r && *len > max)
+		r = -EFBIG;
+	if (fd != STDIN_FILENO)
+		close(fd);
+	if (r) {
+		free(*buf);
+		*buf = NULL;
+		*len = 0;
+	}
+	return r;
 }
 
 int fsio_zero_range(int fd, uint64_t off, uint64_t len)

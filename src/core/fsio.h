@@ -154,6 +154,11 @@ int fsio_pread_all(int fd, void *buf, size_t len, uint64_t off);
 int fsio_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
 int fsio_write_all(int fd, const void *buf, size_t len);
 
+/* The whole of a small file ("-": standard input), at most max bytes,
+ * into *buf (malloc'ed, the caller frees) and *len: 0, -EFBIG when it is
+ * larger, or -errno (EINTR retried). */
+int fsio_read_small(const char *path, size_t max, char **buf, size_t *len);
+
 /* Make len bytes at off read as zeros: a hole punched, or zeros written
  * where the file system punches none. 0 or -errno. */
 int fsio_zero_range(int fd, uint64_t off, uint64_t len);

@@ -117,6 +117,7 @@ enum proto_tag {
 	 * the request rather than send what they leave out */
 	PROTO_T_FILTER = 0x8040,   /* kind:u8 pattern; repeated */
 	PROTO_T_CONTENTS = 0x8041, /* u64: pull paths sent as their contents */
+	PROTO_T_LIST = 0x8042,	   /* pull --files-from: flags:u8 paths */
 	/* linerate doctor */
 	PROTO_T_DISK_BYTES = 0x0050,
 	PROTO_T_DISK_USEC = 0x0051,
@@ -287,6 +288,12 @@ enum proto_xfer_flag {
 	PROTO_XF_WHOLE_FILE = 1u << 10, /* no delta of replaced files (-W) */
 };
 
+/* The flags of a LIST item */
+enum proto_xfer_list_flag {
+	PROTO_XL_RECURSE = 1u << 0, /* below a listed directory too (-r) */
+	PROTO_XL_ROOT = 1u << 1,    /* the source directory itself listed */
+};
+
 struct proto_xfer_request {
 	uint8_t op;	     /* enum proto_xfer_op */
 	uint16_t streams;    /* 1..PROTO_MAX_STREAMS */
@@ -310,6 +317,12 @@ struct proto_xfer_request {
 	const char *filters[PROTO_XFER_MAX_FILTERS];
 	uint16_t filter_lens[PROTO_XFER_MAX_FILTERS];
 	bool filter_include[PROTO_XFER_MAX_FILTERS];
+	/* pull --files-from (LIST): the only paths below the one source
+	 * directory that are sent, separated by NUL bytes, each checked as
+	 * a path; a pointer into the body (NULL: no list) */
+	const uint8_t *list;
+	uint16_t list_len;
+	uint8_t list_flags; /* enum proto_xfer_list_flag */
 };
 
 struct proto_xfer_accept {

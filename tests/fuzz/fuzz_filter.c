@@ -11,7 +11,11 @@
  *  - every rule's text, added again with filter_add, gives a filter that
  *    answers every path the same way (what a server rebuilds from the
  *    request is what the client meant);
- *  - the answer for a path does not depend on anything past its length.
+ *  - the answer for a path does not depend on anything past its length;
+ *  - the same rule lines read as a --files-from list: every path it
+ *    keeps is relative, below the source directory (no "..", no ".",
+ *    no empty component), admitted by the list, and admitted the same
+ *    by a list rebuilt from it as it travels (NUL-separated).
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -20,6 +24,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "filelist.h"
 #include "filter.h"
 #include "fuzz_check.h"
 
@@ -52,6 +57,62 @@ static void match_paths(const struct lr_filter *f, const struct lr_filter *g,
 	}
 }
 
+/* A path as a list keeps it: relative, every component real. */
+static void check_path(const char *p, size_t n)
+{
+	size_t i, start = 0;
+
+	for (i = 0; i <= n; i++) {
+		if (i < n && p[i] != '/')
+			continue;
+		CHECK(i > start);
+		CHECK(!(i - start == 1 && p[start] == '.'));
+		CHECK(!(i - start == 2 && p[start] == '.' &&
+			p[start + 1] == '.'));
+		start = i + 1;
+	}
+}
+
+static void check_list(const char *txt, size_t n, const char *paths,
+		       size_t plen)
+{
+	struct lr_filter f = { 0 }, g = { 0 };
+	struct lr_err e = { 0 };
+	uint32_t i, count;
+	char *wire;
+	size_t at = 0;
+
+	if (list_add_buf(&f.list, txt, n, false, &e) || !f.list) {
+		filter_free(&f);
+		return;
+	}
+	count = list_count(f.list);
+	wire = malloc((size_t)list_bytes(f.list) + 1);
+	CHECK(wire != NULL);
+	for (i = 0; i < count; i++) {
+		size_t len;
+		const char *p = list_path(f.list, i, &len);
+
+		if (!len)
+			continue;
+		check_path(p, len);
+		CHECK(!filter_excluded(&f, p, len, false));
+		if (at)
+			wire[at++] = '\0';
+		memcpy(wire + at, p, len);
+		at += len;
+	}
+	CHECK(list_add_wire(&g.list, wire, at, &e) == 0);
+	if (list_has_root(f.list))
+		CHECK(list_add_wire(&g.list, ".", 1, &e) == 0);
+	CHECK(list_count(g.list) == count);
+	if (paths)
+		match_paths(&f, &g, paths, plen);
+	free(wire);
+	filter_free(&f);
+	filter_free(&g);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const uint8_t *nul = memchr(data, 0, size);
@@ -78,5 +139,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		match_paths(&f, &g, (const char *)nul + 1, size - nrules - 1);
 	filter_free(&f);
 	filter_free(&g);
+	check_list((const char *)data, nrules,
+		   nul ? (const char *)nul + 1 : NULL,
+		   nul ? size - nrules - 1 : 0);
 	return 0;
 }

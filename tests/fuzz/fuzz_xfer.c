@@ -89,6 +89,19 @@ static void fuzz_request(const uint8_t *body, size_t len, uint8_t *enc)
 		CHECK(m.filter_lens[i] >= 1 &&
 		      m.filter_lens[i] <= PROTO_XFER_MAX_PATTERN &&
 		      inside(m.filters[i], m.filter_lens[i], body, len));
+	/* a list: a pull's, of one directory's contents, without DELETE;
+	 * no empty path, none absolute or with a trailing '/' */
+	if (m.list) {
+		CHECK(m.op == PROTO_XFER_PULL && m.npaths == 1 &&
+		      (m.contents & 1) && !(m.flags & PROTO_XF_DELETE));
+		CHECK(m.list_len || (m.list_flags & PROTO_XL_ROOT));
+		CHECK(!(m.list_flags & ~(PROTO_XL_RECURSE | PROTO_XL_ROOT)));
+		CHECK(!m.list_len ||
+		      inside((const char *)m.list, m.list_len, body, len));
+		CHECK(!m.list_len || (m.list[0] && m.list[0] != '/' &&
+				      m.list[m.list_len - 1] &&
+				      m.list[m.list_len - 1] != '/'));
+	}
 
 	proto_buf_init(&b, enc, ENC_CAP);
 	CHECK(proto_encode_xfer_request(&b, &m) == 0);
@@ -105,6 +118,9 @@ static void fuzz_request(const uint8_t *body, size_t len, uint8_t *enc)
 		CHECK(m.filter_include[i] == m2.filter_include[i] &&
 		      m.filter_lens[i] == m2.filter_lens[i] &&
 		      !memcmp(m.filters[i], m2.filters[i], m.filter_lens[i]));
+	CHECK(!m.list == !m2.list && m.list_len == m2.list_len &&
+	      m.list_flags == m2.list_flags &&
+	      (!m.list_len || !memcmp(m.list, m2.list, m.list_len)));
 }
 
 static void check_str(const char *s, size_t cap)

@@ -159,6 +159,94 @@ def test_exclude_from_and_include_from_files(xsrv):
                        check=True)
 
 
+# --files-from: the list given to rsync -a --files-from as well (no
+# comment lines: the rsync here may predate their skipping)
+FILES_FROM = ["b.txt", "keep/sub/k2.c", "/docs/a.txt", "./photos//jpg",
+              "docs/deeper", "sp ace/f s.txt", "link.txt", "b.txt",
+              "empty"]
+
+
+@pytest.mark.parametrize("recurse", [False, True], ids=["list", "list-r"])
+@pytest.mark.parametrize("mode", ["push", "pull"])
+def test_files_from_as_rsync(xsrv, mode, recurse):
+    """--files-from FILE: only the listed paths, relative to the source
+    directory, with their parent directories; a listed directory alone
+    (with -r: and what is below it), as rsync -a --files-from (-r)."""
+    x = xsrv
+    top = (x.root if mode == "pull" else x.src) / "t"
+    build_tree(top)
+    lst = x.tmp / "list"
+    lst.write_text("\n".join(FILES_FROM) + "\n")
+    more = ["-r"] if recurse else []
+    if mode == "pull":
+        dest = x.tmp / "got"
+        dest.mkdir()
+        x.get_ok("-q", "--files-from", lst, *more, x.dest("t"), dest)
+    else:
+        x.send_ok("-q", "--files-from", lst, *more, top, x.dest("ff"))
+        dest = x.root / "ff"
+    ref = rsync_ref([f"--files-from={lst}", *more], str(top) + "/",
+                    x.tmp / "ref")
+    same_entries(dest, ref)
+    assert ("docs/deeper/b.txt" in listing(dest)) == recurse
+    assert not temp_leftovers(dest)
+
+
+def test_files_from_missing_paths_and_comments(xsrv):
+    """A listed path that is not there is told in one line and the rest
+    goes, exit 23 (rsync's too); blank lines and lines starting with
+    '#' or ';' are skipped (write ./#name for such a name); --from0
+    takes NUL-separated names; '..' is refused before anything moves."""
+    x = xsrv
+    top = x.src / "m"
+    (top / "d").mkdir(parents=True)
+    (top / "d" / "f").write_text("f\n")
+    (top / "#not-a-comment").write_text("h\n")
+    (top / "sp ace").write_text("n\n")
+    lst = x.tmp / "list"
+    lst.write_text("# a comment\n\nd/f\n;another\nnope/x\n")
+    res = x.send("--json", "--files-from", lst, top, x.dest("mm"))
+    assert res.returncode == 23, describe(res)
+    fails = [e for e in json_events(res.stdout)
+             if e.get("event") == "file" and e.get("status") == "failed"]
+    assert [e["path"] for e in fails] == ["nope/x"], fails
+    assert "listed in --files-from" in fails[0]["error"], fails
+    assert listing(x.root / "mm") == {"d/", "d/f"}
+    lst0 = x.tmp / "list0"
+    lst0.write_bytes(b"#comment\0./#not-a-comment\0sp ace\0")
+    x.send_ok("-q", "--from0", "--files-from", lst0, top, x.dest("m0"))
+    assert listing(x.root / "m0") == {"#not-a-comment", "sp ace"}
+    lst.write_text("d/f\nd/../../etc/passwd\n")
+    res = x.send("--files-from", lst, top, x.dest("bad"))
+    assert res.returncode == 2, describe(res)
+    assert "entry 2" in res.stderr and ".." in res.stderr, describe(res)
+    assert not (x.root / "bad").exists()
+
+
+def test_files_from_refusals(xsrv):
+    """--files-from takes one source directory; not with --delete; a
+    pull's list travels in its request and is bounded by it."""
+    x = xsrv
+    top = x.src / "r"
+    top.mkdir()
+    (top / "f").write_text("f\n")
+    lst = x.tmp / "list"
+    lst.write_text("f\n")
+    for args, words in (
+            ([top, top, x.dest()], "one source directory"),
+            (["--delete", top, x.dest()], "--delete"),
+            ([top / "f", x.dest()], "not a directory")):
+        res = x.send("--files-from", lst, *args)
+        assert res.returncode == 2, describe(res)
+        assert words in res.stderr, describe(res)
+    (x.root / "r").mkdir()
+    lst.write_text("".join(f"some/longer/directory/name/file-{i:06d}\n"
+                           for i in range(2000)))
+    res = x.get("--files-from", lst, x.dest("r"), x.tmp / "g")
+    assert res.returncode != 0, describe(res)
+    assert "split it" in res.stderr, describe(res)
+
+
 def test_trailing_slash_sends_the_contents(xsrv):
     """`send photos/ host:backup` fills backup/ (rsync's habit), `send
     photos host:backup` makes backup/photos; `.` is the current

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "err.h"
+#include "filelist.h"
 #include "filter.h"
 
 struct probe {
@@ -282,6 +283,95 @@ static void test_read_file(void **s)
 	assert_non_null(strstr(e.msg, path));
 }
 
+/* --files-from: what a list admits, with and without -r, as rsync -a
+ * --files-from (-r) sends it; normalization; comments; refusals. */
+static void test_files_from(void **s)
+{
+	static const char txt[] = "a/b/f1\n/top\n./c//\n# x\n;y\n\r\n"
+				  "d/./e\r\n";
+	struct lr_filter f = { 0 };
+	struct lr_err e = { 0 };
+	const char *why = NULL;
+	size_t len;
+
+	(void)s;
+	assert_int_equal(list_add_buf(&f.list, txt, sizeof(txt) - 1, false, &e),
+			 0);
+	assert_int_equal(list_count(f.list), 4);
+	assert_string_equal(list_path(f.list, 1, &len), "top");
+	assert_string_equal(list_path(f.list, 2, &len), "c");
+	assert_string_equal(list_path(f.list, 3, &len), "d/e");
+	/* listed, and the parents of listed paths (directories only) */
+	assert_false(filter_excluded(&f, "a", 1, true));
+	assert_true(filter_excluded(&f, "a", 1, false));
+	assert_false(filter_excluded(&f, "a/b", 3, true));
+	assert_false(filter_excluded(&f, "a/b/f1", 6, false));
+	assert_true(filter_excluded(&f, "a/b/f2", 6, false));
+	assert_false(filter_excluded(&f, "top", 3, false));
+	assert_false(filter_excluded(&f, "c", 1, true));
+	assert_true(filter_excluded(&f, "c/h", 3, false));
+	assert_true(filter_excluded(&f, "#x", 2, false));
+	assert_true(filter_excluded(&f, "other", 5, true));
+	/* -r: below a listed directory too, not below an implied one */
+	list_set_recurse(f.list, true);
+	assert_false(filter_excluded(&f, "c/h", 3, false));
+	assert_false(filter_excluded(&f, "c/x/y", 5, false));
+	assert_true(filter_excluded(&f, "a/g", 3, false));
+	/* the rules still apply to what the list admits */
+	assert_int_equal(filter_add_arg(&f, false, "*.o", &e), 0);
+	assert_int_equal(list_add(&f.list, "c/k.o", 5, &why), 0);
+	assert_true(filter_excluded(&f, "c/k.o", 5, false));
+	filter_free(&f);
+
+	/* NUL-separated, comments and all as they come on the wire */
+	assert_int_equal(list_add_wire(&f.list, "#a\0b/c", 6, &e), 0);
+	assert_false(filter_excluded(&f, "#a", 2, false));
+	assert_false(filter_excluded(&f, "b", 1, true));
+	assert_int_equal(list_bytes(f.list), 7);
+	filter_free(&f);
+	/* ".": the directory itself, everything with -r */
+	assert_int_equal(list_add_buf(&f.list, ".\n", 2, false, &e), 0);
+	assert_true(list_has_root(f.list));
+	assert_true(filter_excluded(&f, "x", 1, false));
+	list_set_recurse(f.list, true);
+	assert_false(filter_excluded(&f, "x/y", 3, false));
+	filter_free(&f);
+	/* --from0: a newline is part of a name */
+	assert_int_equal(list_add_buf(&f.list, "x\ny\0z", 5, true, &e), 0);
+	assert_int_equal(list_count(f.list), 2);
+	assert_false(filter_excluded(&f, "x\ny", 3, false));
+	filter_free(&f);
+	/* never above the source directory */
+	assert_int_equal(list_add_buf(&f.list, "ok\na/../x\n", 11, false, &e),
+			 -EINVAL);
+	assert_non_null(strstr(e.msg, "entry 2"));
+	filter_free(&f);
+}
+
+/* Many entries: the set grows and still finds each one. */
+static void test_files_from_many(void **s)
+{
+	struct lr_list *l = NULL;
+	const char *why = NULL;
+	char p[64];
+	int i, n;
+
+	(void)s;
+	for (i = 0; i < 50000; i++) {
+		n = snprintf(p, sizeof(p), "d%d/f%d", i % 97, i);
+		assert_int_equal(list_add(&l, p, (size_t)n, &why), 0);
+	}
+	assert_int_equal(list_count(l), 50000);
+	for (i = 0; i < 50000; i += 7) {
+		n = snprintf(p, sizeof(p), "d%d/f%d", i % 97, i);
+		assert_true(list_admits(l, p, (size_t)n, false));
+		n = snprintf(p, sizeof(p), "d%d/g%d", i % 97, i);
+		assert_false(list_admits(l, p, (size_t)n, false));
+	}
+	assert_true(list_admits(l, "d5", 2, true));
+	list_free(l);
+}
+
 /* Stars that make a naive backtracking matcher take exponential time:
  * each must answer at once (a hang fails the test by its timeout). */
 static void test_no_runaway_backtracking(void **s)
@@ -327,6 +417,8 @@ int main(void)
 		cmocka_unit_test(test_lines),
 		cmocka_unit_test(test_bounds),
 		cmocka_unit_test(test_read_file),
+		cmocka_unit_test(test_files_from),
+		cmocka_unit_test(test_files_from_many),
 		cmocka_unit_test(test_no_runaway_backtracking),
 	};
 

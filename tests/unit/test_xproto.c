@@ -476,6 +476,92 @@ static void test_request_filters(void **state)
 	msg_free(&m);
 }
 
+/* Decode r as encoded into m (the caller frees it: out points into
+ * it): 0 or LR_EBADMSG. */
+static int request_decoded(const struct proto_xfer_request *r,
+			   struct proto_xfer_request *out, struct msg *m)
+{
+	uint8_t *body;
+	size_t len;
+
+	msg_init(m, MSG_CAP);
+	assert_int_equal(proto_encode_xfer_request(&m->b, r), 0);
+	body = msg_body(m, PROTO_XFER_REQUEST, &len);
+	return proto_decode_xfer_request(body, len, out);
+}
+
+/* request_decoded's answer, its message freed. */
+static int request_rc(const struct proto_xfer_request *r)
+{
+	struct proto_xfer_request out;
+	struct msg m;
+	int rc = request_decoded(r, &out, &m);
+
+	msg_free(&m);
+	return rc;
+}
+
+/* LIST (a pull's --files-from): a round trip; a push's, one with
+ * DELETE, two paths, no CONTENTS, a bad path in it, an empty list
+ * without ROOT and unknown flags are malformed. */
+static void test_request_list(void **state)
+{
+	static const char *const one[] = { "dir" };
+	static const char *const two[] = { "a", "b" };
+	static const char list[] = "a/b/f\0top\0c";
+	static const char *const bad[] = { "a/../x", "/abs", "a//b", "./a",
+					   "a\x01" };
+	struct proto_xfer_request r, out;
+	struct msg m;
+	unsigned i;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	r.op = PROTO_XFER_PULL;
+	r.streams = 2;
+	set_paths(&r, one, 1);
+	r.contents = 1;
+	r.list = (const uint8_t *)list;
+	r.list_len = sizeof(list) - 1;
+	r.list_flags = PROTO_XL_RECURSE;
+	assert_int_equal(request_decoded(&r, &out, &m), 0);
+	assert_int_equal(out.list_len, sizeof(list) - 1);
+	assert_memory_equal(out.list, list, sizeof(list) - 1);
+	assert_int_equal(out.list_flags, PROTO_XL_RECURSE);
+	msg_free(&m);
+	r.list_len = 0; /* the directory itself */
+	r.list_flags = PROTO_XL_ROOT;
+	assert_int_equal(request_rc(&r), 0);
+	r.list_flags = 0;
+	assert_int_equal(request_rc(&r), LR_EBADMSG);
+	r.list_len = sizeof(list) - 1;
+	r.list_flags = 4;
+	assert_int_equal(request_rc(&r), LR_EBADMSG);
+	r.list_flags = 0;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		r.list = (const uint8_t *)bad[i];
+		r.list_len = (uint16_t)strlen(bad[i]);
+		assert_int_equal(request_rc(&r), LR_EBADMSG);
+	}
+	r.list = (const uint8_t *)"a\0\0b"; /* an empty path between */
+	r.list_len = 4;
+	assert_int_equal(request_rc(&r), LR_EBADMSG);
+	r.list = (const uint8_t *)list;
+	r.list_len = sizeof(list) - 1;
+	r.flags = PROTO_XF_DELETE;
+	assert_int_equal(request_rc(&r), LR_EBADMSG);
+	r.flags = 0;
+	r.contents = 0;
+	assert_int_equal(request_rc(&r), LR_EBADMSG);
+	set_paths(&r, two, 2);
+	r.contents = 3;
+	assert_int_equal(request_rc(&r), LR_EBADMSG);
+	set_paths(&r, one, 1);
+	r.contents = 1;
+	r.op = PROTO_XFER_PUSH;
+	assert_int_equal(request_rc(&r), LR_EBADMSG);
+}
+
 /* UNREAD items: a round trip; code 0, a NUL in the path and an empty
  * path are malformed. */
 static void test_unread_item(void **state)
@@ -2023,6 +2109,7 @@ int main(void)
 		cmocka_unit_test(test_items_roundtrip),
 		cmocka_unit_test(test_fail_text_bounds),
 		cmocka_unit_test(test_request_filters),
+		cmocka_unit_test(test_request_list),
 		cmocka_unit_test(test_unread_item),
 		cmocka_unit_test(test_fdigest_item),
 		cmocka_unit_test(test_deleted_item),

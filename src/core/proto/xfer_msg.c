@@ -69,6 +69,17 @@ static void put_filter(struct proto_buf *b, bool include, const char *pat,
 
 static int get_filter(void *msg, const struct proto__tlv *t);
 
+/* LIST: flags, then the paths separated by NUL bytes. */
+static void put_list(struct proto_buf *b, const struct proto_xfer_request *m)
+{
+	uint8_t *q = proto__put_tlv(b, PROTO_T_LIST, 1u + (size_t)m->list_len);
+
+	if (!q)
+		return; /* too long for the message: proto_msg_end says so */
+	q[0] = m->list_flags;
+	memcpy(q + 1, m->list, m->list_len);
+}
+
 int proto_encode_xfer_request(struct proto_buf *b,
 			      const struct proto_xfer_request *m)
 {
@@ -87,6 +98,8 @@ int proto_encode_xfer_request(struct proto_buf *b,
 	for (i = 0; i < m->nfilters && i < PROTO_XFER_MAX_FILTERS; i++)
 		put_filter(b, m->filter_include[i], m->filters[i],
 			   m->filter_lens[i]);
+	if (m->list)
+		put_list(b, m);
 	return proto_msg_end(b);
 }
 
@@ -102,6 +115,32 @@ static int get_filter(void *msg, const struct proto__tlv *t)
 	m->filters[m->nfilters] = (const char *)t->v + 1;
 	m->filter_lens[m->nfilters] = (uint16_t)(t->len - 1);
 	m->nfilters++;
+	return 0;
+}
+
+/* LIST: flags, then at least one path or the ROOT flag; each path
+ * checked as the request's paths are. */
+static int get_list(void *msg, const struct proto__tlv *t)
+{
+	struct proto_xfer_request *m = msg;
+	const uint8_t *p = t->v + 1;
+	size_t i, start = 0, n;
+
+	if (t->len < 1 || (t->v[0] & ~(PROTO_XL_RECURSE | PROTO_XL_ROOT)))
+		return LR_EBADMSG;
+	n = (size_t)t->len - 1;
+	if (!n && !(t->v[0] & PROTO_XL_ROOT))
+		return LR_EBADMSG;
+	for (i = 0; n && i <= n; i++) {
+		if (i < n && p[i])
+			continue;
+		if (!xfer_path_ok(p + start, i - start, false))
+			return LR_EBADMSG;
+		start = i + 1;
+	}
+	m->list = p;
+	m->list_len = (uint16_t)n;
+	m->list_flags = t->v[0];
 	return 0;
 }
 
@@ -128,6 +167,7 @@ static const struct proto__field xfer_request_fields[] = {
 	PROTO__F_FN(PROTO_T_PATH, get_path, 0, PROTO__MANY),
 	PROTO__F_U64(PROTO_T_CONTENTS, XR, contents, 0),
 	PROTO__F_FN(PROTO_T_FILTER, get_filter, 0, PROTO__MANY),
+	PROTO__F_FN(PROTO_T_LIST, get_list, 0, 0),
 };
 #undef XR
 
@@ -155,6 +195,11 @@ static bool xfer_request_ok(const struct proto_xfer_request *m)
 		return false;
 	/* a push's rules are for its receiver's deletions only */
 	if (push && m->nfilters && !(m->flags & PROTO_XF_DELETE))
+		return false;
+	/* a list is a pull's, of one directory sent as its contents, and
+	 * not with DELETE */
+	if (m->list && (push || m->npaths != 1 || !(m->contents & 1) ||
+			(m->flags & PROTO_XF_DELETE)))
 		return false;
 	for (i = 0; i < m->npaths; i++)
 		if (!xfer_path_ok((const uint8_t *)m->paths[i], m->path_lens[i],

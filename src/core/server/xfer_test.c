@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "filelist.h"
 #include "filter.h"
 #include "fsio.h"
 #include "xfer.h"
@@ -108,6 +109,18 @@ static int copy_filters(struct server_test *t,
 					   why);
 			return LR_EBADMSG;
 		}
+	if (!req->list)
+		return 0;
+	/* --files-from: the paths were checked by the decoder */
+	if (list_add_wire(&f->list, (const char *)req->list, req->list_len,
+			  &e) ||
+	    ((req->list_flags & PROTO_XL_ROOT) &&
+	     list_add_wire(&f->list, ".", 1, &e))) {
+		snprintf(why, cap, "refused file list: %s", e.msg);
+		server__send_error(&t->cc, PROTO_ERR_BAD_REQUEST, "%s", why);
+		return LR_EBADMSG;
+	}
+	list_set_recurse(f->list, req->list_flags & PROTO_XL_RECURSE);
 	return 0;
 }
 
@@ -234,7 +247,7 @@ static int run_engine(struct server_test *t,
 	xo.progress_ms = srv->o.progress_ms;
 	xo.cancel = srv->o.cancel ? srv->o.cancel : &srv->stopping;
 	if (req->op == PROTO_XFER_PUSH) {
-		xo.filter = filter->n ? filter : NULL;
+		xo.filter = filter->n || filter->list ? filter : NULL;
 		xo.delete_root = req->contents & 1;
 		r = xfer_recv(&cs, dest, srv->o.outfd, &xo, srv->o.xfer_cb,
 			      &ev->xres, &e);
@@ -242,7 +255,7 @@ static int run_engine(struct server_test *t,
 		src.npaths = req->npaths;
 		src.paths = (const char *const *)paths;
 		src.contents = req->contents;
-		src.filter = filter->n ? filter : NULL;
+		src.filter = filter->n || filter->list ? filter : NULL;
 		xo.flags &= ~(uint32_t)PROTO_XF_STDOUT;
 		r = xfer_send(&cs, &src, &xo, srv->o.xfer_cb, &ev->xres, &e);
 		/* the client verified every file and finished; only its

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "filelist.h"
 #include "filter.h"
 #include "link.h"
 #include "net.h"
@@ -34,6 +35,7 @@ struct xcl {
 	struct counter cnt;
 	struct xfer_source src;
 	uint8_t *buf;
+	char *list; /* a pull's --files-from as it travels */
 };
 
 static int expect(struct conn *c, uint8_t type, uint8_t *buf,
@@ -334,6 +336,7 @@ static void client_close(struct xcl *k)
 		conn_fini(&k->data[i]);
 	}
 	free(k->data);
+	free(k->list);
 	if (k->ctrl.fd >= 0)
 		close(k->ctrl.fd);
 	conn_fini(&k->ctrl);
@@ -341,13 +344,54 @@ static void client_close(struct xcl *k)
 	free(k->buf);
 }
 
+/* A pull's --files-from, the paths separated by NUL bytes, into the
+ * request; its size added to *bytes. */
+static int request_list(struct xcl *k, const struct lr_list *l, size_t *bytes)
+{
+	struct proto_xfer_request *req = &k->req;
+	uint32_t n = list_bytes(l), i, count = list_count(l);
+	size_t at = 0;
+
+	/* a TLV of at most 65,535 bytes, in a request of 65,536 */
+	if (n > PROTO_MAX_BODY - *bytes - 8)
+		return lr_err_set(k->err, -E2BIG,
+				  "--files-from: the list takes %u bytes; a "
+				  "pull carries it in its request, with %zu "
+				  "bytes of paths and rules, 65,536 in all: "
+				  "split it, or run `linerate send "
+				  "--files-from` on the far machine",
+				  n, *bytes);
+	k->list = malloc(n ? n : 1);
+	if (!k->list)
+		return lr_err_setc(k->err, -ENOMEM, "--files-from");
+	for (i = 0; i < count; i++) {
+		size_t len;
+		const char *p = list_path(l, i, &len);
+
+		if (!len)
+			continue; /* the directory itself: a flag */
+		if (at)
+			k->list[at++] = '\0';
+		memcpy(k->list + at, p, len);
+		at += len;
+	}
+	req->list = (const uint8_t *)k->list;
+	req->list_len = (uint16_t)at;
+	req->list_flags = (uint8_t)((list_recurses(l) ? PROTO_XL_RECURSE : 0) |
+				    (list_has_root(l) ? PROTO_XL_ROOT : 0));
+	*bytes += 5 + at;
+	return 0;
+}
+
 /* A pull: the sender (the server) walks, so the filter rules and which
  * paths are sent as their contents travel in the request; a push with
  * --delete: the receiver keeps what the rules leave out, and deletes in
  * the destination itself when a source came as its contents. */
-static int request_filters(const struct xfer_client_opts *o,
-			   struct proto_xfer_request *req, struct lr_err *err)
+static int request_filters(struct xcl *k)
 {
+	const struct xfer_client_opts *o = k->o;
+	struct proto_xfer_request *req = &k->req;
+	struct lr_err *err = k->err;
 	const struct lr_filter *f = o->src.filter;
 	/* the fixed fields, then each path's and rule's TLV */
 	size_t bytes = 64;
@@ -364,6 +408,8 @@ static int request_filters(const struct xfer_client_opts *o,
 		return lr_err_set(err, -E2BIG,
 				  "%u filter rules: a pull takes %u at most",
 				  f->n, PROTO_XFER_MAX_FILTERS);
+	if (f->list && o->op == XFER_PULL && request_list(k, f->list, &bytes))
+		return k->err->code;
 	for (i = 0; i < f->n; i++) {
 		size_t n;
 		bool inc;
@@ -385,9 +431,11 @@ static int request_filters(const struct xfer_client_opts *o,
 }
 
 /* The request the options make. */
-static int request_of(const struct xfer_client_opts *o,
-		      struct proto_xfer_request *req, struct lr_err *err)
+static int request_of(struct xcl *k)
 {
+	const struct xfer_client_opts *o = k->o;
+	struct proto_xfer_request *req = &k->req;
+	struct lr_err *err = k->err;
 	unsigned i;
 
 	if (o->npaths < 1 || o->npaths > XFER_MAX_PATHS ||
@@ -409,7 +457,7 @@ static int request_of(const struct xfer_client_opts *o,
 		req->path_lens[i] = (uint16_t)n;
 	}
 	if (o->op == XFER_PULL || (o->x.flags & XFER_F_DELETE))
-		return request_filters(o, req, err);
+		return request_filters(k);
 	return 0;
 }
 
@@ -425,7 +473,7 @@ int xfer_client_run(const struct xfer_client_opts *o,
 	if (!o->psk)
 		return lr_err_set(err, LR_EAUTH,
 				  "file transfers need the server's token");
-	r = request_of(o, &k.req, err);
+	r = request_of(&k);
 	if (r)
 		return r;
 	k.buf = malloc(MSG_BUF);

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "filelist.h"
 #include "filter.h"
 #include "xfer_int.h"
 #include "banned.h"
@@ -29,12 +30,63 @@ void xfer__walk_init(struct walker *w, const struct xfer_source *src,
 	w->src = src;
 	w->open_files = open_files;
 	w->err = err;
+	w->list_fd = -1;
 }
 
 void xfer__walk_fini(struct walker *w)
 {
 	while (w->depth)
 		closedir(w->st[--w->depth].d);
+	if (w->list_fd >= 0)
+		close(w->list_fd);
+	w->list_fd = -1;
+}
+
+static const struct lr_list *the_list(const struct walker *w)
+{
+	return w->src->filter ? w->src->filter->list : NULL;
+}
+
+/* Whether the listed path (len bytes) is there below the source
+ * directory, looked up without following a symlink: 0, or -errno. */
+static int listed_there(const struct walker *w, const char *path, size_t len)
+{
+	char parent[FSIO_MAX_PATH + 1], name[FSIO_MAX_NAME + 1];
+	struct stat st;
+	int pfd, r;
+
+	if (len > FSIO_MAX_PATH)
+		return -ENAMETOOLONG;
+	fsio_split(path, len, parent, name);
+	pfd = fsio_open_dir(w->list_fd, parent, false, 0);
+	if (pfd < 0)
+		return pfd;
+	r = fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) ? -errno : 0;
+	close(pfd);
+	return r;
+}
+
+/* After the walk: the next path --files-from lists that is not there,
+ * told as a source that could not be read (rsync says the same), or 0
+ * when none is left. */
+static int list_missing(struct walker *w)
+{
+	const struct lr_list *l = the_list(w);
+
+	while (l && w->list_fd >= 0 && w->list_i < list_count(l)) {
+		size_t len;
+		const char *p = list_path(l, w->list_i++, &len);
+		int r = len ? listed_there(w, p, len) : 0;
+
+		if (r != -ENOENT && r != -ENOTDIR && r != -ELOOP)
+			continue;
+		snprintf(w->path, sizeof(w->path), "%.*s", (int)len, p);
+		w->plen = len;
+		lr_err_setc(&w->eerr, r == -ELOOP ? -ENOTDIR : r,
+			    "listed in --files-from");
+		return XFER_WALK_UNREADABLE;
+	}
+	return 0;
 }
 
 static bool special(const struct stat *st)
@@ -134,8 +186,11 @@ static bool left_out(const struct walker *w, const struct stat *st)
  * Takes fd. */
 static int walk_contents(struct walker *w, int fd, const char *arg)
 {
-	DIR *d = fdopendir(fd);
+	DIR *d;
 
+	if (the_list(w) && w->list_fd < 0)
+		w->list_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	d = fdopendir(fd);
 	if (!d) {
 		close(fd);
 		return lr_err_setc(w->err, -errno, "reading %s", arg);
@@ -536,7 +591,7 @@ int xfer__walk_next(struct walker *w, struct wentry *e)
 		return r ? r : 1;
 	}
 	if (w->arg >= w->src->npaths)
-		return 0;
+		return list_missing(w);
 	r = walk_top(w, w->src->paths[w->arg++], e);
 	if (r == XFER_WALK_SKIP) /* left out, or only its contents */
 		return xfer__walk_next(w, e);

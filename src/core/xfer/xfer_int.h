@@ -589,6 +589,10 @@ struct walker {
 	struct lr_err eerr;   /* why an entry could not be read */
 	uint64_t top_missing; /* as xfer_source's: set by the caller; the
 				 count fills it */
+	/* --files-from: the source directory, to tell the listed paths
+	 * that are not there once the walk is over, from list_i on */
+	int list_fd;
+	uint32_t list_i;
 };
 
 /* The count of a push in a thread of its own (client.c). */
