@@ -37,6 +37,8 @@
 #                               the middle (the source's "1 MiB inserted"):
 #                               fixed-offset chunks against rsync's rolling
 #                               checksum
+#                     delta-1g, insert-1g  the same two, veth tbf-shaped
+#                               to 1 Gbit/s
 #   --size SIZE     the random file (bytes, or K, M, G: 1024-based; default
 #                   1G)
 #   --files N       files of 4 KiB in the tree, 1000 per directory (default 10000)
@@ -166,7 +168,7 @@ unset LINERATE_TOKEN
 
 opt_time=5
 opt_repeat=1
-opt_rows=unshaped,shaped,quota,tree,resync,resync1,delta,insert
+opt_rows=unshaped,shaped,quota,tree,resync,resync1,delta,insert,delta-1g,insert-1g
 opt_out=
 opt_size=1G
 opt_files=10000
@@ -271,25 +273,25 @@ if [ -n "$opt_tools" ]; then
     done
 fi
 
-GROUPS_ALL=(unshaped shaped quota tree resync resync1 delta insert)
+GROUPS_ALL=(unshaped shaped quota tree resync resync1 delta insert delta-1g insert-1g)
 declare -A WANT=()
 IFS=, read -r -a _rows <<<"$opt_rows"
 [ ${#_rows[@]} -gt 0 ] || die_usage "--rows is empty"
 for _r in "${_rows[@]}"; do
     case $_r in
-    unshaped | shaped | quota | tree | resync | resync1 | delta | insert) WANT[$_r]=1 ;;
-    *) die_usage "--rows: unknown group '$_r' (unshaped, shaped, quota, tree, resync, resync1, delta, insert)" ;;
+    unshaped | shaped | quota | tree | resync | resync1 | delta | insert | delta-1g | insert-1g) WANT[$_r]=1 ;;
+    *) die_usage "--rows: unknown group '$_r' (unshaped, shaped, quota, tree, resync, resync1, delta, insert, delta-1g, insert-1g)" ;;
     esac
 done
 want_file=0
-for _g in unshaped shaped quota delta insert; do
+for _g in unshaped shaped quota delta insert delta-1g insert-1g; do
     [ -n "${WANT[$_g]:-}" ] && want_file=1
 done
 want_tree=0
 for _g in tree resync resync1; do
     [ -n "${WANT[$_g]:-}" ] && want_tree=1
 done
-if { [ -n "${WANT[delta]:-}" ] || [ -n "${WANT[insert]:-}" ]; } &&
+if { [ -n "${WANT[delta]:-}${WANT[insert]:-}${WANT[delta-1g]:-}${WANT[insert-1g]:-}" ]; } &&
     [ "$SIZE_BYTES" -lt $((32 * 1024 * 1024)) ]; then
     die_usage "--rows delta and insert need --size of at least 32M"
 fi
@@ -663,8 +665,8 @@ group_sync() {
     case $1 in
     resync) echo same ;;
     resync1) echo changed ;;
-    delta) echo delta ;;
-    insert) echo insert ;;
+    delta | delta-1g) echo delta ;;
+    insert | insert-1g) echo insert ;;
     *) echo ;;
     esac
 }
@@ -1069,7 +1071,7 @@ for group in "${GROUPS_ALL[@]}"; do
     [ -n "${WANT[$group]:-}" ] || continue
     rate=''
     kind='file'
-    [ "$group" = shaped ] && rate=1gbit
+    case $group in shaped | *-1g) rate=1gbit ;; esac
     kind=$(group_kind "$group")
     SYNC=$(group_sync "$group")
     qs= qc=
@@ -1126,6 +1128,8 @@ group_label() {
     resync1) echo "tree again, 1% of the files changed" ;;
     delta) echo "file again, ten 1 MiB blocks changed, 1 MiB appended" ;;
     insert) echo "file again, 1 MiB inserted in the middle" ;;
+    delta-1g) echo "file again, ten 1 MiB blocks changed, 1 MiB appended, tbf 1 Gbit/s" ;;
+    insert-1g) echo "file again, 1 MiB inserted in the middle, tbf 1 Gbit/s" ;;
     esac
 }
 
@@ -1167,8 +1171,8 @@ report() {
     echo "- command: \`$CMDLINE\`"
     k=
     [ "$want_file" = 1 ] && k="a $opt_size random file ($SIZE_BYTES bytes, \`linerate gen\`)"
-    [ -n "${WANT[delta]:-}" ] && k="${k:+$k; }delta: the file's destination copy made with cp, then ten 1 MiB blocks at offsets (i + 1) * SIZE / 12 + 4097 * i overwritten from /dev/urandom and the last 1 MiB cut off, mtime set one day back"
-    [ -n "${WANT[insert]:-}" ] && k="${k:+$k; }insert: the destination copy is the file without the 1 MiB at SIZE / 2, mtime one day back"
+    [ -n "${WANT[delta]:-}${WANT[delta-1g]:-}" ] && k="${k:+$k; }delta: the file's destination copy made with cp, then ten 1 MiB blocks at offsets (i + 1) * SIZE / 12 + 4097 * i overwritten from /dev/urandom and the last 1 MiB cut off, mtime set one day back"
+    [ -n "${WANT[insert]:-}${WANT[insert-1g]:-}" ] && k="${k:+$k; }insert: the destination copy is the file without the 1 MiB at SIZE / 2, mtime one day back"
     [ -n "${WANT[resync1]:-}" ] && k="${k:+$k; }resync1: every 100th file of the destination copy (cp -a) rewritten with other bytes of the same size, mtime one day back"
     [ "$want_tree" = 1 ] && k="${k:+$k; }a tree of $opt_files files of $TREE_FILE bytes in directories of $TREE_PER_DIR"
     echo "- data: $k; source page-cached; destination: $DEST_DESC; every run verified (cmp / diff -r)"

@@ -34,6 +34,7 @@ struct seed {
 	uint8_t zero[DIGEST_LEN];
 	uint32_t zero_len;
 	int64_t told_ms;
+	bool wrote; /* into the temporary file, even in part */
 };
 
 bool xfer__delta_wanted(const struct xsess *x, const struct xfile *f)
@@ -56,7 +57,7 @@ static int open_basis(const struct xfile *f, uint64_t *size)
 	    !S_ISREG(st.st_mode) || st.st_size <= 0)
 		return -1;
 	fd = openat(f->rx.dirfd, f->rx.name,
-		    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	if (fstat(fd, &st2) || !S_ISREG(st2.st_mode) ||
@@ -84,8 +85,9 @@ static int grow_jpend(struct xfile *f)
 }
 
 /* An empty XFER_ACKS every KEEPALIVE_MS while a large old copy is read,
- * so that the sender does not take the silence for a dead link; queued
- * acknowledgements of other files go out first. */
+ * so that the sender does not take the silence for a dead link. Only
+ * that: queued acknowledgements wait for this message's plans (a file
+ * acknowledged before its plan is a broken message to the sender). */
 static int keep_alive(struct xsess *x, struct seed *s)
 {
 	uint8_t kb[PROTO_HDR_LEN + 8];
@@ -93,8 +95,6 @@ static int keep_alive(struct xsess *x, struct seed *s)
 
 	if (net_now_ms() - s->told_ms < KEEPALIVE_MS)
 		return 0;
-	if (xfer__recv_service(x))
-		return -EIO;
 	proto_buf_init(&b, kb, sizeof(kb));
 	proto_msg_begin(&b, PROTO_XFER_ACKS);
 	if (proto_msg_end(&b) || xfer__ctrl_send(x, &b))
@@ -117,6 +117,11 @@ static int seed_chunk(struct xsess *x, struct xfile *f, struct seed *s,
 
 	if (s->basis_size < off + len)
 		return 0;
+	/* a short chunk only where the old copy ends too: the sender
+	 * chooses the new size, and the digest of a few old bytes would
+	 * tell them */
+	if (len != x->chunk && s->basis_size != off + len)
+		return 0;
 	r = fsio_pread_all(s->basis, s->buf, len, off);
 	if (r)
 		return r;
@@ -128,6 +133,7 @@ static int seed_chunk(struct xsess *x, struct xfile *f, struct seed *s,
 	/* a temporary file made now reads as zeros where nothing was
 	 * written (fallocate or ftruncate); a resumed one may not */
 	if (f->rx.resumed || memcmp(d, s->zero, DIGEST_LEN)) {
+		s->wrote = true;
 		r = fsio_pwrite_all(f->fd, s->buf, len, off);
 		if (r)
 			return r;
@@ -170,7 +176,7 @@ int xfer__delta_seed(struct xsess *x, struct xfile *f)
 	free(s.buf);
 	close(s.basis);
 	/* a ZERO chunk over a held one must now clear it */
-	if (held)
+	if (held || s.wrote)
 		f->rx.resumed = true;
 	return fatal ? fatal : held;
 }

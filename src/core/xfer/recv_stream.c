@@ -180,6 +180,12 @@ static int unit_verify(struct rxs *s, struct unit *un)
 	if (!memcmp(un->d, un->h.digest, DIGEST_LEN))
 		return 0;
 	xfer__lock(&x->lock);
+	/* a held chunk sent again and damaged: no longer held (counted
+	 * once more when its good copy comes) */
+	if (un->prev == CS_HELD && f->cstate[un->h.chunk] == CS_INFLIGHT) {
+		f->finished--;
+		x->bytes_held -= un->h.len;
+	}
 	f->cstate[un->h.chunk] = CS_RESEND;
 	if (f->rx.state != XRX_RECEIVING)
 		; /* failed meanwhile: its FILE_FAILED may be out already */
