@@ -11,13 +11,21 @@
  * Fixed offsets: a change in place and growth or truncation at the end
  * leave the other chunks held; an insertion or removal shifts every
  * later chunk, which then travels whole.
+ *
+ * A large old copy is read by up to SEED_THREADS threads, each over its
+ * own run of chunks: writing fresh pages of the temporary file is most
+ * of the cost, and it spreads over the cores. Each thread touches only
+ * its own chunks' digests and states; the calling thread alone talks to
+ * the peer (the keep-alive) and counts what was held once all are back.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "digest.h"
@@ -25,16 +33,30 @@
 #include "xfer_int.h"
 #include "banned.h"
 
-/* What seeding needs: the old copy, a buffer, the digest of a chunk of
- * zeros (a reserved temporary file reads as zeros already). */
+#define SEED_THREADS  4u
+#define SEED_PART_MIN 16u /* chunks a thread is worth starting for */
+
+/* What one seeding thread needs: the old copy, its run of the chunks to
+ * seed, a buffer, the digest of a chunk of zeros (a reserved temporary
+ * file reads as zeros already). */
 struct seed {
+	struct xsess *x;
+	struct xfile *f;
 	int basis;
 	uint64_t basis_size;
+	const uint32_t *todo; /* chunk numbers, ascending */
+	uint32_t from, to;    /* todo[from..to) */
+	atomic_int *stop;     /* a write failed somewhere: all stop */
 	uint8_t *buf;
 	uint8_t zero[DIGEST_LEN];
 	uint32_t zero_len;
 	int64_t told_ms;
+	bool lead;  /* the calling thread: it keeps the link alive */
 	bool wrote; /* into the temporary file, even in part */
+	int err;    /* the control link failed */
+	pthread_t th;
+	bool started;
+	atomic_bool done;
 };
 
 bool xfer__delta_wanted(const struct xsess *x, const struct xfile *f)
@@ -105,26 +127,25 @@ static int keep_alive(struct xsess *x, struct seed *s)
 }
 
 /* Chunk i of the old copy into the temporary file, held with its
- * digest: 1 when held, 0 when the old copy is too short for it, -errno
- * when reading or writing failed (seeding stops there). */
-static int seed_chunk(struct xsess *x, struct xfile *f, struct seed *s,
-		      uint32_t i)
+ * digest: 1 when held, 0 when the old copy is too short for it or could
+ * not be read there, -errno when writing failed (seeding stops). */
+static int seed_chunk(struct seed *s, uint32_t i)
 {
-	uint64_t off = (uint64_t)i * x->chunk;
-	uint32_t len = xfer__chunk_len(f, i, x->chunk);
+	struct xfile *f = s->f;
+	uint32_t chunk = s->x->chunk;
+	uint64_t off = (uint64_t)i * chunk;
+	uint32_t len = xfer__chunk_len(f, i, chunk);
 	uint8_t *d = f->digests + (size_t)i * DIGEST_LEN;
-	int r;
 
 	if (s->basis_size < off + len)
 		return 0;
 	/* a short chunk only where the old copy ends too: the sender
 	 * chooses the new size, and the digest of a few old bytes would
 	 * tell them */
-	if (len != x->chunk && s->basis_size != off + len)
+	if (len != chunk && s->basis_size != off + len)
 		return 0;
-	r = fsio_pread_all(s->basis, s->buf, len, off);
-	if (r)
-		return r;
+	if (fsio_pread_all(s->basis, s->buf, len, off))
+		return 0;
 	digest_chunk(s->buf, len, d);
 	if (len != s->zero_len) {
 		digest_zeros(len, s->zero);
@@ -133,50 +154,190 @@ static int seed_chunk(struct xsess *x, struct xfile *f, struct seed *s,
 	/* a temporary file made now reads as zeros where nothing was
 	 * written (fallocate or ftruncate); a resumed one may not */
 	if (f->rx.resumed || memcmp(d, s->zero, DIGEST_LEN)) {
+		int r;
+
 		s->wrote = true;
 		r = fsio_pwrite_all(f->fd, s->buf, len, off);
 		if (r)
 			return r;
 	}
-	f->cstate[i] = CS_HELD;
-	f->finished++;
-	if (f->rx.jfd >= 0)
-		f->rx.jpend[f->rx.njpend++] = i;
+	f->cstate[i] = CS_HELD; /* this thread's chunk alone */
 	return 1;
+}
+
+/* One thread's run: chunk by chunk until the old copy ends, a write
+ * fails, another thread's did, or the transfer is cancelled. */
+static void seed_run(struct seed *s)
+{
+	const atomic_bool *cancel = s->x->o->cancel;
+	uint32_t k;
+	int r;
+
+	for (k = s->from; k < s->to; k++) {
+		if (atomic_load(s->stop) || (cancel && atomic_load(cancel)))
+			return;
+		r = seed_chunk(s, s->todo[k]);
+		if (r > 0 && s->lead && keep_alive(s->x, s))
+			s->err = r = -EIO; /* the link: fatal */
+		if (r < 0) /* a write failed: the file will say why */
+			atomic_store(s->stop, 1);
+		if (r <= 0)
+			return;
+	}
+}
+
+static void *seed_main(void *arg)
+{
+	struct seed *s = arg;
+
+	seed_run(s);
+	atomic_store(&s->done, true);
+	return NULL;
+}
+
+/* The calling thread waits for helper h, keeping the link alive
+ * meanwhile (its own run may end long before: an unreadable part). */
+static void seed_wait(struct seed *lead, struct seed *h)
+{
+	const struct timespec tick = { .tv_sec = 0, .tv_nsec = 10000000 };
+
+	while (!atomic_load(&h->done)) {
+		if (!lead->err && keep_alive(lead->x, lead)) {
+			lead->err = -EIO;
+			atomic_store(lead->stop, 1);
+		}
+		nanosleep(&tick, NULL);
+	}
+	pthread_join(h->th, NULL);
+}
+
+/* How many threads for n chunks to seed: one per SEED_PART_MIN, no more
+ * than the cores or SEED_THREADS. */
+static unsigned seed_threads(uint32_t n)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned t = n / SEED_PART_MIN;
+
+	if (cpus > 0 && t > (unsigned long)cpus)
+		t = (unsigned)cpus;
+	if (t > SEED_THREADS)
+		t = SEED_THREADS;
+	return t ? t : 1;
+}
+
+/* The chunks neither end holds yet, ascending; their count in *n. */
+static uint32_t *chunks_to_seed(const struct xfile *f, uint32_t *n)
+{
+	uint32_t *todo = malloc((size_t)f->nchunks * sizeof(*todo));
+	uint32_t i;
+
+	*n = 0;
+	if (!todo)
+		return NULL;
+	for (i = 0; i < f->nchunks; i++)
+		if (f->cstate[i] == CS_NEEDED)
+			todo[(*n)++] = i;
+	return todo;
+}
+
+/* Start the helpers (parts 1..t-1) and run part 0 here; a helper that
+ * cannot start leaves its part to this thread. */
+static void seed_parts(struct seed *s, unsigned t)
+{
+	unsigned k;
+
+	for (k = 1; k < t; k++)
+		s[k].started =
+			!pthread_create(&s[k].th, NULL, seed_main, &s[k]);
+	seed_run(&s[0]);
+	for (k = 1; k < t; k++) {
+		if (s[k].started) {
+			seed_wait(&s[0], &s[k]);
+		} else {
+			s[k].lead = true; /* here, it keeps the link alive */
+			s[k].told_ms = s[0].told_ms;
+			seed_run(&s[k]);
+			s[0].told_ms = s[k].told_ms;
+		}
+	}
+}
+
+/* The threads' states for t parts of todo[0..n), each with a buffer:
+ * 0, or -ENOMEM with every buffer freed. */
+static int seed_setup(struct seed *s, unsigned t, const struct seed *proto,
+		      uint32_t n)
+{
+	unsigned k;
+
+	for (k = 0; k < t; k++) {
+		s[k] = *proto;
+		s[k].from = (uint32_t)((uint64_t)n * k / t);
+		s[k].to = (uint32_t)((uint64_t)n * (k + 1) / t);
+		s[k].lead = k == 0;
+		atomic_init(&s[k].done, false);
+		s[k].buf = malloc(proto->x->chunk);
+		if (!s[k].buf) {
+			while (k--)
+				free(s[k].buf);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* What the threads held, counted and journalled in chunk order: the
+ * count, or the control link's failure. */
+static int seed_collect(struct xfile *f, struct seed *s, unsigned t,
+			const uint32_t *todo, uint32_t n)
+{
+	bool wrote = false;
+	uint32_t k, held = 0;
+	int err = 0;
+
+	for (k = 0; k < n; k++) {
+		if (f->cstate[todo[k]] != CS_HELD)
+			continue;
+		held++;
+		f->finished++;
+		if (f->rx.jfd >= 0)
+			f->rx.jpend[f->rx.njpend++] = todo[k];
+	}
+	for (k = 0; k < t; k++) {
+		wrote |= s[k].wrote;
+		if (!err)
+			err = s[k].err;
+		free(s[k].buf);
+	}
+	/* a ZERO chunk over a held one must now clear it */
+	if (held || wrote)
+		f->rx.resumed = true;
+	return err ? err : (int)(held > INT32_MAX ? INT32_MAX : held);
 }
 
 int xfer__delta_seed(struct xsess *x, struct xfile *f)
 {
-	struct seed s = { .told_ms = net_now_ms() };
-	uint32_t i;
-	int held = 0, r = 1, fatal = 0;
+	struct seed s[SEED_THREADS], proto = { .x = x, .f = f };
+	atomic_int stop = 0;
+	uint32_t n, *todo;
+	unsigned t;
+	int r;
 
-	s.basis = open_basis(f, &s.basis_size);
-	if (s.basis < 0)
+	proto.basis = open_basis(f, &proto.basis_size);
+	if (proto.basis < 0)
 		return 0;
-	s.buf = malloc(x->chunk);
-	if (!s.buf || grow_jpend(f)) {
-		free(s.buf);
-		close(s.basis);
+	todo = chunks_to_seed(f, &n);
+	t = seed_threads(n);
+	proto.todo = todo;
+	proto.stop = &stop;
+	proto.told_ms = net_now_ms();
+	if (!todo || !n || grow_jpend(f) || seed_setup(s, t, &proto, n)) {
+		free(todo);
+		close(proto.basis);
 		return 0;
 	}
-	/* the old copy ending (0) or failing to read (< 0) ends seeding:
-	 * what is held so far stays held */
-	for (i = 0; i < f->nchunks && r > 0 && !fatal; i++) {
-		if (f->cstate[i] != CS_NEEDED)
-			continue;
-		if (x->o->cancel && atomic_load(x->o->cancel))
-			break;
-		r = seed_chunk(x, f, &s, i);
-		if (r > 0) {
-			held++;
-			fatal = keep_alive(x, &s);
-		}
-	}
-	free(s.buf);
-	close(s.basis);
-	/* a ZERO chunk over a held one must now clear it */
-	if (held || s.wrote)
-		f->rx.resumed = true;
-	return fatal ? fatal : held;
+	seed_parts(s, t);
+	r = seed_collect(f, s, t, todo, n);
+	free(todo);
+	close(proto.basis);
+	return r;
 }

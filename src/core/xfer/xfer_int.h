@@ -733,9 +733,9 @@ void xfer__del_free(struct xsess *x);
 /* Whether a replaced f may be built from its old copy (no -W). */
 bool xfer__delta_wanted(const struct xsess *x, const struct xfile *f);
 /* Hold every chunk of the old copy under f's name that f needs: read,
- * digested and written into f's temporary file at its offset. The
- * count held, or a fatal error (the control connection). Control
- * thread, before the plan. */
+ * digested and written into f's temporary file at its offset, by up
+ * to four threads for a large file. The count held, or a fatal error
+ * (the control connection). Control thread, before the plan. */
 int xfer__delta_seed(struct xsess *x, struct xfile *f);
 
 /* ---- resume.c: the journal of an interrupted file ---- */
