@@ -9,6 +9,7 @@
 #include <linux/fs.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -294,16 +295,28 @@ int fsio_open_anon(int dirfd, mode_t mode)
 	return fd < 0 ? -errno : fd;
 }
 
+/* Whether linkat(AT_EMPTY_PATH) names a file here: it needs
+ * CAP_DAC_READ_SEARCH (root has it) and is one lookup cheaper than the
+ * /proc/self/fd path. 0 untried, 1 it does, -1 it does not. */
+static _Atomic int empty_path_links;
+
 int fsio_link_anon(int fd, int dirfd, const char *name)
 {
 	char p[40];
 
+	if (atomic_load(&empty_path_links) >= 0) {
+		if (!linkat(fd, "", dirfd, name, AT_EMPTY_PATH)) {
+			atomic_store(&empty_path_links, 1);
+			return 0;
+		}
+		/* without the capability: ENOENT (EPERM on some kernels) */
+		if ((errno != ENOENT && errno != EPERM) ||
+		    atomic_load(&empty_path_links) > 0)
+			return -errno;
+		atomic_store(&empty_path_links, -1);
+	}
 	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
-	if (!linkat(AT_FDCWD, p, dirfd, name, AT_SYMLINK_FOLLOW))
-		return 0;
-	if (errno != ENOENT || access("/proc/self/fd", F_OK) == 0)
-		return -errno;
-	return linkat(fd, "", dirfd, name, AT_EMPTY_PATH) ? -errno : 0;
+	return linkat(AT_FDCWD, p, dirfd, name, AT_SYMLINK_FOLLOW) ? -errno : 0;
 }
 
 /*

@@ -101,8 +101,8 @@ int fsio_open_anon(int dirfd, mode_t mode);
 
 /*
  * Name the unnamed file fd as name in dirfd, never replacing anything:
- * -EEXIST when name exists. Through /proc/self/fd, else AT_EMPTY_PATH
- * (which needs CAP_DAC_READ_SEARCH). 0 or -errno.
+ * -EEXIST when name exists. By AT_EMPTY_PATH where the process may
+ * (CAP_DAC_READ_SEARCH), else through /proc/self/fd. 0 or -errno.
  */
 int fsio_link_anon(int fd, int dirfd, const char *name);
 

@@ -151,13 +151,18 @@ static int plan_existing(struct xsess *x, struct xfile *f,
  * One change to the directory instead of two (create, rename), so the
  * stream threads naming files and this thread creating them meet less on
  * the directory's lock, and nothing is left behind when interrupted. */
+static bool anon_fits(const struct xsess *x, const struct xfile *f)
+{
+	return ((f->rx.dh && f->rx.dh->fresh) ||
+		(x->o->flags & XFER_F_SCRATCH)) &&
+	       !x->rx.no_anon && !f->pipe && f->nchunks < JOURNAL_MIN_CHUNKS;
+}
+
 static bool create_anon(struct xsess *x, struct xfile *f)
 {
 	int r;
 
-	if (!((f->rx.dh && f->rx.dh->fresh) ||
-	      (x->o->flags & XFER_F_SCRATCH)) ||
-	    x->rx.no_anon || f->pipe || f->nchunks >= JOURNAL_MIN_CHUNKS)
+	if (!anon_fits(x, f))
 		return false;
 	r = fsio_open_anon(f->rx.dirfd, (mode_t)((f->mode & 0777) | 0600));
 	if (r >= 0) {
@@ -294,8 +299,9 @@ int xfer__plan_file(struct xsess *x, struct xfile *f,
 	fsio_temp_name(f->rx.name, f->rx.tmp);
 	fsio_journal_name(f->rx.name, jname);
 	/* another session receiving this name: its end first, then what
-	 * it left (a file it finished is up to date) */
-	if (!wait_unbusy(x, f)) {
+	 * it left (a file it finished is up to date). An unnamed file in a
+	 * directory this session made has no temporary name to share. */
+	if (!anon_fits(x, f) && !wait_unbusy(x, f)) {
 		refuse(f, plan, -EBUSY, BUSY_WORDS);
 		return 0;
 	}
