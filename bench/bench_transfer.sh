@@ -953,6 +953,7 @@ tools_for() {
     if [ -n "$sync" ]; then
         # linerate against rsync, and a full copy for scale
         [ "$opt_peers_only" = 0 ] && t+=(lr)
+        [ "$opt_peers_only" = 0 ] && [ -n "$opt_against" ] && t+=(lrold)
         t+=(rsync)
         if [ "$kind" = tree ]; then t+=(tarnc); else t+=(nc); fi
         for x in "${t[@]}"; do

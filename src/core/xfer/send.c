@@ -440,6 +440,8 @@ static int window_add(struct xsess *x, struct xfile *f,
 	} else if (pe->kind == PROTO_XK_FILE && !f->pipe) {
 		f->nchunks = xfer__chunks_of(f->size, x->chunk);
 		r = xfer__file_grow(f, f->nchunks);
+		if (!r)
+			xfer__prehash_offer(x, f);
 	} else if (f->pipe) {
 		r = xfer__file_grow(f, 16);
 	}

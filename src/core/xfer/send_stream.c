@@ -174,11 +174,13 @@ static void take_small(struct txs *s)
 	}
 }
 
-#define TAKE_IDLE 3
+#define TAKE_IDLE  3
+#define TAKE_AHEAD 4
 
 /* The next record's chunks: 1 with s->items filled, 2 for nothing to do
  * this time (the file ended meanwhile), TAKE_IDLE when nothing came for
- * ALIVE_MS on a sealed stream, 0 when the stream is done. */
+ * ALIVE_MS on a sealed stream, TAKE_AHEAD with items[0] a chunk to read
+ * ahead of its plan, 0 when the stream is done. */
 static int take_batch(struct txs *s)
 {
 	struct xsess *x = s->x;
@@ -194,6 +196,10 @@ static int take_batch(struct txs *s)
 		return r == XFER_IDLE ? TAKE_IDLE : 0;
 	}
 	*it = (struct item){ .f = &x->win[slot], .chunk = chunk };
+	if (r == XFER_AHEAD) {
+		xfer__unlock(&x->lock);
+		return TAKE_AHEAD;
+	}
 	if (it->f->tx.state == XTX_ENDED) {
 		xfer__chunk_put(x, it->f);
 		xfer__unlock(&x->lock);
@@ -285,6 +291,11 @@ static int build_record(struct txs *s)
 			.len = it->len,
 		};
 
+		/* held, and the same digest read ahead: not read again */
+		if (it->held &&
+		    xfer__prehashed(s->x, it->f, it->chunk, it->d) &&
+		    held_matches(s->x, it))
+			continue;
 		r = read_item(s, it, data);
 		if (r)
 			return r;
@@ -365,6 +376,20 @@ static int stream_alive(struct txs *s)
 	return 1;
 }
 
+/* A chunk read ahead of its plan; on a sealed stream quiet for ALIVE_MS
+ * meanwhile, an empty record too. 1 to go on, <0 on a failure. */
+static int stream_ahead(struct txs *s)
+{
+	struct item *it = &s->items[0];
+	uint64_t t = xfer__now_ns();
+
+	xfer__prehash_chunk(s->x, SLOT(it->f->idx), it->chunk, s->buf);
+	s->disk_ns += xfer__now_ns() - t;
+	if (s->sealed && net_now_ms() - s->sent_ms >= ALIVE_MS)
+		return stream_alive(s);
+	return 1;
+}
+
 /* One record: taken, read, hashed, sent, accounted. 1 to go on, 0 when
  * the stream is done, <0 on a failure (reported). */
 static int stream_turn(struct txs *s)
@@ -373,6 +398,8 @@ static int stream_turn(struct txs *s)
 
 	if (r == TAKE_IDLE)
 		return stream_alive(s);
+	if (r == TAKE_AHEAD)
+		return stream_ahead(s);
 	if (r != 1)
 		return r ? 1 : 0;
 	if (s->pipe) {

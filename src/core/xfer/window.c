@@ -83,6 +83,7 @@ void xfer__file_release(struct xfile *f)
 	if (f->rx.jfd >= 0)
 		close(f->rx.jfd);
 	zfree(f->digests, (size_t)f->cap * PER_CHUNK);
+	free(f->tx.pre);
 	free(f->rx.jpend);
 	free(f->tx.fail_text);
 	free(f->path);
@@ -326,6 +327,8 @@ int xfer__take_work(struct xsess *x, uint32_t *slot, uint32_t *chunk,
 		}
 		if (atomic_load(&x->closing))
 			return 0;
+		if (xfer__prehash_take(x, slot, chunk))
+			return XFER_AHEAD;
 		if (!more)
 			return XFER_IDLE;
 		x->tx.waiters++;

@@ -181,6 +181,10 @@ struct xfile_tx {
 	uint8_t rereads; /* announced again this often: it changed as read */
 	bool withdrawn;	 /* given up for a new announcement (FAIL code 0) */
 	int read_err;	 /* a read failed (it shrank, EIO): -errno */
+	/* digests read ahead of the plan (prehash.c): nchunks of them,
+	 * then a state byte each; NULL when none */
+	uint8_t *pre, *pre_state;
+	uint32_t pre_cursor; /* the next chunk to read ahead */
 };
 
 /* The receiver's part of a window entry. */
@@ -269,6 +273,8 @@ struct xsend {
 	unsigned nretries, cap_retries;
 	uint32_t sums[XFER_WINDOW]; /* entries whose SUM is ready */
 	unsigned nsums;
+	uint32_t pre_q[XFER_WINDOW]; /* slots to read ahead (prehash.c) */
+	unsigned pre_head, pre_len;
 	pthread_mutex_t pipe_lock;
 	int64_t pace_next_us;
 	char late_reason[PROTO_MAX_TEXT + 1]; /* a FAIL without ACK */
@@ -549,8 +555,10 @@ bool xfer__sum_ready(struct xsess *x, struct xfile *f);
 void xfer__fifo_pop(struct xsess *x);
 /* Sender, under lock: work for a stream thread (1), 0 when closing,
  * XFER_IDLE when none came by idle_until (a net_now_ms time; < 0: wait
- * as long as it takes), -ECANCELED on abort. */
-#define XFER_IDLE 2
+ * as long as it takes), XFER_AHEAD for a chunk to read ahead of its plan
+ * (prehash.c), -ECANCELED on abort. */
+#define XFER_IDLE  2
+#define XFER_AHEAD 3
 int xfer__take_work(struct xsess *x, uint32_t *slot, uint32_t *chunk,
 		    bool *pipe, int64_t idle_until);
 int xfer__take_more(struct xsess *x, uint32_t room, uint32_t *slot,
@@ -725,6 +733,25 @@ bool xfer__same_content(struct xsess *x, int dirfd, const char *name,
 int xfer__del_run(struct xsess *x, const struct late *l, uint64_t unread,
 		  struct proto_buf *b);
 void xfer__del_free(struct xsess *x);
+
+/* ---- prehash.c: digests ahead of the plan (sender) ---- */
+
+/* Files of fewer chunks wait for their plan to be read. */
+#define PREHASH_MIN_CHUNKS 16u
+/* An announced file, offered to idle stream threads if it may be
+ * replaced by a delta. Under lock. */
+void xfer__prehash_offer(struct xsess *x, struct xfile *f);
+/* A chunk to read ahead: 1 with *slot and *chunk (the file's inflight
+ * counts it), 0 when there is none. Under lock. */
+int xfer__prehash_take(struct xsess *x, uint32_t *slot, uint32_t *chunk);
+/* Read and digest the chunk taken, into buf (a chunk's room), and let go
+ * of it. Not under lock. */
+void xfer__prehash_chunk(struct xsess *x, uint32_t slot, uint32_t chunk,
+			 uint8_t *buf);
+/* The digest read ahead for f's chunk into d: true when there is one.
+ * Not under lock. */
+bool xfer__prehashed(struct xsess *x, const struct xfile *f, uint32_t chunk,
+		     uint8_t *d);
 
 /* ---- delta.c: the old copy of a replaced file ---- */
 
