@@ -300,23 +300,35 @@ int fsio_open_anon(int dirfd, mode_t mode)
  * /proc/self/fd path. 0 untried, 1 it does, -1 it does not. */
 static _Atomic int empty_path_links;
 
-int fsio_link_anon(int fd, int dirfd, const char *name)
+static int link_proc(int fd, int dirfd, const char *name)
 {
 	char p[40];
 
-	if (atomic_load(&empty_path_links) >= 0) {
-		if (!linkat(fd, "", dirfd, name, AT_EMPTY_PATH)) {
-			atomic_store(&empty_path_links, 1);
-			return 0;
-		}
-		/* without the capability: ENOENT (EPERM on some kernels) */
-		if ((errno != ENOENT && errno != EPERM) ||
-		    atomic_load(&empty_path_links) > 0)
-			return -errno;
-		atomic_store(&empty_path_links, -1);
-	}
 	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
 	return linkat(AT_FDCWD, p, dirfd, name, AT_SYMLINK_FOLLOW) ? -errno : 0;
+}
+
+int fsio_link_anon(int fd, int dirfd, const char *name)
+{
+	int known = atomic_load(&empty_path_links), r;
+
+	if (known < 0)
+		return link_proc(fd, dirfd, name);
+	r = linkat(fd, "", dirfd, name, AT_EMPTY_PATH) ? -errno : 0;
+	if (!r) {
+		atomic_store(&empty_path_links, 1);
+		return 0;
+	}
+	/* once it worked, a failure is the link's; untried, any failure
+	 * but EEXIST may be the method's (ENOENT without the capability,
+	 * a policy's EPERM or EINVAL): /proc decides, and a link made
+	 * there turns the first way off */
+	if (known > 0 || r == -EEXIST)
+		return r;
+	r = link_proc(fd, dirfd, name);
+	if (!r)
+		atomic_store(&empty_path_links, -1);
+	return r;
 }
 
 /*

@@ -104,6 +104,45 @@ def test_delta_sends_only_the_chunks_that_differ(big_pair, tmp_path, mode,
     assert not temp_leftovers(got.parent)
 
 
+@pytest.mark.parametrize("mode", ["push", "pull"])
+def test_delta_of_several_files(xsrv, tmp_path, mode):
+    """Four changed files in one message, one unchanged, one new: the
+    plans of the delta files go as each is ready, the sender reads ahead
+    of them; only the changed chunks and the new file travel."""
+    x = xsrv
+    d = x.src / "set"
+    d.mkdir()
+    for i in range(5):
+        write_random(d / ("f%d" % i), 32 * MiB)
+    x.send_ok("-q", d, x.dest())
+    new = write_random(d / "new", 3 * MiB + 5)
+    for i in range(4):  # f4 stays as it is
+        overwrite(d / ("f%d" % i), (i * MiB + 4097,), 10 + i)
+    if mode == "pull":
+        # the server's tree is the new one; host A holds the old
+        old = tmp_path / "got"
+        old.mkdir()
+        x.get_ok("-q", x.dest("set"), old)
+        for i in range(4):
+            copy_file(d / ("f%d" % i), x.root / "set" / ("f%d" % i))
+        copy_file(new, x.root / "set" / "new")
+        # the server's copies newer than host A's
+        for name in ["f0", "f1", "f2", "f3", "new"]:
+            os.utime(x.root / "set" / name, ns=(0, 2 * 10**18))
+        res = x.get_ok("--json", "--update", x.dest("set"), old)
+        got, want_dir = old / "set", x.root / "set"
+    else:
+        res = x.send_ok("--json", "--update", d, x.dest())
+        got, want_dir = x.root / "set", d
+    end = end_event(res.stdout)
+    assert end["ok"] is True and end["files_ok"] == 5, end
+    assert end["files_skipped"] == 1, end
+    assert end["bytes"] == 4 * 2 * MiB + 3 * MiB + 5, end
+    for name in ["f0", "f1", "f2", "f3", "f4", "new"]:
+        same_file(want_dir / name, got / name)
+    assert not temp_leftovers(got)
+
+
 def test_whole_file_sends_everything(big_pair):
     x, src = big_pair
     overwrite(src, PLACES[:1], 2)

@@ -145,12 +145,7 @@ static int plan_existing(struct xsess *x, struct xfile *f,
 	return decide_existing(x, f, f->rx.dirfd, e, &st, plan);
 }
 
-/* A file without a journal (it would start again anyway) in a directory
- * this session made (no name, and no temporary file or journal of an
- * earlier attempt, can be there): unnamed until complete, then linked.
- * One change to the directory instead of two (create, rename), so the
- * stream threads naming files and this thread creating them meet less on
- * the directory's lock, and nothing is left behind when interrupted. */
+/* Whether f is made unnamed (create_anon) where it can be. */
 static bool anon_fits(const struct xsess *x, const struct xfile *f)
 {
 	return ((f->rx.dh && f->rx.dh->fresh) ||
@@ -158,6 +153,12 @@ static bool anon_fits(const struct xsess *x, const struct xfile *f)
 	       !x->rx.no_anon && !f->pipe && f->nchunks < JOURNAL_MIN_CHUNKS;
 }
 
+/* A file without a journal (it would start again anyway) in a directory
+ * this session made (no name, and no temporary file or journal of an
+ * earlier attempt, can be there): unnamed until complete, then linked.
+ * One change to the directory instead of two (create, rename), so the
+ * stream threads naming files and this thread creating them meet less on
+ * the directory's lock, and nothing is left behind when interrupted. */
 static bool create_anon(struct xsess *x, struct xfile *f)
 {
 	int r;
@@ -220,12 +221,16 @@ static int plan_create(struct xsess *x, struct xfile *f,
 		       const struct proto_xfer_entry *e,
 		       struct proto_xfer_plan *plan)
 {
+	bool not_waited = anon_fits(x, f); /* xfer__plan_file's choice */
 	int r;
 
 	/* created with its final permissions when the umask allows (no
 	 * chmod later), and always writable by its owner (a resume) */
 	f->rx.cmode = (uint16_t)(((f->mode & 0777) | 0600) & ~x->rx.umask);
 	if (!create_anon(x, f)) {
+		/* a temporary name after all: another session's first */
+		if (not_waited && !wait_unbusy(x, f))
+			return refuse(f, plan, -EBUSY, BUSY_WORDS);
 		r = fsio_create_temp(f->rx.dirfd, f->rx.tmp,
 				     (mode_t)((f->mode & 0777) | 0600));
 		if (r == -EBUSY)

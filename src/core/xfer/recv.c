@@ -358,7 +358,9 @@ static int entry_file(struct rxc *c, struct xfile *f,
 	if (r)
 		return lr_err_setc(c->err, r, "sending a plan");
 	proto_put_xfer_plan(&c->plan, &plan);
-	return 0;
+	/* a file resumed or built from its old copy took a while to plan:
+	 * its sender starts on it now, not after the rest of the message */
+	return plan.action == PROTO_XA_RESUME ? plan_flush(c) : 0;
 }
 
 static int on_entry(struct rxc *c, const struct proto_xfer_entry *e)
