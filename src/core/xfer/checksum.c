@@ -93,7 +93,8 @@ bool xfer__same_content(struct xsess *x, int dirfd, const char *name,
 
 	if (!x->rx.has_fdig || x->rx.fdig_idx != e->idx)
 		return false;
-	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	fd = openat(dirfd, name,
+		    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
 	same = !fstat(fd, &st) && S_ISREG(st.st_mode) &&
