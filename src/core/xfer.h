@@ -153,7 +153,10 @@ struct xfer_result {
 	 * directory, list); the rest of the tree went (exit status 23) */
 	uint64_t files_unread;
 	uint64_t files_deleted; /* --delete: entries removed */
-	bool delete_skipped;	/* --delete: skipped after a read error */
+	/* sender: FIFOs, sockets and device nodes found in a tree, each
+	 * told and left out (not files, directories or symlinks) */
+	uint64_t files_special;
+	bool delete_skipped; /* --delete: skipped after a read error */
 	double seconds;
 	bool authenticated;
 	enum crypto_cipher cipher;

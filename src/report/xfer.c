@@ -49,17 +49,19 @@ static void end_stats(struct report_xfer *rx, const struct xfer_result *res)
 		"  %s: %llu\n"
 		"  up to date (skipped): %llu\n"
 		"  failed: %llu (of which unreadable at the source: %llu)\n"
+		"  special (FIFO, socket, device), not sent: %llu\n"
 		"deleted at the destination: %llu\n"
 		"file data %s: %llu bytes (%s)\n"
 		"file data already there: %llu bytes (%s)\n"
 		"seconds: %.3f\n",
 		(unsigned long long)(res->files_ok + res->files_skipped +
-				     res->files_failed),
+				     res->files_failed + res->files_special),
 		rx->dry_run ? "would be sent" : rx->verb,
 		(unsigned long long)res->files_ok,
 		(unsigned long long)res->files_skipped,
 		(unsigned long long)res->files_failed,
 		(unsigned long long)res->files_unread,
+		(unsigned long long)res->files_special,
 		(unsigned long long)res->files_deleted,
 		rx->dry_run ? "moved" : rx->verb,
 		(unsigned long long)res->bytes, b1,
@@ -99,12 +101,17 @@ static void file_line(struct report_xfer *rx, const struct xfer_event *ev)
 		what = ev->delta ? "would replace (delta)" : "would replace";
 	else if (ev->dry_run)
 		what = "would send";
+	else if (ev->skipped && ev->reason)
+		what = "skipping"; /* a FIFO, a device: always said */
 	else if (ev->ok && (rx->verbose || rx->dry_run))
 		what = ev->skipped ? "up to date" : rx->verb;
 	if (!what)
 		return;
 	end_line(rx);
-	fprintf(rx->out, "%s %s\n", what, ev->path);
+	if (ev->ok && ev->reason)
+		fprintf(rx->out, "%s %s (%s)\n", what, ev->path, ev->reason);
+	else
+		fprintf(rx->out, "%s %s\n", what, ev->path);
 }
 
 struct report_xfer *report_xfer_new(FILE *out, enum report_format fmt,
@@ -230,7 +237,9 @@ static void xfer_event_cb(void *ctx, const struct xfer_event *ev)
 							ev->delta ? "delta"
 								  : "whole");
 			if (ev->reason)
-				cJSON_AddStringToObject(o, "error", ev->reason);
+				cJSON_AddStringToObject(
+					o, ev->ok ? "reason" : "error",
+					ev->reason);
 			report__json_line(rx->out, o);
 			break;
 		case XFER_EV_END: break;
@@ -303,6 +312,33 @@ static void end_dry_run(struct report_xfer *rx, const struct xfer_result *res)
 	fflush(rx->out);
 }
 
+/* The end line's counts: files, up to date, failed, deleted, special,
+ * already there. */
+static void summary_counts(struct report_xfer *rx,
+			   const struct xfer_result *res)
+{
+	char b1[32];
+
+	fprintf(rx->out, "; %llu file%s", (unsigned long long)res->files_ok,
+		res->files_ok == 1 ? "" : "s");
+	if (res->files_skipped)
+		fprintf(rx->out, ", %llu up to date",
+			(unsigned long long)res->files_skipped);
+	if (res->files_failed)
+		fprintf(rx->out, ", %llu FAILED",
+			(unsigned long long)res->files_failed);
+	if (res->files_deleted)
+		fprintf(rx->out, ", %llu deleted",
+			(unsigned long long)res->files_deleted);
+	if (res->files_special)
+		fprintf(rx->out, ", %llu special skipped",
+			(unsigned long long)res->files_special);
+	if (res->bytes_held) {
+		units_fmt_bytes(b1, sizeof(b1), (double)res->bytes_held);
+		fprintf(rx->out, ", %s already there", b1);
+	}
+}
+
 void report_xfer_end(struct report_xfer *rx, const struct xfer_result *res,
 		     uint64_t link_speed_bps, const char *error)
 {
@@ -332,6 +368,7 @@ void report_xfer_end(struct report_xfer *rx, const struct xfer_result *res,
 		report__add_num(o, "files_skipped", (double)res->files_skipped);
 		report__add_num(o, "files_unread", (double)res->files_unread);
 		report__add_num(o, "files_deleted", (double)res->files_deleted);
+		report__add_num(o, "files_special", (double)res->files_special);
 		report__add_num(o, "streams", res->streams);
 		report__add_num(o, "chunk_size", res->chunk_size);
 		cJSON_AddStringToObject(
@@ -378,21 +415,7 @@ void report_xfer_end(struct report_xfer *rx, const struct xfer_result *res,
 			100.0 * bps / ceiling,
 			units_fmt_rate(b3, sizeof(b3), (double)speed), b4);
 	}
-	fprintf(rx->out, "; %llu file%s", (unsigned long long)res->files_ok,
-		res->files_ok == 1 ? "" : "s");
-	if (res->files_skipped)
-		fprintf(rx->out, ", %llu up to date",
-			(unsigned long long)res->files_skipped);
-	if (res->files_failed)
-		fprintf(rx->out, ", %llu FAILED",
-			(unsigned long long)res->files_failed);
-	if (res->files_deleted)
-		fprintf(rx->out, ", %llu deleted",
-			(unsigned long long)res->files_deleted);
-	if (res->bytes_held) {
-		units_fmt_bytes(b1, sizeof(b1), (double)res->bytes_held);
-		fprintf(rx->out, ", %s already there", b1);
-	}
+	summary_counts(rx, res);
 	fprintf(rx->out, "; %s, %u stream%s\n",
 		res->authenticated ? crypto_cipher_name(res->cipher) : "none",
 		res->streams, res->streams == 1 ? "" : "s");

@@ -585,3 +585,43 @@ def test_same_tree_twice_in_one_push(xsrv):
     compare_tree(top, x.root / "twice")
     assert sha256_file(x.root / "twice" / "big.bin") == sha256_file(big)
     assert not temp_leftovers(x.root)
+
+
+def test_special_files_in_a_tree_are_told_and_skipped(xsrv):
+    """A FIFO and a socket inside a sent tree: each named in one line (and
+    a JSON file event), counted in the end event, never made at the
+    destination; the rest arrives, the exit status is 0; an excluded one
+    is not mentioned."""
+    x = xsrv
+    t = x.src / "sp"
+    (t / "sub").mkdir(parents=True)
+    (t / "a.txt").write_bytes(b"abc")
+    os.mkfifo(t / "sub" / "fifo")
+    os.mkfifo(t / "left-out.fifo")
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.bind(str(t / "sock"))
+        res = x.send_ok("--json", "--exclude", "*.fifo", t, x.dest())
+        events = json_events(res.stdout)
+        skipped = {e["path"]: e for e in events
+                   if e.get("event") == "file" and e["status"] == "skipped"}
+        assert set(skipped) == {"sp/sub/fifo", "sp/sock"}, events
+        assert skipped["sp/sub/fifo"]["reason"] == "a FIFO, not sent"
+        assert skipped["sp/sock"]["reason"] == "a socket, not sent"
+        end = end_event(res.stdout)
+        assert end["files_special"] == 2 and end["files_failed"] == 0, end
+        assert (x.root / "sp" / "a.txt").read_bytes() == b"abc"
+        assert not os.path.lexists(x.root / "sp" / "sub" / "fifo")
+        assert not os.path.lexists(x.root / "sp" / "sock")
+        # human: one line each, and the count at the end
+        res = x.send_ok("--overwrite", "--stats", "--exclude", "*.fifo", t,
+                        x.dest())
+        text = res.stdout + res.stderr
+        assert "skipping sp/sub/fifo (a FIFO, not sent)" in text, text
+        assert "skipping sp/sock (a socket, not sent)" in text, text
+        assert "left-out" not in text, text
+        assert "2 special skipped" in text, text
+        assert re.search(r"special \(FIFO, socket, device\), not sent: 2",
+                         text), text
+    finally:
+        s.close()

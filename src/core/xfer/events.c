@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "net.h"
 #include "xfer_int.h"
@@ -54,7 +55,7 @@ void xfer__file_event(struct xsess *x, struct xfile *f, bool ok, bool skipped,
 		e->path = f->path ? strdup(f->path) : NULL; /* still read */
 	else
 		f->path = NULL; /* the event owns it now */
-	if (!ok)
+	if (!ok || reason)
 		e->reason = strdup(reason ? reason : "failed");
 }
 
@@ -88,6 +89,44 @@ void xfer__dry_event(struct xsess *x, struct xfile *f, bool replace)
 		x->evq.v[x->evq.n - 1].delta = replace &&
 					       xfer__delta_wanted(x, f);
 	}
+}
+
+/* What a FIFO, socket or device node is, in words. */
+static const char *special_kind(mode_t mode)
+{
+	if (S_ISFIFO(mode))
+		return "a FIFO";
+	if (S_ISSOCK(mode))
+		return "a socket";
+	if (S_ISCHR(mode))
+		return "a character device";
+	if (S_ISBLK(mode))
+		return "a block device";
+	return "not a file, directory or symlink";
+}
+
+void xfer__walk_aside(struct xsess *x, const char *path, int what, mode_t mode)
+{
+	char why[64];
+	struct xfile f = { .path = strdup(path) };
+
+	xfer__lock(&x->lock);
+	if (what == XFER_WALK_SPECIAL) {
+		x->res->files_special++;
+		snprintf(why, sizeof(why), "%s, not sent", special_kind(mode));
+		if (f.path)
+			xfer__file_event(x, &f, true, true, why, 0);
+	} else {
+		x->res->files_failed++;
+		xfer__note_failure_at(x, path, "vanished before it was read",
+				      -ENOENT);
+		if (f.path)
+			xfer__file_event(x, &f, false, false,
+					 "vanished before it was read",
+					 -ENOENT);
+	}
+	xfer__unlock(&x->lock);
+	free(f.path); /* NULL when the event took it */
 }
 
 void xfer__path_event(struct xsess *x, const char *path, bool ok,

@@ -542,9 +542,8 @@ static int announce_one(struct txc *c, struct proto_buf *b)
 		return 1;
 	else
 		r = xfer__walk_next(&c->w, &e);
-	if (r == XFER_WALK_VANISHED) {
-		local_failure(x, c->w.path, "vanished before it was read",
-			      -ENOENT);
+	if (r == XFER_WALK_VANISHED || r == XFER_WALK_SPECIAL) {
+		xfer__walk_aside(x, c->w.path, r, e.st.st_mode);
 		return 0;
 	}
 	if (r == XFER_WALK_UNREADABLE)

@@ -583,10 +583,10 @@ int xfer__walk_next(struct walker *w, struct wentry *e)
 				return XFER_WALK_VANISHED; /* counted, gone */
 			continue; /* gone since readdir */
 		}
-		if (special(&e->st))
-			continue; /* devices, fifos, sockets: not sent */
 		if (left_out(w, &e->st))
 			continue;
+		if (special(&e->st)) /* devices, FIFOs, sockets: told */
+			return XFER_WALK_SPECIAL;
 		r = walk_fill(w, dirfd(f->d), de->d_name, e);
 		return r ? r : 1;
 	}
@@ -628,7 +628,9 @@ int xfer__count_sources(const struct xfer_source *src,
 	*pipe = false;
 	xfer__walk_init(&w, src, false, err);
 	while ((r = xfer__walk_next(&w, &e)) > 0) {
-		t->files++; /* an unreadable one too: its UNREAD counts */
+		if (r == XFER_WALK_SPECIAL)
+			continue; /* never announced */
+		t->files++;	  /* an unreadable one too: its UNREAD counts */
 		if (r != 1)
 			continue;
 		if (e.is_stdin)

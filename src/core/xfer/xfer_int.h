@@ -459,6 +459,10 @@ void xfer__join_threads(struct xsess *x, struct sthread *ts);
 /* Queue a file event for f, taking f's path. Under x->lock. */
 void xfer__file_event(struct xsess *x, struct xfile *f, bool ok, bool skipped,
 		      const char *reason, int code);
+/* An entry the walk set aside (XFER_WALK_VANISHED: failed;
+ * XFER_WALK_SPECIAL: told and skipped, mode its type): counted, its
+ * event queued. Not under lock. */
+void xfer__walk_aside(struct xsess *x, const char *path, int what, mode_t mode);
 /* Queue a file event for a path that has no window entry (a symlink made
  * at the end). Under x->lock. */
 void xfer__path_event(struct xsess *x, const char *path, bool ok,
@@ -627,10 +631,12 @@ void xfer__walk_fini(struct walker *w);
  * entry that could not be read (w->path names it, w->err says why: the
  * walk goes on), 0 at the end, or an error with w->err filled. A
  * directory whose entries cannot be read comes as 1 with e->read_err
- * set. */
+ * set. XFER_WALK_SPECIAL for a FIFO, socket or device node in a
+ * directory (w->path names it, e->st is its lstat): not sent. */
 #define XFER_WALK_VANISHED   2
 #define XFER_WALK_UNREADABLE 3
 #define XFER_WALK_SKIP	     4 /* inside walk.c only */
+#define XFER_WALK_SPECIAL    5
 int xfer__walk_next(struct walker *w, struct wentry *e);
 int xfer__count_sources(const struct xfer_source *src,
 			struct proto_xfer_totals *t, bool *pipe,
