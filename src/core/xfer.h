@@ -156,6 +156,7 @@ struct xfer_result {
 	/* sender: FIFOs, sockets and device nodes found in a tree, each
 	 * told and left out (not files, directories or symlinks) */
 	uint64_t files_special;
+	uint64_t rate_limit; /* --limit (bytes/s) this end knows of; 0 none */
 	bool delete_skipped; /* --delete: skipped after a read error */
 	double seconds;
 	bool authenticated;
@@ -254,7 +255,8 @@ int xfer_client_run(const struct xfer_client_opts *o,
 		    struct lr_err *err);
 
 /* The name of the stage that held the transfer back, from both sides'
- * waits: "source disk", "destination disk", "cipher (CPU)", "network". */
+ * waits: "source disk", "destination disk", "cipher (CPU)", "network";
+ * "your --limit" when the rate reached 85% of this end's --limit. */
 const char *xfer_bottleneck(const struct xfer_result *res, double *share);
 
 /* The TCP goodput ceiling of the link in res at speed_bps (0: the speed

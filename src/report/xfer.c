@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/units.h"
 #include "report_int.h"
@@ -419,9 +420,14 @@ void report_xfer_end(struct report_xfer *rx, const struct xfer_result *res,
 	fprintf(rx->out, "; %s, %u stream%s\n",
 		res->authenticated ? crypto_cipher_name(res->cipher) : "none",
 		res->streams, res->streams == 1 ? "" : "s");
-	if (res->seconds > 0.2)
+	if (res->seconds > 0.2 && res->rate_limit &&
+	    !strcmp(neck, "your --limit")) {
+		fmt_mbs(b4, sizeof(b4), (double)res->rate_limit);
+		fprintf(rx->out, "limited by: your --limit (%s)\n", b4);
+	} else if (res->seconds > 0.2) {
 		fprintf(rx->out, "limited by: %s (%.0f%% of the time)\n", neck,
 			100.0 * share);
+	}
 	end_stats(rx, res);
 	fflush(rx->out);
 }

@@ -625,3 +625,27 @@ def test_special_files_in_a_tree_are_told_and_skipped(xsrv):
                          text), text
     finally:
         s.close()
+
+
+@pytest.mark.parametrize("mode", ["push", "pull"])
+def test_limit_is_named_as_what_held_it(xsrv, tmp_path, mode):
+    """A transfer held to the user's --limit says so at the end (human
+    and JSON), not "network"."""
+    x = xsrv
+    src = write_random(x.src / "capped.bin", 3 * MiB)
+    if mode == "push":
+        res = x.send_ok("--limit", "2M", src, x.dest())
+        jres = x.send_ok("--json", "--limit", "2M", "-W", "--overwrite",
+                         src, x.dest())
+    else:
+        x.send_ok("-q", src, x.dest())
+        res = x.get_ok("--limit", "2M", x.dest("capped.bin"), tmp_path)
+        os.unlink(tmp_path / "capped.bin")
+        jres = x.get_ok("--json", "--limit", "2M", x.dest("capped.bin"),
+                        tmp_path)
+    text = res.stdout + res.stderr
+    assert re.search(r"limited by: your --limit \([0-9.]+ MB/s\)", text), \
+        text
+    end = end_event(jres.stdout)
+    assert end["limited_by"] == "your --limit", end
+    assert 0.85 <= end["limited_by_share"] <= 1.0, end

@@ -75,6 +75,7 @@ int xfer__sess_init(struct xsess *x, struct xfer_conns *cs,
 	setsockopt(cs->ctrl->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	memset(res, 0, sizeof(*res));
 	res->is_sender = sender;
+	res->rate_limit = x->o->rate;
 	res->streams = cs->n;
 	res->chunk_size = x->chunk;
 	res->authenticated = cs->ctrl->secure;
@@ -429,6 +430,16 @@ const char *xfer_bottleneck(const struct xfer_result *res, double *share)
 					 : rcv->cipher_us);
 	double best = src_disk;
 	const char *name = "source disk";
+	double rate = res->seconds > 0 ? (double)res->bytes / res->seconds : 0;
+
+	/* the user's cap, reached: not the network's doing */
+	if (res->rate_limit && rate >= 0.85 * (double)res->rate_limit) {
+		if (share)
+			*share = rate >= (double)res->rate_limit
+					 ? 1.0
+					 : rate / (double)res->rate_limit;
+		return "your --limit";
+	}
 
 	if (dst_disk > best) {
 		best = dst_disk;
