@@ -54,7 +54,7 @@ const char cmd_bench_usage[] =
 	"  -J, --json             one JSON document at the end (iperf3 -J schema)\n"
 	"      --json-stream      one JSON object per line as results arrive\n"
 	"      --link-speed RATE  speed of the link (e.g. 1gbit) when /sys does not\n"
-	"                         know it; prints the TCP ceiling and the %% reached\n"
+	"                         know it; prints the TCP ceiling and the share reached\n"
 	"      --connect-timeout MS  give up connecting after MS milliseconds, as\n"
 	"                         iperf3 (5s and 500ms work too; default 5s)\n"
 	"      --token-file FILE  the server's token (else LINERATE_TOKEN, else a\n"

@@ -24,18 +24,18 @@ static const struct cmd cmds[] = {
 	  "measure this CPU's cipher speed and what auto picks" },
 	{ "disk", cmd_disk, cmd_disk_usage,
 	  "measure sequential write and read speed of a file system's disk" },
-	{ "get", cmd_get, cmd_get_usage,
-	  "pull files and directory trees from a linerate server" },
 	{ "doctor", cmd_doctor, cmd_doctor_usage,
 	  "measure each stage of a transfer and name the bottleneck" },
 	{ "gen", cmd_gen, cmd_gen_usage,
 	  "write test data, incompressible or PCT% compressible" },
+	{ "get", cmd_get, cmd_get_usage,
+	  "pull files and directory trees from a linerate server" },
 	{ "recv", cmd_recv, cmd_recv_usage,
 	  "receive one transfer into a directory, with a fresh token" },
 	{ "send", cmd_send, cmd_send_usage,
 	  "push files and directory trees to linerate recv or serve" },
 	{ "serve", cmd_serve, cmd_serve_usage,
-	  "answer bench clients, several tests at once" },
+	  "answer bench clients and serve files (--root) to send and get" },
 	{ "token", cmd_token, cmd_token_usage,
 	  "print a new token for serve --token-file and clients" },
 };
@@ -95,7 +95,9 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") ||
 	    !strcmp(argv[1], "-h")) {
-		if (argc > 2) {
+		/* `help --help` and `help help`: this list */
+		if (argc > 2 && strcmp(argv[2], "--help") &&
+		    strcmp(argv[2], "-h") && strcmp(argv[2], "help")) {
 			c = find(argv[2]);
 			if (!c) {
 				fprintf(stderr,

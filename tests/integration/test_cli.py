@@ -3,6 +3,8 @@
 usage errors (exit 2 naming the option and value), help and version."""
 
 import contextlib
+import pathlib
+import re
 import socket
 import subprocess
 import threading
@@ -236,6 +238,8 @@ def test_command_usage_error(linerate_bin, args):
     (["bench", "--help"], "usage: linerate bench"),
     (["bench", "-h"], "usage: linerate bench"),
     (["serve", "--help"], "usage: linerate serve"),
+    (["help", "--help"], "usage: linerate <command>"),
+    (["help", "help"], "usage: linerate <command>"),
 ], ids=lambda v: " ".join(v) if isinstance(v, list) else None)
 def test_help_and_version(linerate_bin, args, first):
     res = run_linerate(linerate_bin, *args, timeout=10)
@@ -263,3 +267,30 @@ def test_help_lists_every_bench_option(linerate_bin):
     for opt in ("--port", "--bind", "--once", "--max-tests",
                 "--max-duration", "--handshake-timeout"):
         assert opt in out, opt
+
+
+def _commands(linerate_bin):
+    """The commands `linerate --help` lists, in its order."""
+    out = run_linerate(linerate_bin, "--help", timeout=10).stdout
+    body = out.split("Commands:\n", 1)[1].split("\n\n", 1)[0]
+    return [line.split()[0] for line in body.splitlines()]
+
+
+def test_command_list_in_order_and_in_the_man_page(linerate_bin):
+    """The list is alphabetical (help and version last); every command's
+    --help is free of format residue; the man page's SYNOPSIS names every
+    command."""
+    cmds = _commands(linerate_bin)
+    work = [c for c in cmds if c not in ("help", "version")]
+    assert work == sorted(work), cmds
+    assert cmds[-2:] == ["help", "version"], cmds
+    for c in work:
+        res = run_linerate(linerate_bin, c, "--help", timeout=10)
+        assert res.returncode == 0, describe(res)
+        assert "%%" not in res.stdout and not re.search(
+            r"%[-0-9.]*[sdulfx]", res.stdout), (c, res.stdout)
+    man = (pathlib.Path(__file__).resolve().parents[2] / "docs" /
+           "linerate.1").read_text()
+    synopsis = man.split(".SH SYNOPSIS", 1)[1].split(".SH ", 1)[0]
+    for c in cmds:
+        assert re.search(r"^\.B linerate %s\b" % c, synopsis, re.M), c
