@@ -110,7 +110,8 @@ const char cmd_get_usage[] =
 	"\n"
 	"Pull files and directory trees from `linerate serve --root` into\n"
 	"DEST (default: the current directory; `-` writes the one file to\n"
-	"standard output).\n"
+	"standard output; to a terminal only text, as curl, unless\n"
+	"--force-tty is given).\n"
 	"\n" COMMON_HELP "\n"
 	"Exit status: 0 every file written and verified, 1 failure, 2 usage,\n"
 	"23 some sources could not be read (everything else arrived).\n";
@@ -120,6 +121,7 @@ struct send_cli {
 	struct xfer_client_opts c;
 	struct opts_common net;
 	bool have_token, json, quiet, verbose, stats;
+	bool force_tty; /* get -: binary data to a terminal too */
 	uint64_t link_speed;
 	char hostbuf[256];
 	struct remote_addr ra;	/* the last operand (send) or the first */
@@ -153,6 +155,7 @@ enum {
 	OPT_INCLUDE_FROM,
 	OPT_DELETE,
 	OPT_STATS,
+	OPT_FORCE_TTY,
 	OPT_DELETE_EXCLUDED,
 	OPT_FILES_FROM,
 	OPT_FROM0,
@@ -189,6 +192,7 @@ static const struct option long_opts[] = {
 	{ "whole-file", no_argument, NULL, 'W' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "stats", no_argument, NULL, OPT_STATS },
+	{ "force-tty", no_argument, NULL, OPT_FORCE_TTY },
 	SSHCLI_LONG_OPTIONS,
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -303,6 +307,7 @@ static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 	case 'W': o->c.x.flags |= XFER_F_WHOLE_FILE; return 0;
 	case 'v': o->verbose = true; return 0;
 	case OPT_STATS: o->stats = true; return 0;
+	case OPT_FORCE_TTY: o->force_tty = true; return 0;
 	case OPT_FILES_FROM: o->files_from = optarg; return 0;
 	case OPT_FROM0: o->from0 = true; return 0;
 	/* scp's habit (trees are always recursive); with --files-from,
@@ -877,6 +882,10 @@ static int run(int argc, char **argv, bool pull)
 		fputs(pull ? cmd_get_usage : cmd_send_usage, stdout);
 		return EXIT_OK;
 	}
+	if (!r && o.force_tty && !(pull && (o.c.x.flags & XFER_F_STDOUT)))
+		r = lr_err_set(&err, -EINVAL,
+			       "--force-tty is for `get HOST:FILE -` (standard "
+			       "output)");
 	if (!r)
 		r = want_ssh(&o, &err);
 	/* no token to hand (it would be asked for): is there a server? */
@@ -904,8 +913,10 @@ static int run(int argc, char **argv, bool pull)
 		fprintf(stderr, "linerate get: %s\n", err.msg);
 		return EXIT_RUNTIME;
 	}
-	if (pull && (o.c.x.flags & XFER_F_STDOUT))
+	if (pull && (o.c.x.flags & XFER_F_STDOUT)) {
 		o.c.outfd = STDOUT_FILENO;
+		o.c.x.tty_guard = !o.force_tty && isatty(STDOUT_FILENO);
+	}
 	signal(SIGPIPE, SIG_IGN);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;

@@ -36,6 +36,9 @@ const char *lr_strerror(int code)
 		       "transit)";
 	case LR_EBADPATH: return "unacceptable path";
 	case LR_EDIGEST: return "digest mismatch";
+	case LR_EBINARY:
+		return "binary data is not written to a terminal (redirect "
+		       "it to a file or a pipe, or give --force-tty)";
 	case LR_ENOTLINERATE:
 		return "peer does not speak the linerate protocol";
 	default: break;

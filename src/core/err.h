@@ -28,6 +28,7 @@ enum {
 	LR_EDIGEST = -10014,	  /* data does not match its digest */
 	LR_EFRAME = -10015,	  /* a record of the wrong type or length */
 	LR_ETAMPER = -10016,	  /* bytes changed in transit (handshake) */
+	LR_EBINARY = -10017,	  /* binary data for a terminal */
 };
 
 #define LR_ERR_MSG 256

@@ -87,6 +87,9 @@ struct xfer_opts {
 	 * contents), so that its own entries are in the deletion's scope */
 	const struct lr_filter *filter;
 	bool delete_root;
+	/* XFER_F_STDOUT to a terminal: a first chunk with a NUL byte (or a
+	 * hole) is binary data, refused (LR_EBINARY) before it is written */
+	bool tty_guard;
 };
 
 enum xfer_event_kind {

@@ -649,3 +649,53 @@ def test_limit_is_named_as_what_held_it(xsrv, tmp_path, mode):
     end = end_event(jres.stdout)
     assert end["limited_by"] == "your --limit", end
     assert 0.85 <= end["limited_by_share"] <= 1.0, end
+
+
+def _get_to_tty(x, *args):
+    """`linerate get ARGS` in host A with standard output a terminal (a
+    pty); (exit status, what the terminal got, stderr)."""
+    import pty
+    master, slave = pty.openpty()
+    try:
+        argv = x.client_argv("get", *args)
+        res = x.h.run_a(argv, stdin=subprocess.DEVNULL, stdout=slave,
+                        stderr=subprocess.PIPE, timeout=60,
+                        env=env_without_token())
+        os.close(slave)
+        slave = -1
+        got = b""
+        while True:
+            try:
+                b = os.read(master, 65536)
+            except OSError:  # EIO: the other side is closed
+                break
+            if not b:
+                break
+            got += b
+        return res.returncode, got, res.stderr.decode(errors="replace")
+    finally:
+        if slave >= 0:
+            os.close(slave)
+        os.close(master)
+
+
+def test_get_to_a_terminal_refuses_binary(xsrv):
+    """`get HOST:FILE -` to a terminal writes text but refuses binary
+    data (a NUL byte in its first chunk), as curl does, unless
+    --force-tty; the refusal says how to get it."""
+    x = xsrv
+    (x.root / "notes.txt").write_bytes(b"hello terminal\n" * 10)
+    (x.root / "blob.bin").write_bytes(b"\x00\x01binary" * 1000)
+    rc, got, err = _get_to_tty(x, x.dest("notes.txt"), "-")
+    assert rc == 0, err
+    assert b"hello terminal" in got
+    rc, got, err = _get_to_tty(x, x.dest("blob.bin"), "-")
+    assert rc == 1, err
+    assert b"binary" not in got
+    assert "not written to a terminal" in err and "--force-tty" in err, err
+    rc, got, err = _get_to_tty(x, "--force-tty", x.dest("blob.bin"), "-")
+    assert rc == 0, err
+    assert b"binary" in got
+    # a pipe is not a terminal: no refusal
+    res = x.get_ok(x.dest("blob.bin"), "-", text=False)
+    assert res.stdout == b"\x00\x01binary" * 1000

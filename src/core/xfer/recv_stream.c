@@ -220,6 +220,10 @@ static int unit_out(struct xsess *x, const struct unit *un)
 	xfer__unlock(&x->lock);
 	if (atomic_load(&x->abort))
 		return -ECANCELED;
+	/* as curl: a terminal gets no binary data unless asked to */
+	if (un->h.chunk == 0 && x->o->tty_guard && un->h.len &&
+	    (un->h.kind != PROTO_XC_DATA || memchr(un->data, 0, un->h.len)))
+		return LR_EBINARY;
 	if (un->h.kind == PROTO_XC_DATA)
 		r = fsio_write_all(x->rx.outfd, un->data, un->h.len);
 	while (un->h.kind != PROTO_XC_DATA && left && !r) {
