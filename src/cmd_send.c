@@ -38,6 +38,8 @@
 	"      --limit RATE      cap the rate: 50M is 50 MiB/s (a bare number is\n" \
 	"                        bytes/s), 400mbit is bits/s\n"                     \
 	"      --chunk SIZE      chunk size, 64K-8M (default 1M)\n"                 \
+	"      --size SIZE       send -: the size standard input will have, for\n"  \
+	"                        the progress line's % and ETA (pv's -s)\n"         \
 	"  -w, --window SIZE     socket buffer size (default: the kernel's)\n"      \
 	"      --overwrite       replace existing files\n"                          \
 	"      --update          replace existing files whose size or mtime\n"      \
@@ -156,6 +158,7 @@ enum {
 	OPT_DELETE,
 	OPT_STATS,
 	OPT_FORCE_TTY,
+	OPT_SIZE,
 	OPT_DELETE_EXCLUDED,
 	OPT_FILES_FROM,
 	OPT_FROM0,
@@ -173,6 +176,7 @@ static const struct option long_opts[] = {
 	{ "window", required_argument, NULL, 'w' },
 	{ "limit", required_argument, NULL, OPT_LIMIT },
 	{ "chunk", required_argument, NULL, OPT_CHUNK },
+	{ "size", required_argument, NULL, OPT_SIZE },
 	{ "overwrite", no_argument, NULL, OPT_OVERWRITE },
 	{ "update", no_argument, NULL, OPT_UPDATE },
 	{ "no-fsync", no_argument, NULL, OPT_NO_FSYNC },
@@ -277,6 +281,11 @@ static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 		o->c.window = (uint32_t)v;
 		return 0;
 	case OPT_LIMIT: return parse_limit(optarg, &o->c.x.rate, err);
+	case OPT_SIZE:
+		return opts_bytes("--size", optarg, 1, UINT64_MAX / 2,
+				  &o->c.x.size_hint, err)
+			       ? -EINVAL
+			       : 0;
 	case OPT_CHUNK:
 		if (opts_bytes("--chunk", optarg, XFER_MIN_CHUNK,
 			       XFER_MAX_CHUNK, &v, err))
@@ -882,6 +891,10 @@ static int run(int argc, char **argv, bool pull)
 		fputs(pull ? cmd_get_usage : cmd_send_usage, stdout);
 		return EXIT_OK;
 	}
+	if (!r && o.c.x.size_hint &&
+	    (pull || !o.paths[0] || strcmp(o.paths[0], "-")))
+		r = lr_err_set(&err, -EINVAL,
+			       "--size is for `send -` (standard input)");
 	if (!r && o.force_tty && !(pull && (o.c.x.flags & XFER_F_STDOUT)))
 		r = lr_err_set(&err, -EINVAL,
 			       "--force-tty is for `get HOST:FILE -` (standard "

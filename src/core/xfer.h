@@ -90,6 +90,9 @@ struct xfer_opts {
 	/* XFER_F_STDOUT to a terminal: a first chunk with a NUL byte (or a
 	 * hole) is binary data, refused (LR_EBINARY) before it is written */
 	bool tty_guard;
+	/* sender of a pipe (send -): its expected size (--size, pv's -s),
+	 * the progress's total while the real one is unknown; 0 none */
+	uint64_t size_hint;
 };
 
 enum xfer_event_kind {

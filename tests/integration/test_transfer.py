@@ -699,3 +699,26 @@ def test_get_to_a_terminal_refuses_binary(xsrv):
     # a pipe is not a terminal: no refusal
     res = x.get_ok(x.dest("blob.bin"), "-", text=False)
     assert res.stdout == b"\x00\x01binary" * 1000
+
+
+def test_pipe_progress_takes_its_size(xsrv):
+    """`send -` has no total; --size SIZE (pv's -s) gives its progress one
+    (JSON bytes_total), and is refused where there is no pipe."""
+    x = xsrv
+    data = os.urandom(3 * MiB)
+    src = x.src / "pipe.in"
+    src.write_bytes(data)
+    for extra, want in (([], None), (["--size", "3M"], 3 * MiB)):
+        with open(src, "rb") as f:
+            res = x.run("send", "--json", "--limit", "4M", *extra, "-",
+                        x.dest("piped.bin"), stdin=f)
+        assert res.returncode == 0, describe(res)
+        prog = [e for e in json_events(res.stdout)
+                if e.get("event") == "progress"]
+        assert prog, res.stdout
+        assert all(e.get("bytes_total") == want for e in prog), prog
+        assert (x.root / "piped.bin").read_bytes() == data
+        os.unlink(x.root / "piped.bin")
+    res = x.send("--size", "3M", src, x.dest())
+    assert res.returncode == 2 and "--size is for" in res.stderr, \
+        describe(res)

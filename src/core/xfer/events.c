@@ -197,6 +197,13 @@ void xfer__progress_fill(struct xsess *x, struct xfer_progress *p,
 	p->bytes_done = x->bytes_done + x->bytes_held;
 	p->files_done = x->files_done;
 	xfer__unlock(&x->lock);
+	/* a pipe's size as the user expects it (--size): a total for the
+	 * percentage and the ETA, never less than what has come */
+	if (!known && x->o->size_hint) {
+		total = x->o->size_hint > p->bytes_done ? x->o->size_hint
+							: p->bytes_done;
+		known = true;
+	}
 	p->bytes_total = total;
 	p->total_known = known;
 	p->files_total = files_total;
