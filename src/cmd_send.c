@@ -869,6 +869,20 @@ static int exit_status(const struct send_cli *o, const struct xfer_result *res,
 	return r ? EXIT_RUNTIME : EXIT_OK;
 }
 
+/* --size and --force-tty: only where a pipe is. */
+static int pipe_options(const struct send_cli *o, bool pull, struct lr_err *err)
+{
+	if (o->c.x.size_hint &&
+	    (pull || !o->paths[0] || strcmp(o->paths[0], "-")))
+		return lr_err_set(err, -EINVAL,
+				  "--size is for `send -` (standard input)");
+	if (o->force_tty && !(pull && (o->c.x.flags & XFER_F_STDOUT)))
+		return lr_err_set(err, -EINVAL,
+				  "--force-tty is for `get HOST:FILE -` "
+				  "(standard output)");
+	return 0;
+}
+
 static int run(int argc, char **argv, bool pull)
 {
 	const char *name = pull ? "get" : "send";
@@ -891,14 +905,8 @@ static int run(int argc, char **argv, bool pull)
 		fputs(pull ? cmd_get_usage : cmd_send_usage, stdout);
 		return EXIT_OK;
 	}
-	if (!r && o.c.x.size_hint &&
-	    (pull || !o.paths[0] || strcmp(o.paths[0], "-")))
-		r = lr_err_set(&err, -EINVAL,
-			       "--size is for `send -` (standard input)");
-	if (!r && o.force_tty && !(pull && (o.c.x.flags & XFER_F_STDOUT)))
-		r = lr_err_set(&err, -EINVAL,
-			       "--force-tty is for `get HOST:FILE -` (standard "
-			       "output)");
+	if (!r)
+		r = pipe_options(&o, pull, &err);
 	if (!r)
 		r = want_ssh(&o, &err);
 	/* no token to hand (it would be asked for): is there a server? */
