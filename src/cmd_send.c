@@ -869,6 +869,20 @@ static int exit_status(const struct send_cli *o, const struct xfer_result *res,
 	return r ? EXIT_RUNTIME : EXIT_OK;
 }
 
+/* The direct mode's paths below the server's root, before connecting:
+ * "~" is the root, ".." is refused in words. */
+static int direct_paths(struct send_cli *o, struct lr_err *err)
+{
+	unsigned i;
+
+	for (i = 0; i < o->c.npaths; i++)
+		if (remote_root_path(&o->c.paths[i], err))
+			return -EINVAL;
+	if (o->c.op == XFER_PUSH)
+		o->dest = o->c.paths[0];
+	return 0;
+}
+
 /* --size and --force-tty: only where a pipe is. */
 static int pipe_options(const struct send_cli *o, bool pull, struct lr_err *err)
 {
@@ -915,6 +929,8 @@ static int run(int argc, char **argv, bool pull)
 	    ssh_nothing_listens(o.c.host, o.c.port, o.c.family,
 				SSHCLI_CONNECT_MS))
 		fall_back(&o);
+	if (!r && !o.via_ssh)
+		r = direct_paths(&o, &err);
 	if (!r && o.via_ssh)
 		r = opts_cipher_wish(&o.net, true, &o.c.cipher_wish, &err);
 	else if (!r)

@@ -123,8 +123,8 @@ static int check_path(const char *arg, unsigned flags,
 {
 	if ((flags & REMOTE_PATH) && !ra->has_path)
 		return lr_err_set(err, -EINVAL,
-				  "'%s': write HOST:PATH (HOST: for the "
-				  "root)",
+				  "'%s': write HOST:PATH (HOST: alone is "
+				  "the root, as send's destination)",
 				  arg);
 	if (!(flags & REMOTE_HOST_ONLY) || !ra->has_path)
 		return 0;
@@ -165,8 +165,9 @@ int remote_parse(const char *arg, unsigned flags, struct remote_addr *ra,
 	ra->path = "";
 	if ((flags & REMOTE_PATH) && !remote_is_remote(arg))
 		return lr_err_set(err, -EINVAL,
-				  "'%s': write HOST:PATH (HOST: for the "
-				  "root; ./%s for a local name)",
+				  "'%s': write HOST:PATH (HOST: alone is "
+				  "the root, as send's destination; ./%s "
+				  "for a local name)",
 				  arg, arg);
 	for (q = arg; q < stop; q++)
 		if (*q == '@')
@@ -195,4 +196,25 @@ int remote_ssh_dest(const struct remote_addr *ra, char *out, unsigned cap)
 			    : snprintf(out, cap, "%s", ra->host);
 
 	return n < 0 || (unsigned)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+int remote_root_path(const char **path, struct lr_err *err)
+{
+	const char *p = *path, *c;
+
+	if (p[0] == '~' && (p[1] == '\0' || p[1] == '/'))
+		p += p[1] ? 2 : 1;
+	for (c = p; *c; c += strspn(c, "/")) {
+		size_t n = strcspn(c, "/");
+
+		if (n == 2 && c[0] == '.' && c[1] == '.')
+			return lr_err_set(err, -EINVAL,
+					  "'%s': a path on the server may not "
+					  "leave its root ('..'); name it from "
+					  "the root down",
+					  *path);
+		c += n;
+	}
+	*path = p;
+	return 0;
 }

@@ -722,3 +722,23 @@ def test_pipe_progress_takes_its_size(xsrv):
     res = x.send("--size", "3M", src, x.dest())
     assert res.returncode == 2 and "--size is for" in res.stderr, \
         describe(res)
+
+
+def test_paths_below_the_root_in_words(xsrv, tmp_path):
+    """'..' in a path on the server is refused before connecting, in the
+    user's words (not "malformed XFER_REQUEST"); '~' is the server's root,
+    never a directory named '~'."""
+    x = xsrv
+    src = write_random(x.src / "n.txt", 1000)
+    for args in (("send", src, x.dest("../escape")),
+                 ("send", src, x.dest("a/../ok")),
+                 ("get", x.dest("../x"), tmp_path)):
+        res = x.run(*args)
+        assert res.returncode == 2, describe(res)
+        assert "may not leave its root" in res.stderr, describe(res)
+        assert "malformed" not in res.stderr, describe(res)
+    assert not (x.root / "ok").exists() and not (x.root / "a").exists()
+    x.send_ok("-q", src, x.dest("~/t"))
+    assert (x.root / "t" / "n.txt").exists() and not (x.root / "~").exists()
+    x.get_ok("-q", x.dest("~/t/n.txt"), tmp_path)
+    same_file(src, tmp_path / "n.txt")

@@ -303,10 +303,52 @@ static void ssh_connection(void **state)
 			 -EINVAL);
 }
 
+/* A path below the server's root: "~" is the root, ".." is refused. */
+static void root_paths(void **state)
+{
+	static const struct {
+		const char *in, *out; /* out NULL: refused */
+	} cases[] = {
+		{ "dir/x", "dir/x" },
+		{ "", "" },
+		{ "~", "" },
+		{ "~/", "" },
+		{ "~/photos", "photos" },
+		{ "~x", "~x" },
+		{ "a/~/b", "a/~/b" },
+		{ "..", NULL },
+		{ "../escape", NULL },
+		{ "a/../ok", NULL },
+		{ "a/..", NULL },
+		{ "~/../x", NULL },
+		{ "a..b/c", "a..b/c" },
+		{ ".../x", ".../x" },
+	};
+	struct lr_err e = { 0 };
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *p = cases[i].in;
+		int r = remote_root_path(&p, &e);
+
+		if (!cases[i].out) {
+			assert_int_equal(r, -EINVAL);
+			assert_non_null(
+				strstr(e.msg, "may not leave its root"));
+			assert_ptr_equal(p, cases[i].in);
+		} else {
+			assert_int_equal(r, 0);
+			assert_string_equal(p, cases[i].out);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(grammar_forms),
+		cmocka_unit_test(root_paths),
 		cmocka_unit_test(grammar_refusals),
 		cmocka_unit_test(grammar_port_like_and_remote),
 		cmocka_unit_test(boot_line_round_trip),
