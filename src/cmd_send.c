@@ -29,7 +29,8 @@ struct send_cli {
 	struct xfer_client_opts c;
 	struct opts_common net;
 	bool have_token, json, quiet, verbose, stats;
-	bool force_tty; /* get -: binary data to a terminal too */
+	bool force_tty;		  /* get -: binary data to a terminal too */
+	bool own_connect_timeout; /* --connect-timeout given */
 	uint64_t link_speed;
 	char hostbuf[256];
 	struct remote_addr ra;	/* the last operand (send) or the first */
@@ -65,6 +66,8 @@ enum {
 	OPT_STATS,
 	OPT_FORCE_TTY,
 	OPT_SIZE,
+	OPT_CONNECT_TIMEOUT,
+	OPT_TIMEOUT,
 	OPT_DELETE_EXCLUDED,
 	OPT_FILES_FROM,
 	OPT_FROM0,
@@ -83,6 +86,8 @@ static const struct option long_opts[] = {
 	{ "limit", required_argument, NULL, OPT_LIMIT },
 	{ "chunk", required_argument, NULL, OPT_CHUNK },
 	{ "size", required_argument, NULL, OPT_SIZE },
+	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "overwrite", no_argument, NULL, OPT_OVERWRITE },
 	{ "update", no_argument, NULL, OPT_UPDATE },
 	{ "no-fsync", no_argument, NULL, OPT_NO_FSYNC },
@@ -187,6 +192,21 @@ static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 		o->c.window = (uint32_t)v;
 		return 0;
 	case OPT_LIMIT: return parse_limit(optarg, &o->c.x.rate, err);
+	case OPT_CONNECT_TIMEOUT:
+		if (opts_msec("--connect-timeout", optarg, 100, 3600 * 1000, &v,
+			      err))
+			return -EINVAL;
+		o->c.connect_timeout_ms = (int)v;
+		o->own_connect_timeout = true;
+		return 0;
+	case OPT_TIMEOUT: /* seconds as rsync's; 500ms or 30s too */
+		if (strstr(optarg, "ms") ? opts_msec("--timeout", optarg, 10000,
+						     24 * 3600 * 1000, &v, err)
+					 : opts_ms("--timeout", optarg, 10000,
+						   24 * 3600 * 1000, &v, err))
+			return -EINVAL;
+		o->c.x.idle_ms = (int)v;
+		return 0;
 	case OPT_SIZE:
 		return opts_bytes("--size", optarg, 1, UINT64_MAX / 2,
 				  &o->c.x.size_hint, err)
@@ -714,7 +734,8 @@ static int ssh_begin(struct send_cli *o, struct sshcli *sc, struct lr_err *err)
 	o->c.port = sc->port;
 	if (!o->pull)
 		o->c.paths[0] = "";
-	o->c.connect_timeout_ms = SSHCLI_CONNECT_MS;
+	if (!o->own_connect_timeout)
+		o->c.connect_timeout_ms = SSHCLI_CONNECT_MS;
 	/* through ssh every stream shares one ssh channel: one is enough */
 	if (sc->relay && !o->net.streams)
 		o->c.streams = 1;

@@ -3,71 +3,75 @@
 #include "cmds.h"
 #include "banned.h"
 
-#define COMMON_HELP                                                                 \
-	"  -p, --port PORT       server port (default 7350)\n"                      \
-	"  -P, --parallel N      parallel TCP streams (default: 4, or 2 for many\n" \
-	"                        small files)\n"                                    \
-	"  -4, --ipv4 / -6, --ipv6  only that address family\n"                     \
-	"  -B, --bind ADDR       local address to connect from\n"                   \
-	"      --token-file FILE the server's token (else LINERATE_TOKEN,\n"        \
-	"                        else a prompt); never on the command line\n"       \
-	"      --cipher NAME     auto (default), aes-256-gcm,\n"                    \
-	"                        chacha20-poly1305, or none (data in clear on\n"    \
-	"                        a trusted cable; the server must allow it)\n"      \
-	"      --limit RATE      cap the rate: 50M is 50 MiB/s (a bare number is\n" \
-	"                        bytes/s), 400mbit is bits/s\n"                     \
-	"      --chunk SIZE      chunk size, 64K-8M (default 1M)\n"                 \
-	"      --size SIZE       send -: the size standard input will have, for\n"  \
-	"                        the progress line's % and ETA (pv's -s)\n"         \
-	"  -w, --window SIZE     socket buffer size (default: the kernel's)\n"      \
-	"      --overwrite       replace existing files\n"                          \
-	"      --update          replace existing files whose size or mtime\n"      \
-	"                        differ, except those newer at the destination\n"   \
-	"                        (rsync's -u)\n"                                    \
-	"  -c, --checksum        a file of the same size is up to date when its\n"  \
-	"                        content is (both ends digest it), whatever its\n"  \
-	"                        mtime (rsync's -c)\n"                              \
-	"  -W, --whole-file      send a replaced file whole (by default only the\n" \
-	"                        chunks that differ from the old copy travel)\n"    \
-	"      --no-fsync        do not wait for the destination disk before\n"     \
-	"                        renaming (faster; a crash or power loss of\n"      \
-	"                        the receiver can then lose the newest files)\n"    \
-	"      --keep-setid      keep setuid/setgid bits (dropped by default)\n"    \
-	"      --exclude PATTERN leave out what matches (rsync's rules: *, **,\n"   \
-	"                        ?, [..]; a leading / anchors at the root, a\n"     \
-	"                        trailing / matches directories only)\n"            \
-	"      --include PATTERN keep what matches (the first rule that\n"          \
-	"                        matches decides, as in rsync)\n"                   \
-	"      --exclude-from FILE, --include-from FILE  rules, one a line\n"       \
-	"      --files-from FILE send only the paths FILE lists (one a line; -:\n"  \
-	"                        standard input), relative to the one source\n"     \
-	"                        directory, with their parent directories;\n"       \
-	"                        with -r also what is below a listed directory\n"   \
-	"      --from0           FILE's paths end with a NUL byte, not a newline\n" \
-	"      --delete          remove at the destination what the source\n"       \
-	"                        does not have, in the directories sent (not\n"     \
-	"                        what the rules leave out); each is named\n"        \
-	"      --delete-excluded remove what the rules leave out as well\n"         \
-	"  -n, --dry-run         say what would be sent, replaced, skipped and\n"   \
-	"                        deleted; write nothing, move no file data\n"       \
-	"  -v, --verbose         name each file as it is done\n"                    \
-	"      --stats           end with the counts: files considered, sent,\n"    \
-	"                        up to date, failed, deleted; file data sent and\n" \
-	"                        already there (also with -q)\n"                    \
-	"      --link-speed RATE speed of the link for the % of its ceiling\n"      \
-	"      --json            one JSON object per event on standard output\n"    \
-	"  -e, --rsh CMD         start the far end with CMD (default ssh), as\n"    \
-	"                        rsync's -e: -e 'ssh -p 2222 -i key'\n"             \
-	"      --remote-path P   the far end's linerate (default: linerate on\n"    \
-	"                        its PATH)\n"                                       \
-	"      --no-ssh          never start the far end over ssh\n"                \
-	"      --via-ssh         the data through the ssh session too (for a\n"     \
-	"                        firewall; said when a direct connection fails)\n"  \
-	"      --copy-self[=F]   no linerate on the far end: copy one there for\n"  \
-	"                        the run (F, or a static build for its machine)\n"  \
-	"  -r                    accepted, as scp's: trees are always recursive\n"  \
-	"                        (with --files-from: rsync's -r)\n"                 \
-	"  -q, --quiet           no progress, only errors\n"                        \
+#define COMMON_HELP                                                                  \
+	"  -p, --port PORT       server port (default 7350)\n"                       \
+	"  -P, --parallel N      parallel TCP streams (default: 4, or 2 for many\n"  \
+	"                        small files)\n"                                     \
+	"  -4, --ipv4 / -6, --ipv6  only that address family\n"                      \
+	"  -B, --bind ADDR       local address to connect from\n"                    \
+	"      --token-file FILE the server's token (else LINERATE_TOKEN,\n"         \
+	"                        else a prompt); never on the command line\n"        \
+	"      --cipher NAME     auto (default), aes-256-gcm,\n"                     \
+	"                        chacha20-poly1305, or none (data in clear on\n"     \
+	"                        a trusted cable; the server must allow it)\n"       \
+	"      --limit RATE      cap the rate: 50M is 50 MiB/s (a bare number is\n"  \
+	"                        bytes/s), 400mbit is bits/s\n"                      \
+	"      --chunk SIZE      chunk size, 64K-8M (default 1M)\n"                  \
+	"      --size SIZE       send -: the size standard input will have, for\n"   \
+	"                        the progress line's % and ETA (pv's -s)\n"          \
+	"  -w, --window SIZE     socket buffer size (default: the kernel's)\n"       \
+	"      --connect-timeout MS  give up connecting after MS milliseconds\n"     \
+	"                        (as bench and iperf3; 5s works too; default 10s)\n" \
+	"      --timeout SEC     end when the other end is silent for SEC\n"         \
+	"                        seconds (rsync's; at least 10, default 30)\n"       \
+	"      --overwrite       replace existing files\n"                           \
+	"      --update          replace existing files whose size or mtime\n"       \
+	"                        differ, except those newer at the destination\n"    \
+	"                        (rsync's -u)\n"                                     \
+	"  -c, --checksum        a file of the same size is up to date when its\n"   \
+	"                        content is (both ends digest it), whatever its\n"   \
+	"                        mtime (rsync's -c)\n"                               \
+	"  -W, --whole-file      send a replaced file whole (by default only the\n"  \
+	"                        chunks that differ from the old copy travel)\n"     \
+	"      --no-fsync        do not wait for the destination disk before\n"      \
+	"                        renaming (faster; a crash or power loss of\n"       \
+	"                        the receiver can then lose the newest files)\n"     \
+	"      --keep-setid      keep setuid/setgid bits (dropped by default)\n"     \
+	"      --exclude PATTERN leave out what matches (rsync's rules: *, **,\n"    \
+	"                        ?, [..]; a leading / anchors at the root, a\n"      \
+	"                        trailing / matches directories only)\n"             \
+	"      --include PATTERN keep what matches (the first rule that\n"           \
+	"                        matches decides, as in rsync)\n"                    \
+	"      --exclude-from FILE, --include-from FILE  rules, one a line\n"        \
+	"      --files-from FILE send only the paths FILE lists (one a line; -:\n"   \
+	"                        standard input), relative to the one source\n"      \
+	"                        directory, with their parent directories;\n"        \
+	"                        with -r also what is below a listed directory\n"    \
+	"      --from0           FILE's paths end with a NUL byte, not a newline\n"  \
+	"      --delete          remove at the destination what the source\n"        \
+	"                        does not have, in the directories sent (not\n"      \
+	"                        what the rules leave out); each is named\n"         \
+	"      --delete-excluded remove what the rules leave out as well\n"          \
+	"  -n, --dry-run         say what would be sent, replaced, skipped and\n"    \
+	"                        deleted; write nothing, move no file data\n"        \
+	"  -v, --verbose         name each file as it is done\n"                     \
+	"      --stats           end with the counts: files considered, sent,\n"     \
+	"                        up to date, failed, deleted; file data sent and\n"  \
+	"                        already there (also with -q)\n"                     \
+	"      --link-speed RATE speed of the link for the % of its ceiling\n"       \
+	"      --json            one JSON object per event on standard output\n"     \
+	"  -e, --rsh CMD         start the far end with CMD (default ssh), as\n"     \
+	"                        rsync's -e: -e 'ssh -p 2222 -i key'\n"              \
+	"      --remote-path P   the far end's linerate (default: linerate on\n"     \
+	"                        its PATH)\n"                                        \
+	"      --no-ssh          never start the far end over ssh\n"                 \
+	"      --via-ssh         the data through the ssh session too (for a\n"      \
+	"                        firewall; said when a direct connection fails)\n"   \
+	"      --copy-self[=F]   no linerate on the far end: copy one there for\n"   \
+	"                        the run (F, or a static build for its machine)\n"   \
+	"  -r                    accepted, as scp's: trees are always recursive\n"   \
+	"                        (with --files-from: rsync's -r)\n"                  \
+	"  -q, --quiet           no progress, only errors\n"                         \
 	"  -h, --help            this text\n"
 
 const char cmd_send_usage[] =

@@ -93,6 +93,9 @@ struct xfer_opts {
 	/* sender of a pipe (send -): its expected size (--size, pv's -s),
 	 * the progress's total while the real one is unknown; 0 none */
 	uint64_t size_hint;
+	/* --timeout: silence of the peer that ends the session (ms); 0:
+	 * IDLE_MS */
+	int idle_ms;
 };
 
 enum xfer_event_kind {

@@ -9,9 +9,11 @@ loopback.
 import contextlib
 import os
 import re
+import signal
 import socket
 import stat
 import subprocess
+import time
 
 import pytest
 
@@ -742,3 +744,53 @@ def test_paths_below_the_root_in_words(xsrv, tmp_path):
     assert (x.root / "t" / "n.txt").exists() and not (x.root / "~").exists()
     x.get_ok("-q", x.dest("~/t/n.txt"), tmp_path)
     same_file(src, tmp_path / "n.txt")
+
+
+def test_timeout_ends_a_silent_session(xsrv):
+    """--timeout SEC (rsync's): a receiver silent that long ends the
+    send, saying so, instead of the default 30 s."""
+    x = xsrv
+    src = write_random(x.src / "slow.bin", 8 * MiB)
+    argv = x.client_argv("send", "--timeout", "10", "--limit", "1M", src,
+                         x.dest())
+    proc = x.h.popen_a(argv, stdin=subprocess.DEVNULL,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, env=env_without_token())
+    time.sleep(1.5)
+    os.kill(x.srv.proc.pid, signal.SIGSTOP)
+    t0 = time.monotonic()
+    try:
+        out, err = proc.communicate(timeout=60)
+        elapsed = time.monotonic() - t0
+    finally:
+        os.kill(x.srv.proc.pid, signal.SIGCONT)
+    assert proc.returncode == 1, (out, err)
+    assert "for 10 s" in err, err
+    assert 9 <= elapsed < 20, f"ended after {elapsed:.1f} s"
+
+
+@pytest.mark.parametrize("value,low,high", [("1000", 0.9, 5),
+                                            ("300ms", 0.25, 0.9)])
+def test_send_connect_timeout(tmp_path, linerate_bin, value, low, high):
+    """--connect-timeout MS as bench's (iperf3's unit) for send."""
+    f = tmp_path / "f"
+    f.write_bytes(b"x")
+    tok = tmp_path / "tok"
+    tok.write_text(subprocess.run([linerate_bin, "token"],
+                                  capture_output=True, text=True).stdout)
+    with socket.socket() as lsock, socket.socket() as filler:
+        lsock.bind(("127.0.0.1", 0))
+        lsock.listen(0)
+        port = lsock.getsockname()[1]
+        filler.settimeout(5)
+        filler.connect(("127.0.0.1", port))  # the queue is full now
+        t0 = time.monotonic()
+        res = subprocess.run([linerate_bin, "send", "--connect-timeout",
+                              value, "--token-file", str(tok), "-p",
+                              str(port), str(f), "127.0.0.1:"],
+                             stdin=subprocess.DEVNULL, capture_output=True,
+                             text=True, timeout=30, env=env_without_token())
+        elapsed = time.monotonic() - t0
+    assert res.returncode == 1, describe(res)
+    assert "timed out" in res.stderr, describe(res)
+    assert low <= elapsed < high, f"{value} took {elapsed:.2f} s"

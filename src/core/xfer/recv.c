@@ -741,10 +741,10 @@ static enum rx_step rx_tick(struct rxc *c)
 		xfer__journal_flush_all(x);
 		c->next_journal = now + JOURNAL_MS;
 	}
-	if (now - atomic_load(&x->last_activity_ms) > IDLE_MS) {
+	if (now - atomic_load(&x->last_activity_ms) > XFER_IDLE_MS(x)) {
 		c->r = lr_err_set(c->err, LR_ETIMEOUT,
 				  "nothing from the sender for %d s",
-				  IDLE_MS / 1000);
+				  XFER_IDLE_MS(x) / 1000);
 		return RX_FAIL;
 	}
 	xfer__progress_tick(x, &c->pc, now, c->tot.bytes,

@@ -839,10 +839,10 @@ static enum tx_step tx_turn(struct txc *c)
 		return TX_FAIL;
 	}
 	now = net_now_ms();
-	if (now - atomic_load(&x->last_activity_ms) > IDLE_MS) {
+	if (now - atomic_load(&x->last_activity_ms) > XFER_IDLE_MS(x)) {
 		c->r = lr_err_set(c->err, LR_ETIMEOUT,
 				  "no answer from the receiver for %d s",
-				  IDLE_MS / 1000);
+				  XFER_IDLE_MS(x) / 1000);
 		return TX_FAIL;
 	}
 	xfer__progress_tick(x, &c->pc, now, c->tot.bytes, !c->has_pipe,

@@ -89,8 +89,10 @@ _Static_assert(XFER_MIN_CHUNK == PROTO_XFER_MIN_CHUNK &&
 		       XFER_MAX_PATH == PROTO_XFER_MAX_PATH,
 	       "the limits of xfer.h are the wire's");
 
-#define CTRL_TIMEOUT_MS	   10000
-#define IDLE_MS		   30000 /* a peer silent this long has gone */
+#define CTRL_TIMEOUT_MS 10000
+#define IDLE_MS		30000 /* a peer silent this long has gone */
+/* The session's idle limit: --timeout, else IDLE_MS. */
+#define XFER_IDLE_MS(x)	   ((x)->o->idle_ms ? (x)->o->idle_ms : IDLE_MS)
 #define BUSY_WAIT_MS	   35000 /* for others' temporary files (dest.c) */
 #define KEEPALIVE_MS	   5000	 /* an empty XFER_ACKS while so waiting */
 #define ACK_FLUSH_MS	   50
