@@ -497,6 +497,7 @@ int cmd_bench(int argc, char **argv)
 	}
 	session_token_wipe(o.psk, sizeof(o.psk));
 	if (r) {
+		opts_env_token_hint(&o.net, &err);
 		report_bench_error(rp, stderr, err.msg);
 		report_free(rp);
 		return EXIT_RUNTIME;

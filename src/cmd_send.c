@@ -912,6 +912,8 @@ static int run(int argc, char **argv, bool pull)
 	}
 	if (r == -EIO)
 		opts_add_hint(err.msg, sizeof(err.msg), res.first_failure_code);
+	if (r)
+		opts_env_token_hint(&o.net, &err);
 	if (o.via_ssh && sshcli_finish(&sc, r == 0, &err) && !r)
 		r = -EPIPE;
 	session_token_wipe(o.psk, sizeof(o.psk));

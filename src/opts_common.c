@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -191,4 +192,18 @@ int opts_cipher_wish(const struct opts_common *o, bool allow_none,
 					       "chacha20-poly1305");
 	*wish = (uint8_t)c;
 	return 0;
+}
+
+void opts_env_token_hint(const struct opts_common *net, struct lr_err *err)
+{
+	const char *env = getenv("LINERATE_TOKEN");
+	size_t n = strlen(err->msg);
+
+	if (net->token_file || !env || !*env ||
+	    !strstr(err->msg, "has no token"))
+		return;
+	snprintf(err->msg + n, sizeof(err->msg) - n,
+		 "; the token came from LINERATE_TOKEN in your environment: "
+		 "`env -u LINERATE_TOKEN linerate ...` (or unset it) connects "
+		 "without one");
 }

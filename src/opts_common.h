@@ -76,4 +76,11 @@ void opts_common_addr(const struct opts_common *n, uint16_t dflt,
 int opts_cipher_wish(const struct opts_common *o, bool allow_none,
 		     uint8_t *wish, struct lr_err *err);
 
+/*
+ * A server without a token refused a token the client took from
+ * LINERATE_TOKEN in its environment (not --token-file): err's message
+ * says so, and how to leave it out.
+ */
+void opts_env_token_hint(const struct opts_common *net, struct lr_err *err);
+
 #endif

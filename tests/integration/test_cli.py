@@ -3,6 +3,7 @@
 usage errors (exit 2 naming the option and value), help and version."""
 
 import contextlib
+import os
 import pathlib
 import re
 import socket
@@ -158,6 +159,28 @@ def test_server_duration_limit(serve, linerate_bin):
     # within the limit it works
     res = run_bench(linerate_bin, "-t", "0.5", "-i", "0",
                     f"{LOOP}:{srv.port}")
+    assert res.returncode == 0, describe(res)
+
+
+def test_env_token_against_a_tokenless_server(serve, linerate_bin):
+    """A token taken from LINERATE_TOKEN, refused by a server that has
+    none: the error says where the token came from and how to leave it
+    out; without it the bench runs."""
+    srv = serve()
+    tok = subprocess.run([linerate_bin, "token"], capture_output=True,
+                         text=True).stdout.strip()
+    env = dict(os.environ, LINERATE_TOKEN=tok)
+    res = subprocess.run([linerate_bin, "bench", "-t", "0.5",
+                          f"{LOOP}:{srv.port}"], stdin=subprocess.DEVNULL,
+                         capture_output=True, text=True, timeout=30, env=env)
+    assert res.returncode == 1, describe(res)
+    msg = one_error_line(res)
+    assert "has no token" in msg and "LINERATE_TOKEN" in msg, msg
+    assert "env -u LINERATE_TOKEN" in msg, msg
+    del env["LINERATE_TOKEN"]
+    res = subprocess.run([linerate_bin, "bench", "-t", "0.5", "-i", "0",
+                          f"{LOOP}:{srv.port}"], stdin=subprocess.DEVNULL,
+                         capture_output=True, text=True, timeout=30, env=env)
     assert res.returncode == 0, describe(res)
 
 
