@@ -824,6 +824,18 @@ static int pipe_options(const struct send_cli *o, bool pull, struct lr_err *err)
 	return 0;
 }
 
+/* What a failure's message adds: the first failure's hint, where the
+ * token came from. */
+static void error_hints(const struct send_cli *o, int r,
+			const struct xfer_result *res, struct lr_err *err)
+{
+	if (r == -EIO)
+		opts_add_hint(err->msg, sizeof(err->msg),
+			      res->first_failure_code);
+	if (r)
+		opts_env_token_hint(&o->net, err);
+}
+
 static int run(int argc, char **argv, bool pull)
 {
 	const char *name = pull ? "get" : "send";
@@ -910,10 +922,7 @@ static int run(int argc, char **argv, bool pull)
 		if (!r)
 			r = xfer_client_run(&o.c, &cb, &res, &err);
 	}
-	if (r == -EIO)
-		opts_add_hint(err.msg, sizeof(err.msg), res.first_failure_code);
-	if (r)
-		opts_env_token_hint(&o.net, &err);
+	error_hints(&o, r, &res, &err);
 	if (o.via_ssh && sshcli_finish(&sc, r == 0, &err) && !r)
 		r = -EPIPE;
 	session_token_wipe(o.psk, sizeof(o.psk));
