@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "cmds.h"
@@ -386,6 +387,32 @@ static int recv_root(struct recv_cli *o, struct lr_err *err)
 	return 0;
 }
 
+/* Before listening: the directory files will land in (DIR, or the parent
+ * it is made in) takes them: writable, on a file system with room. 0 or
+ * -errno with err saying so in words. */
+static int recv_writable(struct recv_cli *o, struct lr_err *err)
+{
+	int fd = o->dirfd >= 0 ? o->dirfd : o->s.rootfd;
+	const char *what = o->dirfd >= 0 ? o->dir : "its parent directory";
+	struct statvfs v;
+
+	if (o->s.outfd >= 0 || fd < 0)
+		return 0;
+	if (faccessat(fd, ".", W_OK | X_OK, AT_EACCESS))
+		return lr_err_set(err, -errno,
+				  "%s: %s cannot be written (%s); nothing "
+				  "could be received",
+				  o->dir, what,
+				  errno == EROFS ? "a read-only file system"
+						 : "permission denied");
+	if (!fstatvfs(fd, &v) && v.f_blocks && !v.f_bavail)
+		return lr_err_set(err, -ENOSPC,
+				  "%s: no space left on its file system; "
+				  "nothing could be received",
+				  o->dir);
+	return 0;
+}
+
 static void recv_close(struct recv_cli *o)
 {
 	if (o->s.rootfd >= 0)
@@ -466,6 +493,8 @@ int cmd_recv(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	r = recv_root(&o, &err);
+	if (!r)
+		r = recv_writable(&o, &err);
 	if (r) {
 		fprintf(stderr, "linerate recv: %s\n", err.msg);
 		recv_close(&o);

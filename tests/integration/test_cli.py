@@ -317,3 +317,32 @@ def test_command_list_in_order_and_in_the_man_page(linerate_bin):
     synopsis = man.split(".SH SYNOPSIS", 1)[1].split(".SH ", 1)[0]
     for c in cmds:
         assert re.search(r"^\.B linerate %s\b" % c, synopsis, re.M), c
+
+
+@pytest.mark.parametrize("kind", ["read-only", "full"])
+def test_recv_checks_its_directory_before_listening(linerate_bin, tmp_path,
+                                                    kind):
+    """`recv DIR` on a read-only or full file system says so and exits
+    before it prints a token and waits for a sender."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a small tmpfs")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    opts = "ro,size=1m" if kind == "read-only" else "size=64k"
+    subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(mnt)],
+                   check=True)
+    try:
+        if kind == "full":
+            with open(mnt / "fill", "wb") as f:
+                with contextlib.suppress(OSError):
+                    f.write(b"\0" * (1 << 20))
+        res = run_linerate(linerate_bin, "recv", "-p", "0",
+                           str(mnt / "in"), timeout=10)
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+    assert res.returncode == 1, describe(res)
+    assert "token" not in res.stdout.lower(), describe(res)
+    want = ("a read-only file system" if kind == "read-only"
+            else "no space left")
+    assert want in res.stderr and "nothing could be received" in \
+        res.stderr, describe(res)
