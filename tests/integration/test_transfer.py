@@ -794,3 +794,21 @@ def test_send_connect_timeout(tmp_path, linerate_bin, value, low, high):
     assert res.returncode == 1, describe(res)
     assert "timed out" in res.stderr, describe(res)
     assert low <= elapsed < high, f"{value} took {elapsed:.2f} s"
+
+
+def test_command_line_sources_that_are_not_files(xsrv):
+    """/dev/stdin (a link to a descriptor) and a FIFO named as sources:
+    refused with the way to send what they carry ('-'), nothing made at
+    the destination (no dangling symlink, no "0 files" success)."""
+    x = xsrv
+    fifo = x.src / "named.fifo"
+    os.mkfifo(fifo)
+    res = x.send("/dev/stdin", x.dest("x"))
+    assert res.returncode == 1, describe(res)
+    assert "give '-'" in res.stderr, describe(res)
+    res = x.send(fifo, x.dest("y"))
+    assert res.returncode == 1, describe(res)
+    assert "a FIFO" in res.stderr and "linerate send -" in res.stderr, \
+        describe(res)
+    assert not os.path.lexists(x.root / "x")
+    assert not os.path.lexists(x.root / "y")

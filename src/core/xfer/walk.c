@@ -263,6 +263,31 @@ static int top_stdin(struct walker *w, struct wentry *e)
 	return 0;
 }
 
+/* What a FIFO, socket or device node is, in words. */
+static const char *special_words(mode_t mode)
+{
+	if (S_ISFIFO(mode))
+		return "a FIFO";
+	if (S_ISSOCK(mode))
+		return "a socket";
+	return S_ISCHR(mode) ? "a character device" : "a block device";
+}
+
+/* Whether the symlink name in dirfd points at a process's descriptor
+ * (/dev/stdin is /proc/self/fd/0): sent as a link, it would dangle. */
+static bool fd_link(int dirfd, const char *name)
+{
+	char t[64];
+	ssize_t k = readlinkat(dirfd, name, t, sizeof(t) - 1);
+
+	if (k <= 0)
+		return false;
+	t[k] = '\0';
+	return !strncmp(t, "/proc/self/fd/", 14) ||
+	       !strncmp(t, "/dev/fd/", 8) ||
+	       !strncmp(t, "/proc/thread-self/fd/", 21);
+}
+
 /* name in pfd, never followed: a file, directory or symlink. Closes
  * pfd. */
 static int top_entry(struct walker *w, int pfd, const char *arg,
@@ -278,7 +303,19 @@ static int top_entry(struct walker *w, int pfd, const char *arg,
 	if (special(&e->st)) {
 		close(pfd);
 		return lr_err_set(w->err, -EINVAL,
-				  "%s: not a file, directory or symlink", arg);
+				  "%s: %s, not a file, directory or symlink; "
+				  "to send what it carries, give '-' and feed "
+				  "it to standard input (linerate send - "
+				  "HOST:NAME < %s)",
+				  arg, special_words(e->st.st_mode), arg);
+	}
+	if (S_ISLNK(e->st.st_mode) && fd_link(pfd, name)) {
+		close(pfd);
+		return lr_err_set(w->err, -EINVAL,
+				  "%s: a link to one of this process's own "
+				  "descriptors (its standard input?); give "
+				  "'-' to send standard input",
+				  arg);
 	}
 	r = walk_set_path(w, 0, name);
 	if (!r && left_out(w, &e->st))
