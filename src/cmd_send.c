@@ -31,6 +31,7 @@ struct send_cli {
 	bool have_token, json, quiet, verbose, stats;
 	bool force_tty;		  /* get -: binary data to a terminal too */
 	bool own_connect_timeout; /* --connect-timeout given */
+	int progress; /* -1 --no-progress, 1 --progress, 0 neither */
 	uint64_t link_speed;
 	char hostbuf[256];
 	struct remote_addr ra;	/* the last operand (send) or the first */
@@ -68,6 +69,8 @@ enum {
 	OPT_SIZE,
 	OPT_CONNECT_TIMEOUT,
 	OPT_TIMEOUT,
+	OPT_PROGRESS,
+	OPT_NO_PROGRESS,
 	OPT_DELETE_EXCLUDED,
 	OPT_FILES_FROM,
 	OPT_FROM0,
@@ -88,6 +91,8 @@ static const struct option long_opts[] = {
 	{ "size", required_argument, NULL, OPT_SIZE },
 	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "progress", no_argument, NULL, OPT_PROGRESS },
+	{ "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
 	{ "overwrite", no_argument, NULL, OPT_OVERWRITE },
 	{ "update", no_argument, NULL, OPT_UPDATE },
 	{ "no-fsync", no_argument, NULL, OPT_NO_FSYNC },
@@ -243,6 +248,8 @@ static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 	case 'v': o->verbose = true; return 0;
 	case OPT_STATS: o->stats = true; return 0;
 	case OPT_FORCE_TTY: o->force_tty = true; return 0;
+	case OPT_PROGRESS: o->progress = 1; return 0;
+	case OPT_NO_PROGRESS: o->progress = -1; return 0;
 	case OPT_FILES_FROM: o->files_from = optarg; return 0;
 	case OPT_FROM0: o->from0 = true; return 0;
 	/* scp's habit (trees are always recursive); with --files-from,
@@ -910,6 +917,7 @@ static int run(int argc, char **argv, bool pull)
 	}
 	report_xfer_set_mode(rx, o.verbose,
 			     (o.c.x.flags & XFER_F_DRY_RUN) != 0);
+	report_xfer_set_progress(rx, o.progress);
 	report_xfer_set_stats(rx, o.stats);
 	report_xfer_callbacks(rx, &cb);
 	r = o.via_ssh ? ssh_begin(&o, &sc, &err) : 0;

@@ -55,6 +55,8 @@
 	"  -n, --dry-run         say what would be sent, replaced, skipped and\n"    \
 	"                        deleted; write nothing, move no file data\n"        \
 	"  -v, --verbose         name each file as it is done\n"                     \
+	"      --progress        a progress line also when standard error is not\n"  \
+	"                        a terminal (one every 5 s); --no-progress: none\n"  \
 	"      --stats           end with the counts: files considered, sent,\n"     \
 	"                        up to date, failed, deleted; file data sent and\n"  \
 	"                        already there (also with -q)\n"                     \

@@ -107,6 +107,11 @@ void report_xfer_set_mode(struct report_xfer *rx, bool verbose, bool dry_run);
 /* --stats: a block of counts after the end line (human output only; the
  * JSON end event has them all). Printed with -q too. */
 void report_xfer_set_stats(struct report_xfer *rx, bool stats);
+/* The progress line: -1 never (--no-progress), 0 on a terminal only (the
+ * default), 1 also elsewhere, one plain line every few seconds
+ * (--progress). On a terminal it fits the width, dropping fields from
+ * the last: files, elapsed, average, ETA, rate. */
+void report_xfer_set_progress(struct report_xfer *rx, int progress);
 void report_xfer_callbacks(struct report_xfer *rx, struct xfer_callbacks *cb);
 /* link_speed_bps overrides what /sys said (0 = use the result's). */
 void report_xfer_end(struct report_xfer *rx, const struct xfer_result *res,

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 
 #include "core/units.h"
 #include "report_int.h"
@@ -21,6 +22,7 @@ struct report_xfer {
 	bool verbose;	/* -v: every file as it is done */
 	bool dry_run;	/* -n: what would be done */
 	bool stats;	/* --stats: the counts, one a line, at the end */
+	int progress;	/* -1 --no-progress, 0 on a terminal, 1 --progress */
 	pthread_mutex_t lock;
 };
 
@@ -28,6 +30,11 @@ void report_xfer_set_mode(struct report_xfer *rx, bool verbose, bool dry_run)
 {
 	rx->verbose = verbose;
 	rx->dry_run = dry_run;
+}
+
+void report_xfer_set_progress(struct report_xfer *rx, int progress)
+{
+	rx->progress = progress;
 }
 
 void report_xfer_set_stats(struct report_xfer *rx, bool stats)
@@ -165,41 +172,99 @@ static cJSON *progress_json(const char *event, const struct xfer_progress *p)
 	return o;
 }
 
+/* The terminal's width in columns (80 when it does not say). Asked at
+ * every redraw: a resize (SIGWINCH) is followed at the next one. */
+static int term_width(FILE *out)
+{
+	struct winsize ws;
+
+	if (ioctl(fileno(out), TIOCGWINSZ, &ws) || ws.ws_col < 10)
+		return 80;
+	return ws.ws_col;
+}
+
+#define PFIELDS 6
+
+/* The progress line's fields, most needed first: amount (and share),
+ * rate now, ETA, average, elapsed, files. A line too wide for the
+ * terminal drops them from the last (as pv does). */
+static void progress_fields(const struct xfer_progress *p, char f[PFIELDS][48])
+{
+	char done[24], total[24], r[24], t[16];
+	double avg = p->elapsed > 0 ? (double)p->bytes_done / p->elapsed : 0;
+
+	units_fmt_bytes(done, sizeof(done), (double)p->bytes_done);
+	if (p->total_known) {
+		units_fmt_bytes(total, sizeof(total), (double)p->bytes_total);
+		snprintf(f[0], 48, "%10s / %-10s %3.0f%%", done, total,
+			 p->bytes_total ? 100.0 * (double)p->bytes_done /
+						  (double)p->bytes_total
+					: 100.0);
+	} else {
+		snprintf(f[0], 48, "%10s", done);
+	}
+	fmt_mbs(r, sizeof(r), p->rate_now);
+	snprintf(f[1], 48, "%11s", r);
+	f[2][0] = '\0';
+	if (p->total_known && avg > 0) {
+		report__fmt_hms(
+			t, sizeof(t),
+			p->bytes_total > p->bytes_done
+				? (double)(p->bytes_total - p->bytes_done) / avg
+				: 0);
+		snprintf(f[2], 48, "ETA %s", t);
+	} else if (p->total_known) {
+		snprintf(f[2], 48, "ETA -:--");
+	}
+	fmt_mbs(r, sizeof(r), avg);
+	snprintf(f[3], 48, "avg %11s", r);
+	report__fmt_hms(t, sizeof(t), p->elapsed);
+	snprintf(f[4], 48, "%s", t);
+	f[5][0] = '\0';
+	if (p->total_known)
+		snprintf(f[5], 48, "files %llu/%llu",
+			 (unsigned long long)p->files_done,
+			 (unsigned long long)p->files_total);
+}
+
+/* The fields that fit in width - 1 columns (the last one stays empty,
+ * so the terminal never wraps the line), joined into line. */
+static void fit_line(char f[PFIELDS][48], int width, char *line, size_t cap)
+{
+	int n = PFIELDS, i;
+	size_t len;
+
+	for (;;) {
+		line[0] = '\0';
+		len = 0;
+		for (i = 0; i < n; i++) {
+			if (!f[i][0])
+				continue;
+			len += (size_t)snprintf(line + len, cap - len, "%s%s",
+						len ? "  " : "", f[i]);
+			if (len >= cap)
+				len = cap - 1;
+		}
+		if ((int)len < width || n == 1)
+			break;
+		n--;
+	}
+	if ((int)len >= width)
+		line[width - 1] = '\0';
+}
+
 static void progress_human(struct report_xfer *rx,
 			   const struct xfer_progress *p)
 {
-	char done[32], total[32], now[32], avg[32], eta[16], el[16];
-	double avg_bps = p->elapsed > 0 ? (double)p->bytes_done / p->elapsed
-					: 0;
+	char f[PFIELDS][48], line[PFIELDS * 50];
 
-	units_fmt_bytes(done, sizeof(done), (double)p->bytes_done);
-	fmt_mbs(now, sizeof(now), p->rate_now);
-	fmt_mbs(avg, sizeof(avg), avg_bps);
-	report__fmt_hms(el, sizeof(el), p->elapsed);
-	if (p->total_known) {
-		double pct = p->bytes_total ? 100.0 * (double)p->bytes_done /
-						      (double)p->bytes_total
-					    : 100.0;
-
-		units_fmt_bytes(total, sizeof(total), (double)p->bytes_total);
-		if (avg_bps > 0)
-			report__fmt_hms(
-				eta, sizeof(eta),
-				(double)(p->bytes_total - p->bytes_done) /
-					avg_bps);
-		else
-			snprintf(eta, sizeof(eta), "-:--");
-		fprintf(rx->out,
-			"%s%10s / %-10s %3.0f%%  %11s  avg %11s  ETA %s  "
-			"%s  files %llu/%llu%s",
-			rx->tty ? "\r" : "", done, total, pct, now, avg, eta,
-			el, (unsigned long long)p->files_done,
-			(unsigned long long)p->files_total,
-			rx->tty ? "\033[K" : "\n");
+	progress_fields(p, f);
+	if (rx->tty) {
+		fit_line(f, term_width(rx->out), line, sizeof(line));
+		fprintf(rx->out, "\r%s\033[K", line);
 	} else {
-		fprintf(rx->out, "%s%10s  %11s  avg %11s  %s%s",
-			rx->tty ? "\r" : "", done, now, avg, el,
-			rx->tty ? "\033[K" : "\n");
+		fit_line(f, 1000, line, sizeof(line));
+		fprintf(rx->out, "%s\n", line);
 	}
 	rx->line_open = rx->tty;
 	fflush(rx->out);
@@ -251,8 +316,10 @@ static void xfer_event_cb(void *ctx, const struct xfer_event *ev)
 	switch (ev->kind) {
 	case XFER_EV_START: rx->last_plain_ms = 0; break;
 	case XFER_EV_PROGRESS:
+		if (rx->progress < 0 || (!rx->tty && !rx->progress))
+			break; /* --no-progress; not a terminal */
 		if (!rx->tty) {
-			/* one plain line every few seconds in a log */
+			/* --progress: one plain line every few seconds */
 			int64_t ms = (int64_t)(ev->p.elapsed * 1000);
 
 			if (ms - rx->last_plain_ms < 5000)
@@ -270,7 +337,8 @@ static void xfer_event_cb(void *ctx, const struct xfer_event *ev)
 		}
 		break;
 	case XFER_EV_END:
-		if (rx->tty || ev->p.elapsed >= 5) {
+		if (rx->progress >= 0 &&
+		    (rx->tty || (rx->progress > 0 && ev->p.elapsed >= 5))) {
 			struct xfer_progress p = ev->p;
 
 			/* the last line: the average, not the last instant */

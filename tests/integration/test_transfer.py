@@ -812,3 +812,98 @@ def test_command_line_sources_that_are_not_files(xsrv):
         describe(res)
     assert not os.path.lexists(x.root / "x")
     assert not os.path.lexists(x.root / "y")
+
+
+def _progress_in_pty(x, src, cols, resize_to=None):
+    """`send --limit 2M SRC` with its output on a pty of COLS columns
+    (resized to RESIZE_TO after 1 s, with SIGWINCH): [(seconds, text
+    drawn)] of every redraw, escape sequences taken out."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    master, slave = pty.openpty()
+
+    def size(n):
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, n,
+                                                           0, 0))
+    size(cols)
+    argv = x.client_argv("send", "--limit", "2M", "--overwrite", "-W", src,
+                         x.dest())
+    proc = x.h.popen_a(argv, stdin=subprocess.DEVNULL, stdout=slave,
+                       stderr=slave, env=env_without_token())
+    os.close(slave)
+    t0, got, resized = time.monotonic(), [], resize_to is None
+    try:
+        while True:
+            if not resized and time.monotonic() - t0 > 1:
+                fcntl.ioctl(master, termios.TIOCSWINSZ,
+                            struct.pack("HHHH", 24, resize_to, 0, 0))
+                proc.send_signal(signal.SIGWINCH)
+                resized = True
+                got.append((time.monotonic() - t0, "\x00RESIZED"))
+            try:
+                b = os.read(master, 65536)
+            except OSError:
+                break
+            if not b:
+                break
+            got.append((time.monotonic() - t0, b.decode(errors="replace")))
+    finally:
+        os.close(master)
+        proc.wait(timeout=60)
+    assert proc.returncode == 0
+    out, after = [], False
+    for t, chunk in got:
+        if chunk == "\x00RESIZED":
+            after = True
+            continue
+        for seg in re.split(r"[\r\n]", re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "",
+                                               chunk)):
+            if seg:
+                out.append((after, seg))
+    # the progress line's redraws only (the end's lines are text that
+    # a terminal wraps)
+    return [(a, seg) for a, seg in out
+            if re.match(r"^ *[0-9.]+ \w*Bytes( / +[0-9.]+ \w*Bytes +[0-9]+%)?"
+                        r"( |$)", seg)]
+
+
+@pytest.mark.parametrize("cols", [50, 132])
+def test_progress_line_fits_the_terminal(xsrv, cols):
+    """No progress line reaches the terminal's width (it would wrap and
+    stack); a wide one shows every field, a narrow one drops the last
+    ones (files first)."""
+    x = xsrv
+    src = write_random(x.src / "w.bin", 5 * MiB)
+    segs = _progress_in_pty(x, src, cols)
+    progress = [s for _, s in segs]
+    assert len(progress) >= 3, segs
+    assert all(len(s) < cols for _, s in segs), \
+        [s for _, s in segs if len(s) >= cols]
+    if cols >= 132:
+        assert any("files 0/1" in s for s in progress), progress
+    else:
+        assert not any("files" in s for s in progress), progress
+
+
+def test_progress_line_follows_a_resize(xsrv):
+    x = xsrv
+    src = write_random(x.src / "r.bin", 6 * MiB)
+    segs = _progress_in_pty(x, src, 132, resize_to=40)
+    after = [s for a, s in segs if a]
+    assert after and all(len(s) < 40 for s in after), after
+    assert any(len(s) >= 60 for a, s in segs if not a), segs
+
+
+def test_progress_options_when_not_a_terminal(xsrv):
+    """Not on a terminal: no progress line unless --progress (a plain
+    line every few seconds); --no-progress: none."""
+    x = xsrv
+    src = write_random(x.src / "p.bin", 12 * MiB)
+    res = x.send_ok("--limit", "2M", src, x.dest())
+    assert "ETA" not in res.stderr, res.stderr
+    res = x.send_ok("--progress", "--limit", "2M", "--overwrite", "-W", src,
+                    x.dest())
+    lines = [ln for ln in res.stderr.splitlines() if "ETA" in ln]
+    assert lines and "\r" not in res.stderr, res.stderr
