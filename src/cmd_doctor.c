@@ -291,12 +291,16 @@ int cmd_doctor(int argc, char **argv)
 	cb.ctx = &o;
 	r = doctor_go(&o, &sc, &cb, rep, &err);
 	session_token_wipe(o.psk, sizeof(o.psk));
+	if (!r && rep->not_measured[0])
+		r = lr_err_set(&err, -EAGAIN, "%s", rep->not_measured);
 	if (o.json)
 		report_doctor_json(stdout, rep, r ? err.msg : NULL);
-	else if (r)
+	else if (r && !rep->not_measured[0])
 		fprintf(stderr, "linerate doctor: %s\n", err.msg);
 	else
 		report_doctor_human(stdout, rep);
+	if (!o.json && rep->not_measured[0])
+		fprintf(stderr, "linerate doctor: %s\n", rep->not_measured);
 	free(rep);
 	return r ? EXIT_RUNTIME : EXIT_OK;
 }

@@ -848,6 +848,8 @@ int doctor_run(const struct doctor_opts *o, const struct doctor_callbacks *cb,
 	rep->bottleneck = -1;
 	rep->streams = o->streams;
 	r = both_sides(o, cb, rep, dir, err);
+	if (!r && strstr(rep->remote.p.disk_error, "no --root"))
+		say_stage(cb, "without a transfer: the server has no --root");
 	if (!r)
 		r = source_stage(o, cb, rep, src, sizeof(src), &made, err);
 	if (r)
@@ -856,7 +858,13 @@ int doctor_run(const struct doctor_opts *o, const struct doctor_callbacks *cb,
 	if (!r) {
 		cipher_stage(o, rep);
 		dest_stage(rep);
-		r = transfer_stage(o, cb, rep, dir, src, err);
+		/* known from the probe: no transfer to try (ask first) */
+		if (strstr(rep->remote.p.disk_error, "no --root"))
+			snprintf(rep->not_measured, sizeof(rep->not_measured),
+				 "the server has no --root: the transfer was "
+				 "not measured (start it with --root DIR)");
+		else
+			r = transfer_stage(o, cb, rep, dir, src, err);
 	}
 	if (!r)
 		verdict(rep);

@@ -57,6 +57,9 @@ struct doctor_report {
 	char source_desc[200]; /* the file, or "generated data" */
 	/* the transfer */
 	bool xfer_done;
+	/* the transfer could not be measured (a server without --root):
+	 * why; the other stages are in the report */
+	char not_measured[200];
 	double xfer_bps;
 	uint64_t xfer_bytes;
 	/* the verdict */

@@ -119,13 +119,14 @@ class DoctorEnv:
         self.srv = None
 
     def start_server(self, root=None, token=True, cgroups=(),
-                     keep_sys=False):
+                     keep_sys=False, with_root=True):
         """`linerate serve` in host B (inside CGROUPS' tasks files; for
         KEEP_SYS see in_netns)."""
         args = ["-B", self.h.addr_b]
         if token:
-            args += ["--token-file", self.token_file,
-                     "--root", root or self.root]
+            args += ["--token-file", self.token_file]
+            if with_root:
+                args += ["--root", root or self.root]
         popen = self.h.popen_b
         if cgroups:
             ns_b = self.h.ns_b
@@ -363,6 +364,27 @@ def test_server_without_token_json(denv):
     doc = strict_json(res.stdout)
     assert "token" in doc["error"], describe(res)
     assert "bottleneck" not in doc, describe(res)
+
+
+def test_server_without_root(denv):
+    """A server without --root: doctor says so first, measures what needs
+    no root (network both ways, the cipher) and prints those stages, then
+    exits 1 naming what was not measured; no transfer is tried."""
+    d = denv
+    d.start_server(with_root=False)
+    res = d.doctor("-t", "1", "--size", "1M", ADDR_B, timeout=60)
+    assert res.returncode == 1, describe(res)
+    assert "without a transfer: the server has no --root" in res.stderr, \
+        describe(res)
+    assert "measuring a transfer" not in res.stderr, describe(res)
+    assert "network, to the server" in res.stdout, describe(res)
+    assert "cipher (both CPUs)" in res.stdout, describe(res)
+    assert "the transfer was not measured" in res.stderr, describe(res)
+    res = d.doctor("--json", "-t", "1", "--size", "1M", ADDR_B, timeout=60)
+    assert res.returncode == 1, describe(res)
+    doc = strict_json(res.stdout)
+    assert "no --root" in doc["error"], doc
+    assert doc["stages"]["network"]["bytes_per_second"] > 0, doc
 
 
 # (e) ---------------------------------------------------------------------
