@@ -404,8 +404,10 @@ static int recv_writable(struct recv_cli *o, struct lr_err *err)
 				  "could be received",
 				  o->dir, what,
 				  errno == EROFS ? "a read-only file system"
-						 : "permission denied");
-	if (!fstatvfs(fd, &v) && v.f_blocks && !v.f_bavail)
+						 : lr_strerror(-errno));
+	/* root may use the reserved blocks */
+	if (!fstatvfs(fd, &v) && v.f_blocks &&
+	    !(geteuid() ? v.f_bavail : v.f_bfree))
 		return lr_err_set(err, -ENOSPC,
 				  "%s: no space left on its file system; "
 				  "nothing could be received",
@@ -519,6 +521,8 @@ int cmd_recv(int argc, char **argv)
 		recv_close(&o);
 		return EXIT_RUNTIME;
 	}
+	/* a receiver waiting in a log or a service: a line every 5 s */
+	report_xfer_set_progress(o.rx, 1);
 	report_xfer_callbacks(o.rx, &o.report_cb);
 	r = recv_run(&o);
 	report_xfer_free(o.rx);

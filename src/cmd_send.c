@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -204,7 +205,11 @@ static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 		o->c.connect_timeout_ms = (int)v;
 		o->own_connect_timeout = true;
 		return 0;
-	case OPT_TIMEOUT: /* seconds as rsync's; 500ms or 30s too */
+	case OPT_TIMEOUT: /* seconds as rsync's (30s, 45000ms too); 0: none */
+		if (!strcmp(optarg, "0")) {
+			o->c.x.idle_ms = INT_MAX;
+			return 0;
+		}
 		if (strstr(optarg, "ms") ? opts_msec("--timeout", optarg, 10000,
 						     24 * 3600 * 1000, &v, err)
 					 : opts_ms("--timeout", optarg, 10000,
@@ -319,6 +324,8 @@ static int push_args(int argc, char **argv, int first, struct send_cli *o,
 		if (!strcmp(argv[i], "-") && last - first != 1)
 			return lr_err_set(err, -EINVAL,
 					  "'-' (standard input) goes alone");
+		if (strcmp(argv[i], "-") && xfer_source_check(argv[i], err))
+			return -EINVAL;
 		o->paths[i - first] = argv[i];
 		if (contents_of(argv[i]))
 			o->c.src.contents |= 1ull << (i - first);
@@ -809,9 +816,18 @@ static int direct_paths(struct send_cli *o, struct lr_err *err)
 {
 	unsigned i;
 
-	for (i = 0; i < o->c.npaths; i++)
+	for (i = 0; i < o->c.npaths; i++) {
+		const char *raw = o->c.paths[i];
+
 		if (remote_root_path(&o->c.paths[i], err))
 			return -EINVAL;
+		o->c.paths[i] = clean_remote(o->c.paths[i]);
+		if (o->pull && !o->c.paths[i][0])
+			return lr_err_set(err, -EINVAL,
+					  "'%s': name a file or directory "
+					  "below the root",
+					  raw);
+	}
 	if (o->c.op == XFER_PUSH)
 		o->dest = o->c.paths[0];
 	return 0;
@@ -829,6 +845,20 @@ static int pipe_options(const struct send_cli *o, bool pull, struct lr_err *err)
 				  "--force-tty is for `get HOST:FILE -` "
 				  "(standard output)");
 	return 0;
+}
+
+/* SIGINT and SIGTERM cancel the transfer (it ends cleanly); a closed
+ * pipe is an error returned, not a signal. */
+static void catch_signals(void)
+{
+	struct sigaction sa;
+
+	signal(SIGPIPE, SIG_IGN);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 }
 
 /* What a failure's message adds: the first failure's hint, where the
@@ -850,7 +880,6 @@ static int run(int argc, char **argv, bool pull)
 	struct xfer_result res = { 0 };
 	struct lr_err err = { 0 };
 	struct report_xfer *rx;
-	struct sigaction sa;
 	/* static: large (the paths' buffers), and what it holds stays
 	 * reachable on every way out (run is called once) */
 	static struct send_cli o;
@@ -873,7 +902,8 @@ static int run(int argc, char **argv, bool pull)
 	if (!r && !o.via_ssh && !o.ssh.no_ssh && !o.net.token_file &&
 	    !o.net.have_port && !getenv("LINERATE_TOKEN") &&
 	    ssh_nothing_listens(o.c.host, o.c.port, o.c.family,
-				SSHCLI_CONNECT_MS))
+				o.own_connect_timeout ? o.c.connect_timeout_ms
+						      : SSHCLI_CONNECT_MS))
 		fall_back(&o);
 	if (!r && !o.via_ssh)
 		r = direct_paths(&o, &err);
@@ -900,12 +930,7 @@ static int run(int argc, char **argv, bool pull)
 		o.c.outfd = STDOUT_FILENO;
 		o.c.x.tty_guard = !o.force_tty && isatty(STDOUT_FILENO);
 	}
-	signal(SIGPIPE, SIG_IGN);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	catch_signals();
 	/* data on standard output: every message goes to standard error */
 	out = o.json && o.c.outfd < 0 ? stdout : stderr;
 	rx = report_xfer_new(out, o.json ? REPORT_JSON_STREAM : REPORT_HUMAN,

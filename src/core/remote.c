@@ -202,8 +202,14 @@ int remote_root_path(const char **path, struct lr_err *err)
 {
 	const char *p = *path, *c;
 
-	if (p[0] == '~' && (p[1] == '\0' || p[1] == '/'))
-		p += p[1] ? 2 : 1;
+	if (p[0] == '~' && p[1] && p[1] != '/')
+		return lr_err_set(err, -EINVAL,
+				  "'%s': ~USER has no meaning on a linerate "
+				  "server (~ is its root; ./%s names a "
+				  "directory so called)",
+				  *path, *path);
+	if (p[0] == '~')
+		p += 1 + strspn(p + 1, "/");
 	for (c = p; *c; c += strspn(c, "/")) {
 		size_t n = strcspn(c, "/");
 

@@ -61,9 +61,9 @@ int remote_parse(const char *arg, unsigned flags, struct remote_addr *ra,
 /*
  * A PATH below a linerate server's root (the direct mode, not ssh's), as
  * the user typed it, checked before connecting: a leading "~" or "~/"
- * means the root itself (*path advances past it; never a directory
- * named "~"); a ".." component is refused in words (the server's root
- * cannot be left). 0 or -EINVAL with err set.
+ * means the root itself (*path advances past it and its slashes; never
+ * a directory named "~"); "~USER" and a ".." component are refused in
+ * words (the server's root cannot be left). 0 or -EINVAL with err set.
  */
 int remote_root_path(const char **path, struct lr_err *err);
 

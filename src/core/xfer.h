@@ -259,6 +259,12 @@ struct xfer_client_opts {
 unsigned xfer_auto_streams(const struct xfer_client_opts *o,
 			   struct xfer_source *src);
 
+/* A local source named on the command line that is never sent (a FIFO,
+ * socket or device; a link to a descriptor such as /dev/stdin): -EINVAL
+ * with err saying what to do instead, before anything connects; 0 for
+ * anything else (a missing one is the walk's to tell). */
+int xfer_source_check(const char *path, struct lr_err *err);
+
 int xfer_client_run(const struct xfer_client_opts *o,
 		    const struct xfer_callbacks *cb, struct xfer_result *res,
 		    struct lr_err *err);

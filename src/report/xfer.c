@@ -86,6 +86,10 @@ static const char *file_status(const struct xfer_event *ev)
 		return ev->dry_run ? "would_delete" : "deleted";
 	if (ev->dry_run)
 		return ev->replace ? "would_replace" : "would_send";
+	/* a FIFO, socket or device left out: the one skip with a reason,
+	 * not counted among the files up to date */
+	if (ev->skipped && ev->reason)
+		return "special";
 	return ev->skipped ? "skipped" : "done";
 }
 
@@ -178,7 +182,7 @@ static int term_width(FILE *out)
 {
 	struct winsize ws;
 
-	if (ioctl(fileno(out), TIOCGWINSZ, &ws) || ws.ws_col < 10)
+	if (ioctl(fileno(out), TIOCGWINSZ, &ws) || !ws.ws_col)
 		return 80;
 	return ws.ws_col;
 }
@@ -260,7 +264,11 @@ static void progress_human(struct report_xfer *rx,
 
 	progress_fields(p, f);
 	if (rx->tty) {
-		fit_line(f, term_width(rx->out), line, sizeof(line));
+		int width = term_width(rx->out);
+
+		if (width < 2)
+			return; /* no room for a line */
+		fit_line(f, width, line, sizeof(line));
 		fprintf(rx->out, "\r%s\033[K", line);
 	} else {
 		fit_line(f, 1000, line, sizeof(line));

@@ -606,7 +606,7 @@ def test_special_files_in_a_tree_are_told_and_skipped(xsrv):
         res = x.send_ok("--json", "--exclude", "*.fifo", t, x.dest())
         events = json_events(res.stdout)
         skipped = {e["path"]: e for e in events
-                   if e.get("event") == "file" and e["status"] == "skipped"}
+                   if e.get("event") == "file" and e["status"] == "special"}
         assert set(skipped) == {"sp/sub/fifo", "sp/sock"}, events
         assert skipped["sp/sub/fifo"]["reason"] == "a FIFO, not sent"
         assert skipped["sp/sock"]["reason"] == "a socket, not sent"
@@ -797,17 +797,19 @@ def test_send_connect_timeout(tmp_path, linerate_bin, value, low, high):
 
 
 def test_command_line_sources_that_are_not_files(xsrv):
-    """/dev/stdin (a link to a descriptor) and a FIFO named as sources:
-    refused with the way to send what they carry ('-'), nothing made at
-    the destination (no dangling symlink, no "0 files" success)."""
+    """/dev/stdin and /dev/fd/0 (links to a descriptor) and a FIFO named
+    as sources: refused before connecting (exit 2) with the way to send
+    what they carry ('-'); nothing made at the destination (no dangling
+    symlink, no "0 files" success)."""
     x = xsrv
     fifo = x.src / "named.fifo"
     os.mkfifo(fifo)
-    res = x.send("/dev/stdin", x.dest("x"))
-    assert res.returncode == 1, describe(res)
-    assert "give '-'" in res.stderr, describe(res)
+    for link in ("/dev/stdin", "/dev/fd/0"):
+        res = x.send(link, x.dest("x"))
+        assert res.returncode == 2, describe(res)
+        assert "give '-'" in res.stderr, describe(res)
     res = x.send(fifo, x.dest("y"))
-    assert res.returncode == 1, describe(res)
+    assert res.returncode == 2, describe(res)
     assert "a FIFO" in res.stderr and "linerate send -" in res.stderr, \
         describe(res)
     assert not os.path.lexists(x.root / "x")

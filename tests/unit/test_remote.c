@@ -314,7 +314,8 @@ static void root_paths(void **state)
 		{ "~", "" },
 		{ "~/", "" },
 		{ "~/photos", "photos" },
-		{ "~x", "~x" },
+		{ "~//x", "x" },
+		{ "~x", NULL },
 		{ "a/~/b", "a/~/b" },
 		{ "..", NULL },
 		{ "../escape", NULL },
@@ -334,8 +335,8 @@ static void root_paths(void **state)
 
 		if (!cases[i].out) {
 			assert_int_equal(r, -EINVAL);
-			assert_non_null(
-				strstr(e.msg, "may not leave its root"));
+			assert_true(strstr(e.msg, "may not leave its root") ||
+				    strstr(e.msg, "~USER"));
 			assert_ptr_equal(p, cases[i].in);
 		} else {
 			assert_int_equal(r, 0);

@@ -543,7 +543,8 @@ static int announce_one(struct txc *c, struct proto_buf *b)
 	else
 		r = xfer__walk_next(&c->w, &e);
 	if (r == XFER_WALK_VANISHED || r == XFER_WALK_SPECIAL) {
-		xfer__walk_aside(x, c->w.path, r, e.st.st_mode);
+		xfer__walk_aside(x, c->w.path, r,
+				 r == XFER_WALK_SPECIAL ? e.st.st_mode : 0);
 		return 0;
 	}
 	if (r == XFER_WALK_UNREADABLE)

@@ -14,6 +14,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/magic.h>
+#include <sys/statfs.h>
 
 #include "filelist.h"
 #include "filter.h"
@@ -277,15 +279,68 @@ static const char *special_words(mode_t mode)
  * (/dev/stdin is /proc/self/fd/0): sent as a link, it would dangle. */
 static bool fd_link(int dirfd, const char *name)
 {
+	struct statfs fs;
 	char t[64];
-	ssize_t k = readlinkat(dirfd, name, t, sizeof(t) - 1);
+	ssize_t k;
 
+	/* /dev/fd/0 itself: a link in /proc/self/fd, to "pipe:[N]" */
+	if (!fstatfs(dirfd, &fs) && fs.f_type == PROC_SUPER_MAGIC)
+		return true;
+	k = readlinkat(dirfd, name, t, sizeof(t) - 1);
 	if (k <= 0)
 		return false;
 	t[k] = '\0';
 	return !strncmp(t, "/proc/self/fd/", 14) ||
 	       !strncmp(t, "/dev/fd/", 8) ||
-	       !strncmp(t, "/proc/thread-self/fd/", 21);
+	       !strncmp(t, "/proc/thread-self/fd/", 21) ||
+	       !strncmp(t, "pipe:[", 6) || !strncmp(t, "socket:[", 8) ||
+	       !strncmp(t, "anon_inode:", 11);
+}
+
+/* A source named on the command line that is never sent: a FIFO,
+ * socket or device (its contents go as '-'), a link to a descriptor.
+ * -EINVAL with err saying what to do, or 0. */
+static int top_refused(int pfd, const char *name, const char *arg,
+		       const struct stat *st, struct lr_err *err)
+{
+	if (special(st))
+		return lr_err_set(err, -EINVAL,
+				  "%s: %s, not a file, directory or symlink; "
+				  "to send what it carries, give '-' and feed "
+				  "it to standard input (linerate send - "
+				  "HOST:NAME < %s)",
+				  arg, special_words(st->st_mode), arg);
+	if (S_ISLNK(st->st_mode) && fd_link(pfd, name))
+		return lr_err_set(err, -EINVAL,
+				  "%s: a link to one of this process's own "
+				  "descriptors (its standard input?); give "
+				  "'-' to send standard input",
+				  arg);
+	return 0;
+}
+
+int xfer_source_check(const char *path, struct lr_err *err)
+{
+	char parent[FSIO_MAX_PATH + 1], name[FSIO_MAX_NAME + 1];
+	const char *slash = strrchr(path, '/');
+	struct stat st;
+	int pfd, r = 0;
+
+	if (strlen(path) > FSIO_MAX_PATH || (slash && !slash[1]))
+		return 0; /* the walk tells */
+	fsio_split(path, strlen(path), parent, name);
+	if (!name[0])
+		return 0;
+	pfd = open(parent[0]	    ? parent
+		   : path[0] == '/' ? "/"
+				    : ".",
+		   O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0)
+		return 0;
+	if (!fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW))
+		r = top_refused(pfd, name, path, &st, err);
+	close(pfd);
+	return r;
 }
 
 /* name in pfd, never followed: a file, directory or symlink. Closes
@@ -300,22 +355,10 @@ static int top_entry(struct walker *w, int pfd, const char *arg,
 		close(pfd);
 		return r;
 	}
-	if (special(&e->st)) {
+	r = top_refused(pfd, name, arg, &e->st, w->err);
+	if (r) {
 		close(pfd);
-		return lr_err_set(w->err, -EINVAL,
-				  "%s: %s, not a file, directory or symlink; "
-				  "to send what it carries, give '-' and feed "
-				  "it to standard input (linerate send - "
-				  "HOST:NAME < %s)",
-				  arg, special_words(e->st.st_mode), arg);
-	}
-	if (S_ISLNK(e->st.st_mode) && fd_link(pfd, name)) {
-		close(pfd);
-		return lr_err_set(w->err, -EINVAL,
-				  "%s: a link to one of this process's own "
-				  "descriptors (its standard input?); give "
-				  "'-' to send standard input",
-				  arg);
+		return r;
 	}
 	r = walk_set_path(w, 0, name);
 	if (!r && left_out(w, &e->st))
