@@ -23,7 +23,8 @@
 	"      --connect-timeout MS  give up connecting after MS milliseconds\n"     \
 	"                        (as bench and iperf3; 5s works too; default 10s)\n" \
 	"      --timeout SEC     end when the other end is silent for SEC\n"         \
-	"                        seconds (rsync's; at least 10, default 30)\n"       \
+	"                        seconds (rsync's; at least 10, 0 none;\n"           \
+	"                        default 30)\n"                                      \
 	"      --overwrite       replace existing files\n"                           \
 	"      --update          replace existing files whose size or mtime\n"       \
 	"                        differ, except those newer at the destination\n"    \
