@@ -448,10 +448,13 @@ void report_xfer_end(struct report_xfer *rx, const struct xfer_result *res,
 		report__add_num(o, "files_special", (double)res->files_special);
 		report__add_num(o, "streams", res->streams);
 		report__add_num(o, "chunk_size", res->chunk_size);
-		cJSON_AddStringToObject(
-			o, "cipher",
-			res->authenticated ? crypto_cipher_name(res->cipher)
-					   : "none");
+		/* a session that never began had no cipher, not "none" */
+		if (res->streams)
+			cJSON_AddStringToObject(
+				o, "cipher",
+				res->authenticated
+					? crypto_cipher_name(res->cipher)
+					: "none");
 		if (ceiling > 0) {
 			report__add_num(o, "link_speed_bps", (double)speed);
 			report__add_num(o, "tcp_ceiling_bytes_per_second",

@@ -346,3 +346,18 @@ def test_recv_checks_its_directory_before_listening(linerate_bin, tmp_path,
             else "no space left")
     assert want in res.stderr and "nothing could be received" in \
         res.stderr, describe(res)
+
+
+def test_failed_before_a_session_names_no_cipher(linerate_bin, tmp_path):
+    """A send that never connected: its JSON end event has no cipher
+    (not "none", which reads as data sent in clear)."""
+    f = tmp_path / "f"
+    f.write_bytes(b"x")
+    tok = tmp_path / "tok"
+    tok.write_text(run_linerate(linerate_bin, "token").stdout)
+    res = run_linerate(linerate_bin, "send", "--json", "--token-file",
+                       str(tok), "-p", "1", str(f), f"{LOOP}:")
+    assert res.returncode == 1, describe(res)
+    end = [ln for ln in res.stdout.splitlines() if '"end"' in ln]
+    assert end and '"cipher"' not in end[-1], describe(res)
+    assert '"ok":false' in end[-1].replace(" ", ""), describe(res)
