@@ -71,7 +71,7 @@ mkfs.ext4 -q -F "$W/img"
 mkdir "$M"
 mount -o loop "$W/img" "$M"
 dev=$(cat "/sys/block/$(basename "$(findmnt -n -o SOURCE "$M")")/dev")
-mkdir "$M/src" "$M/root" "$M/old"
+mkdir "$M/src" "$M/dst" "$M/old"
 head -c $((size_mib * 1048576)) /dev/urandom >"$M/src/big"
 cp "$M/src/big" "$M/old/big"
 size=$((size_mib * 1048576))
@@ -101,13 +101,13 @@ bg_in_group() { # the same in the background, its pid in PIDS
 # the receiving ends, each on its own port
 "$BIN" token >"$W/tok" 2>/dev/null
 bg_in_group recv env -u LINERATE_TOKEN "$BIN" serve --token-file "$W/tok" -B 127.0.0.1 \
-    -p 7431 --root "$M/root" >"$W/serve1.log" 2>&1
+    -p 7431 --root "$M/dst" >"$W/serve1.log" 2>&1
 if [ -n "$against" ]; then
     bg_in_group recv env -u LINERATE_TOKEN "$against" serve --token-file "$W/tok" -B 127.0.0.1 \
-        -p 7432 --root "$M/root" >"$W/serve2.log" 2>&1
+        -p 7432 --root "$M/dst" >"$W/serve2.log" 2>&1
 fi
 printf 'use chroot = no\nuid = root\ngid = root\n[m]\npath = %s\nread only = no\n' \
-    "$M/root" >"$W/rsyncd.conf"
+    "$M/dst" >"$W/rsyncd.conf"
 bg_in_group recv rsync --daemon --no-detach --address 127.0.0.1 --port 7433 \
     --config "$W/rsyncd.conf" >"$W/rsyncd.log" 2>&1
 sleep 1
@@ -115,8 +115,8 @@ sleep 1
 # one_run TOOL: seconds of one delta, the copy compared after
 one_run() {
     local t0 t1
-    rm -f "$M/root/big" "$M/root/.big."*
-    cp -p "$M/old/big" "$M/root/big"
+    rm -f "$M/dst/big" "$M/dst/.big."*
+    cp -p "$M/old/big" "$M/dst/big"
     sync
     echo 3 >/proc/sys/vm/drop_caches
     t0=$(date +%s%N)
@@ -126,7 +126,7 @@ one_run() {
     rsync) in_group send timeout 600 rsync -a "$M/src/big" rsync://127.0.0.1:7433/m/ ;;
     esac
     t1=$(date +%s%N)
-    cmp -s "$M/src/big" "$M/root/big" || { echo "delta_disk: $1: the copy differs" >&2; return 1; }
+    cmp -s "$M/src/big" "$M/dst/big" || { echo "delta_disk: $1: the copy differs" >&2; return 1; }
     awk -v ns=$((t1 - t0)) 'BEGIN { printf "%.2f\n", ns / 1e9 }'
 }
 

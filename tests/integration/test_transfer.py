@@ -756,7 +756,11 @@ def test_timeout_ends_a_silent_session(xsrv):
     proc = x.h.popen_a(argv, stdin=subprocess.DEVNULL,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True, env=env_without_token())
-    time.sleep(1.5)
+    # the transfer under way: the receiver's temporary file holds data
+    wait_until(lambda: any(p.name.endswith(".lrpart") and
+                           p.stat().st_size > 0
+                           for p in x.root.iterdir()), 20,
+               what="the transfer under way")
     os.kill(x.srv.proc.pid, signal.SIGSTOP)
     t0 = time.monotonic()
     try:
