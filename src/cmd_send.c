@@ -111,6 +111,7 @@ static const struct option long_opts[] = {
 	{ "dry-run", no_argument, NULL, 'n' },
 	{ "checksum", no_argument, NULL, 'c' },
 	{ "whole-file", no_argument, NULL, 'W' },
+	{ "hard-links", no_argument, NULL, 'H' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "stats", no_argument, NULL, OPT_STATS },
 	{ "force-tty", no_argument, NULL, OPT_FORCE_TTY },
@@ -250,6 +251,10 @@ static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 	case 'n': o->c.x.flags |= XFER_F_DRY_RUN; return 0;
 	case 'c': o->c.x.flags |= XFER_F_CHECKSUM; return 0;
 	case 'W': o->c.x.flags |= XFER_F_WHOLE_FILE; return 0;
+	case 'H':
+		o->c.x.flags |= XFER_F_HARD_LINKS;
+		o->c.src.hard_links = true; /* a push's walk */
+		return 0;
 	case 'v': o->verbose = true; return 0;
 	case OPT_STATS: o->stats = true; return 0;
 	case OPT_FORCE_TTY: o->force_tty = true; return 0;
@@ -454,7 +459,7 @@ static int send_parse(int argc, char **argv, struct send_cli *o,
 	o->c.connect_timeout_ms = 10000;
 	o->c.x.progress_ms = 250;
 	o->c.x.cancel = &cancelled;
-	r = opts_parse(&common_spec, "w:e:rqhnvcW", long_opts, own_option, o,
+	r = opts_parse(&common_spec, "w:e:rqhnvcWH", long_opts, own_option, o,
 		       argc, argv, &o->net, err);
 	if (r)
 		return r;
@@ -472,6 +477,11 @@ static int send_parse(int argc, char **argv, struct send_cli *o,
 		o->c.x.filter = o->c.src.filter;
 		o->c.x.delete_root = o->c.src.contents != 0;
 	}
+	if ((o->c.x.flags & XFER_F_HARD_LINKS) &&
+	    (o->c.x.flags & XFER_F_STDOUT))
+		return lr_err_set(err, -EINVAL,
+				  "-H needs a destination directory, not "
+				  "standard output");
 	if ((o->c.x.flags & XFER_F_DELETE) && (o->c.x.flags & XFER_F_STDOUT))
 		return lr_err_set(err, -EINVAL,
 				  "--delete needs a destination directory, "

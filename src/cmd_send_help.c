@@ -34,6 +34,8 @@
 	"                        mtime (rsync's -c)\n"                               \
 	"  -W, --whole-file      send a replaced file whole (by default only the\n"  \
 	"                        chunks that differ from the old copy travel)\n"     \
+	"  -H, --hard-links      keep hard links: names of one file in the\n"        \
+	"                        transfer arrive as links to it, its data once\n"    \
 	"      --no-fsync        do not wait for the destination disk before\n"      \
 	"                        renaming (faster; a crash or power loss of\n"       \
 	"                        the receiver can then lose the newest files)\n"     \

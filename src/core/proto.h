@@ -286,6 +286,7 @@ enum proto_xfer_flag {
 	PROTO_XF_DRY_RUN = 1u << 8,  /* plans only: nothing written or sent */
 	PROTO_XF_CHECKSUM = 1u << 9, /* up to date by content (rsync -c) */
 	PROTO_XF_WHOLE_FILE = 1u << 10, /* no delta of replaced files (-W) */
+	PROTO_XF_HARD_LINKS = 1u << 11, /* hard links kept as links (-H) */
 };
 
 /* The flags of a LIST item */
@@ -341,11 +342,14 @@ enum proto_xfer_kind {
 	PROTO_XK_FILE = 1,
 	PROTO_XK_DIR = 2,
 	PROTO_XK_SYMLINK = 3,
+	PROTO_XK_HARDLINK = 4, /* HARD_LINKS only: a name of an earlier file */
 };
 
 /* entry flags */
 enum proto_xfer_eflag {
 	PROTO_XE_SPARSE = 1u << 0, /* has holes: zero chunks may come */
+	PROTO_XE_LINKED = 1u
+			  << 1, /* HARD_LINKS: later entries may link to it */
 };
 
 /*
@@ -354,7 +358,9 @@ enum proto_xfer_eflag {
  *   mtime_nsec:u32 path_len:u16 target_len:u16 path target
  * idx counts from 0 in announcement order. path is relative to the
  * transfer's destination; target is a symlink's contents (kind symlink
- * only, 1..PROTO_XFER_MAX_PATH bytes, not checked: it is data).
+ * only, 1..PROTO_XFER_MAX_PATH bytes, not checked: it is data), or, for
+ * a hard link, the idx of the earlier file entry it is a name of (4
+ * bytes, link_to).
  */
 #define PROTO_XFER_ENTRY_FIXED 32u /* the fields before path */
 struct proto_xfer_entry {
@@ -369,6 +375,7 @@ struct proto_xfer_entry {
 	uint16_t path_len;
 	const char *target;
 	uint16_t target_len;
+	uint32_t link_to; /* kind HARDLINK: the idx of its file */
 };
 
 enum proto_xfer_action {

@@ -55,6 +55,7 @@ enum xfer_flag {
 	XFER_F_DRY_RUN = 1u << 8,  /* plan and tell, write and move nothing */
 	XFER_F_CHECKSUM = 1u << 9, /* up to date by content: rsync -c */
 	XFER_F_WHOLE_FILE = 1u << 10, /* replaced files sent whole: rsync -W */
+	XFER_F_HARD_LINKS = 1u << 11, /* hard links kept as links: rsync -H */
 };
 
 /* What a sender sends: local paths (push) or paths below a root (pull). */
@@ -73,6 +74,9 @@ struct xfer_source {
 	/* bit i: source i could not be looked at when counted (so it is
 	 * "not there", not "vanished", when the sender comes to it) */
 	uint64_t top_missing;
+	/* -H: files with more than one name are announced once, their other
+	 * names in the transfer as hard links to it */
+	bool hard_links;
 };
 
 struct xfer_opts {
@@ -124,6 +128,8 @@ struct xfer_event {
 	bool replace;	    /* FILE: an existing file replaced */
 	bool delta;	    /* FILE replace: only chunks that differ travel */
 	bool dry_run;	    /* FILE: what would be done (nothing was) */
+	bool linked;	    /* FILE: a hard link to a file of the transfer (-H),
+			reason "to PATH" names it */
 	const char *reason; /* FILE failed */
 	int code;	    /* FILE failed: why, -errno (-EEXIST: the name
 			       exists; -EFBIG: too many chunks) */
@@ -165,6 +171,9 @@ struct xfer_result {
 	/* sender: FIFOs, sockets and device nodes found in a tree, each
 	 * told and left out (not files, directories or symlinks) */
 	uint64_t files_special;
+	/* -H: names made as hard links to a file of the transfer (not in
+	 * files_ok: their data is the file's) */
+	uint64_t files_linked;
 	uint64_t rate_limit; /* --limit (bytes/s) this end knows of; 0 none */
 	bool delete_skipped; /* --delete: skipped after a read error */
 	double seconds;

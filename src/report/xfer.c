@@ -58,18 +58,21 @@ static void end_stats(struct report_xfer *rx, const struct xfer_result *res)
 		"  up to date (skipped): %llu\n"
 		"  failed: %llu (of which unreadable at the source: %llu)\n"
 		"  special (FIFO, socket, device), not sent: %llu\n"
+		"  hard links (-H), made to a file sent: %llu\n"
 		"deleted at the destination: %llu\n"
 		"file data %s: %llu bytes (%s)\n"
 		"file data already there: %llu bytes (%s)\n"
 		"seconds: %.3f\n",
 		(unsigned long long)(res->files_ok + res->files_skipped +
-				     res->files_failed + res->files_special),
+				     res->files_failed + res->files_special +
+				     res->files_linked),
 		rx->dry_run ? "would be sent" : rx->verb,
 		(unsigned long long)res->files_ok,
 		(unsigned long long)res->files_skipped,
 		(unsigned long long)res->files_failed,
 		(unsigned long long)res->files_unread,
 		(unsigned long long)res->files_special,
+		(unsigned long long)res->files_linked,
 		(unsigned long long)res->files_deleted,
 		rx->dry_run ? "moved" : rx->verb,
 		(unsigned long long)res->bytes, b1,
@@ -84,6 +87,8 @@ static const char *file_status(const struct xfer_event *ev)
 		return "failed";
 	if (ev->deleted)
 		return ev->dry_run ? "would_delete" : "deleted";
+	if (ev->linked)
+		return ev->dry_run ? "would_link" : "linked";
 	if (ev->dry_run)
 		return ev->replace ? "would_replace" : "would_send";
 	/* a FIFO, socket or device left out: the one skip with a reason,
@@ -109,6 +114,10 @@ static void file_line(struct report_xfer *rx, const struct xfer_event *ev)
 
 	if (ev->deleted)
 		what = ev->dry_run ? "would delete" : "deleting";
+	else if (ev->linked && (rx->verbose || rx->dry_run))
+		what = ev->dry_run ? "would link" : "linked";
+	else if (ev->linked)
+		what = NULL;
 	else if (ev->dry_run && ev->replace)
 		what = ev->delta ? "would replace (delta)" : "would replace";
 	else if (ev->dry_run)
@@ -379,6 +388,10 @@ static void end_dry_run(struct report_xfer *rx, const struct xfer_result *res)
 		(unsigned long long)res->files_ok,
 		res->files_ok == 1 ? "" : "s",
 		(unsigned long long)res->files_skipped);
+	if (res->files_linked)
+		fprintf(rx->out, ", %llu hard link%s would be made",
+			(unsigned long long)res->files_linked,
+			res->files_linked == 1 ? "" : "s");
 	if (res->files_deleted)
 		fprintf(rx->out, ", %llu would be deleted",
 			(unsigned long long)res->files_deleted);
@@ -410,6 +423,10 @@ static void summary_counts(struct report_xfer *rx,
 	if (res->files_special)
 		fprintf(rx->out, ", %llu special skipped",
 			(unsigned long long)res->files_special);
+	if (res->files_linked)
+		fprintf(rx->out, ", %llu hard link%s",
+			(unsigned long long)res->files_linked,
+			res->files_linked == 1 ? "" : "s");
 	if (res->bytes_held) {
 		units_fmt_bytes(b1, sizeof(b1), (double)res->bytes_held);
 		fprintf(rx->out, ", %s already there", b1);
@@ -446,6 +463,7 @@ void report_xfer_end(struct report_xfer *rx, const struct xfer_result *res,
 		report__add_num(o, "files_unread", (double)res->files_unread);
 		report__add_num(o, "files_deleted", (double)res->files_deleted);
 		report__add_num(o, "files_special", (double)res->files_special);
+		report__add_num(o, "files_linked", (double)res->files_linked);
 		report__add_num(o, "streams", res->streams);
 		report__add_num(o, "chunk_size", res->chunk_size);
 		/* a session that never began had no cipher, not "none" */

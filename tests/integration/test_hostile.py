@@ -103,6 +103,29 @@ CASES = {
                 # a record over its bound: framing, not the cipher's
                 r"stream 1: a record of the wrong type or length for this "
                 r"stream"]),
+    # -H: a hard link only to a file of the session flagged LINKED,
+    # made beneath the root, never to a file that failed verification
+    "hardlink_targets": dict(
+        present={"ok_hl": 10, "ok_hl_link": 10, "ok_hl_2": 10,
+                 "hl_plain": 10},
+        absent=["hl_a", "hl_b", "escape_hl", "x", "hl_fw", "hl_after",
+                "hl_unasked"],
+        links=[("ok_hl", "ok_hl_link")],
+        reason=[r"hl_a: refused: a hard link to an entry that is not a "
+                r"file others may link to",
+                REFUSED_PATH + r'"\." or "\.\." component',
+                REFUSED_PATH + r"absolute path",
+                r"malformed",
+                r"announced a hard link, which this transfer did not ask for"]),
+    "hardlink_unverified": dict(
+        present={},
+        absent=["hl_sum", "hl_sum_link"],
+        reason=[r"hl_sum_link: not linked: hl_sum was not received"]),
+    "hardlink_over_symlink": dict(
+        present={"hl_src": 10, "hl_sym": 10},
+        absent=[],
+        links=[("hl_src", "hl_sym")],
+        reason=[]),
     "more_files": dict(
         present={},
         absent=[f"more_files_{i}" for i in range(1, 5)],
@@ -276,6 +299,9 @@ def test_hostile_sender(case, linerate_bin, hostile_bin, serve, token,
         got = (root / rel).read_bytes()
         assert got == data, (f"{rel} holds {got[:32]!r}... ({len(got)} "
                              f"bytes), not what was sent\n{what}")
+    for one, two in exp.get("links", []):
+        assert os.path.samefile(root / one, root / two), \
+            f"{two} is not a hard link to {one}\n{what}"
     for rel in exp.get("maybe10", []):
         if os.path.lexists(root / rel):
             data = (root / rel).read_bytes()

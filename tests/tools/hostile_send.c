@@ -79,6 +79,8 @@ struct ent {
 	const char *target;
 	uint64_t size;
 	uint16_t mode;
+	uint8_t eflags;	  /* LINKED */
+	uint32_t link_to; /* a HARDLINK's file */
 };
 
 struct act {
@@ -745,6 +747,8 @@ static int run_act(const struct act *a, unsigned no)
 			.target = e->target,
 			.target_len =
 				(uint16_t)(e->target ? strlen(e->target) : 0),
+			.eflags = e->eflags,
+			.link_to = e->link_to,
 		};
 		char pe_esc[FSIO_MAX_PATH * 4 + 1];
 
@@ -878,6 +882,18 @@ out:
 	{                                                            \
 		.kind = PROTO_XK_SYMLINK, .path = (p), .target = (t) \
 	}
+
+/* -H: a 10-byte file others may link to, and a hard link to entry i */
+#define LFILE10(p)                                              \
+	{                                                       \
+		.kind = PROTO_XK_FILE, .path = (p), .size = 10, \
+		.eflags = PROTO_XE_LINKED                       \
+	}
+#define HLINK(p, i)                                                    \
+	{                                                              \
+		.kind = PROTO_XK_HARDLINK, .path = (p), .link_to = (i) \
+	}
+#define HL PROTO_XF_HARD_LINKS
 
 static char g_abs_file[FSIO_MAX_PATH], g_abs_dir[FSIO_MAX_PATH],
 	g_abs_link[FSIO_MAX_PATH], g_out_target[FSIO_MAX_PATH];
@@ -1335,6 +1351,58 @@ static int run_case(const char *name)
 		const char *hold = getenv("HOSTILE_HOLD_S");
 
 		return run_huge_sparse(256ull << 30, hold ? atoi(hold) : 5);
+	} else if (!strcmp(name, "hardlink_targets")) {
+		acts[n++] = (struct act){
+			.what = "hard links to a file not flagged LINKED, to a "
+				"directory, and one to a good file",
+			.flags = HL,
+			.ents = { FILE10("hl_plain"), DIR("hl_dir"),
+				  HLINK("hl_a", 0), HLINK("hl_b", 1),
+				  LFILE10("ok_hl"), HLINK("ok_hl_link", 4) },
+			.nents = 6,
+		};
+		acts[n++] = (struct act){
+			.what = "hard links named outside the root",
+			.flags = HL,
+			.ents = { LFILE10("ok_hl_2"), HLINK("../escape_hl", 0),
+				  HLINK(g_abs_file, 0), HLINK("a/../../x", 0) },
+			.nents = 4,
+		};
+		acts[n++] = (struct act){
+			.what = "a hard link to a later entry",
+			.flags = HL,
+			.ents = { HLINK("hl_fw", 1), LFILE10("hl_after") },
+			.nents = 2,
+		};
+		acts[n++] = (struct act){
+			.what = "a LINKED file without HARD_LINKS asked",
+			.ents = { LFILE10("hl_unasked") },
+			.nents = 1,
+		};
+	} else if (!strcmp(name, "hardlink_unverified")) {
+		acts[n++] = (struct act){
+			.what = "a hard link to a file whose digest is wrong",
+			.flags = HL,
+			.mis = M_BAD_SUM,
+			.ents = { { .kind = PROTO_XK_FILE,
+				    .path = "hl_sum",
+				    .eflags = PROTO_XE_LINKED,
+				    .size = 5 * CHUNK + 3 },
+				  HLINK("hl_sum_link", 0) },
+			.nents = 2,
+		};
+	} else if (!strcmp(name, "hardlink_over_symlink")) {
+		acts[n++] = (struct act){
+			.what = "symlink 'hl_sym' to OUTSIDE/target",
+			.ents = { LINK("hl_sym", g_out_target) },
+			.nents = 1,
+		};
+		acts[n++] = (struct act){
+			.what = "--overwrite -H: a hard link named 'hl_sym'",
+			.flags = HL | PROTO_XF_OVERWRITE,
+			.ents = { LFILE10("hl_src"), HLINK("hl_sym", 0) },
+			.nents = 2,
+		};
 	} else if (!strcmp(name, "bad_sum")) {
 		acts[n++] = (struct act){
 			.what = "right chunks, wrong file digest",

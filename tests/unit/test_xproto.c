@@ -296,7 +296,8 @@ static void test_items_roundtrip(void **state)
 {
 	struct proto_xfer_entry file = { .idx = 0,
 					 .kind = PROTO_XK_FILE,
-					 .eflags = PROTO_XE_SPARSE,
+					 .eflags = PROTO_XE_SPARSE |
+						   PROTO_XE_LINKED,
 					 .mode = 0644,
 					 .size = 123456789,
 					 .mtime_sec = -5,
@@ -323,8 +324,13 @@ static void test_items_roundtrip(void **state)
 					 .path_len = 6,
 					 .target = "../../etc/passwd",
 					 .target_len = 16 };
-	const struct proto_xfer_entry *entries[] = { &file, &pipe, &dir,
-						     &link };
+	struct proto_xfer_entry hard = { .idx = 4,
+					 .kind = PROTO_XK_HARDLINK,
+					 .path = "dir/hard",
+					 .path_len = 8,
+					 .link_to = 0 };
+	const struct proto_xfer_entry *entries[] = { &file, &pipe, &dir, &link,
+						     &hard };
 	struct proto_xfer_plan plan = { 7, PROTO_XA_RESUME }, plan2;
 	struct proto_xfer_held held = { 7, 3, { 0xde, 0xad } }, held2;
 	struct proto_xfer_sum sum = { 7, 1ull << 33, 1024, 1000, { 1, 2, 3 } },
@@ -379,6 +385,8 @@ static void test_items_roundtrip(void **state)
 		assert_int_equal(e.target_len, x->target_len);
 		if (x->target_len)
 			assert_memory_equal(e.target, x->target, x->target_len);
+		if (x->kind == PROTO_XK_HARDLINK)
+			assert_int_equal(e.link_to, x->link_to);
 	}
 	assert_int_equal(proto_xfer_iter_next(&it), 1);
 	assert_int_equal(proto_xfer_get_entry(&it, &e), LR_EBADMSG);
@@ -810,6 +818,7 @@ enum item {
 	I_FILE,
 	I_DIR,
 	I_LINK,
+	I_HLINK,
 	I_PLAN,
 	I_HELD,
 	I_SUM,
@@ -831,7 +840,17 @@ struct item_case {
 static const struct item_case item_cases[] = {
 	{ "entry kind 0", I_FILE, 4, 0, 1, 0, 0 },
 	{ "entry kind 4", I_FILE, 4, 4, 1, 0, 0 },
-	{ "entry unknown eflag", I_FILE, 5, 2, 1, 0, 0 },
+	{ "entry unknown eflag", I_FILE, 5, 4, 1, 0, 0 },
+	{ "dir LINKED", I_DIR, 5, PROTO_XE_LINKED, 1, 0, 0 },
+	{ "symlink LINKED", I_LINK, 5, PROTO_XE_LINKED, 1, 0, 0 },
+	{ "hard link LINKED", I_HLINK, 5, PROTO_XE_LINKED, 1, 0, 0 },
+	{ "entry kind 5", I_HLINK, 4, 5, 1, 0, 0 },
+	{ "hard link without its file", I_HLINK, 30, 0, 2, -4, 0 },
+	{ "hard link target_len 5", I_HLINK, 30, 5, 2, 1, 0 },
+	{ "hard link target_len 3", I_HLINK, 30, 3, 2, -1, 0 },
+	{ "hard link to itself", I_HLINK, 40, 1, 4, 0, 0 },
+	{ "hard link to a later entry", I_HLINK, 40, 2, 4, 0, 0 },
+	{ "hard link with size", I_HLINK, 8, 1, 8, 0, 0 },
 	{ "entry mode 010000", I_FILE, 6, 010000, 2, 0, 0 },
 	{ "entry mode 0xffff", I_FILE, 6, 0xffff, 2, 0, 0 },
 	{ "entry nsec 1e9", I_FILE, 24, 1000000000, 4, 0, 0 },
@@ -895,6 +914,12 @@ static void put_item(struct proto_buf *b, enum item item)
 		e.size = 0;
 		proto_put_xfer_entry(b, &e);
 		break;
+	case I_HLINK:
+		e.kind = PROTO_XK_HARDLINK;
+		e.size = 0;
+		e.link_to = 0;
+		proto_put_xfer_entry(b, &e);
+		break;
 	case I_LINK:
 		e.kind = PROTO_XK_SYMLINK;
 		e.size = 0;
@@ -941,7 +966,8 @@ static int get_item(const struct proto_xfer_iter *it, enum item item)
 	switch (item) {
 	case I_FILE:
 	case I_DIR:
-	case I_LINK: return proto_xfer_get_entry(it, &u.e);
+	case I_LINK:
+	case I_HLINK: return proto_xfer_get_entry(it, &u.e);
 	case I_PLAN: return proto_xfer_get_plan(it, &u.p);
 	case I_HELD: return proto_xfer_get_held(it, &u.h);
 	case I_SUM: return proto_xfer_get_sum(it, &u.s);
@@ -1144,7 +1170,28 @@ static const struct rq_case rq_cases[] = {
 	  0,
 	  0,
 	  false },
-	{ "unknown flag bit", 1, 4, 0, 1u << 11, { "" }, 1, 0, 0, false },
+	{ "unknown flag bit", 1, 4, 0, 1u << 12, { "" }, 1, 0, 0, false },
+	{ "hard links", 1, 4, 0, PROTO_XF_HARD_LINKS, { "" }, 1, 0, 0, true },
+	{ "hard links into a pipe",
+	  2,
+	  4,
+	  0,
+	  PROTO_XF_HARD_LINKS | PROTO_XF_STDOUT,
+	  { "a" },
+	  1,
+	  0,
+	  0,
+	  false },
+	{ "hard links, scratch",
+	  1,
+	  4,
+	  0,
+	  PROTO_XF_HARD_LINKS | PROTO_XF_SCRATCH,
+	  { "" },
+	  1,
+	  0,
+	  0,
+	  false },
 	{ "delete-excluded alone", 1, 4, 0, 1u << 7, { "" }, 1, 0, 0, false },
 	{ "high flag bit", 1, 4, 0, 1u << 31, { "" }, 1, 0, 0, false },
 	{ "push two paths", 1, 4, 0, 0, { "a", "b" }, 2, 0, 0, false },

@@ -8,7 +8,8 @@
 #include "proto_int.h"
 #include "banned.h"
 
-#define XE_ALL (PROTO_XE_SPARSE)
+#define XE_ALL	    (PROTO_XE_SPARSE | PROTO_XE_LINKED)
+#define LINK_TO_LEN 4u /* a hard link's target: the idx of its file */
 
 void proto__wait_encode(uint8_t *out, const struct proto_xfer_wait *w)
 {
@@ -37,9 +38,15 @@ bool proto_xfer_batch_room(const struct proto_buf *b, size_t n)
 	       end <= b->cap;
 }
 
+static size_t target_len_of(const struct proto_xfer_entry *e)
+{
+	return e->kind == PROTO_XK_HARDLINK ? LINK_TO_LEN : e->target_len;
+}
+
 size_t proto_xfer_entry_size(const struct proto_xfer_entry *e)
 {
-	return 4 + PROTO_XFER_ENTRY_FIXED + (size_t)e->path_len + e->target_len;
+	return 4 + PROTO_XFER_ENTRY_FIXED + (size_t)e->path_len +
+	       target_len_of(e);
 }
 
 /* A TLV for a batch item: -ENOBUFS (sticky) past PROTO_MAX_BODY. */
@@ -67,11 +74,13 @@ void proto_put_xfer_entry(struct proto_buf *b, const struct proto_xfer_entry *e)
 	proto__be64(q + 16, (uint64_t)e->mtime_sec);
 	proto__be32(q + 24, e->mtime_nsec);
 	proto__be16(q + 28, e->path_len);
-	proto__be16(q + 30, e->target_len);
+	proto__be16(q + 30, (uint16_t)target_len_of(e));
 	q += PROTO_XFER_ENTRY_FIXED;
 	if (e->path_len)
 		memcpy(q, e->path, e->path_len);
-	if (e->target_len)
+	if (e->kind == PROTO_XK_HARDLINK)
+		proto__be32(q + e->path_len, e->link_to);
+	else if (e->target_len)
 		memcpy(q + e->path_len, e->target, e->target_len);
 }
 
@@ -202,9 +211,12 @@ static bool item_is(const struct proto_xfer_iter *it, uint16_t tag, size_t vlen)
 /* The bounds of an entry (docs/PROTOCOL.md, the bounds table). */
 static bool entry_ok(const struct proto_xfer_entry *x)
 {
-	if (x->kind < PROTO_XK_FILE || x->kind > PROTO_XK_SYMLINK)
+	if (x->kind < PROTO_XK_FILE || x->kind > PROTO_XK_HARDLINK)
 		return false;
 	if (x->eflags & ~(unsigned)XE_ALL)
+		return false;
+	/* only a file has names that link to it */
+	if (x->kind != PROTO_XK_FILE && (x->eflags & PROTO_XE_LINKED))
 		return false;
 	if (x->mode > 07777 || x->mtime_nsec >= 1000000000u)
 		return false;
@@ -212,6 +224,10 @@ static bool entry_ok(const struct proto_xfer_entry *x)
 		return false;
 	if (x->kind == PROTO_XK_SYMLINK) {
 		if (x->target_len < 1 || x->target_len > PROTO_XFER_MAX_PATH)
+			return false;
+	} else if (x->kind == PROTO_XK_HARDLINK) {
+		/* an earlier entry's idx */
+		if (x->target_len != LINK_TO_LEN)
 			return false;
 	} else if (x->target_len) {
 		return false;
@@ -244,6 +260,14 @@ int proto_xfer_get_entry(const struct proto_xfer_iter *it,
 		return LR_EBADMSG;
 	x.path = (const char *)v + PROTO_XFER_ENTRY_FIXED;
 	x.target = x.target_len ? x.path + x.path_len : NULL;
+	x.link_to = 0;
+	if (x.kind == PROTO_XK_HARDLINK) {
+		x.link_to = proto__rd32((const uint8_t *)x.target);
+		if (x.link_to >= x.idx)
+			return LR_EBADMSG; /* a name of a file announced before */
+		x.target = NULL;
+		x.target_len = 0;
+	}
 	*e = x;
 	return 0;
 }

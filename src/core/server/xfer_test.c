@@ -256,6 +256,7 @@ static int run_engine(struct server_test *t,
 		src.paths = (const char *const *)paths;
 		src.contents = req->contents;
 		src.filter = filter->n || filter->list ? filter : NULL;
+		src.hard_links = req->flags & PROTO_XF_HARD_LINKS;
 		xo.flags &= ~(uint32_t)PROTO_XF_STDOUT;
 		r = xfer_send(&cs, &src, &xo, srv->o.xfer_cb, &ev->xres, &e);
 		/* the client verified every file and finished; only its

@@ -645,6 +645,7 @@ int xfer__late_add(struct late **head, const struct proto_xfer_entry *e)
 	l->mtime_sec = e->mtime_sec;
 	l->mtime_nsec = e->mtime_nsec;
 	l->path = strndup(e->path, e->path_len);
+	l->link_to = e->link_to;
 	if (e->target_len)
 		l->target = strndup(e->target, e->target_len);
 	if (!l->path || (e->target_len && !l->target)) {
@@ -658,23 +659,23 @@ int xfer__late_add(struct late **head, const struct proto_xfer_entry *e)
 	return 0;
 }
 
-/* A symlink that could not be made: counted, the first failure kept,
- * a FAIL item into fb. */
+/* A symlink or hard link that could not be made (why: in words, else
+ * e's): counted, the first failure kept, a FAIL item into fb. */
 static void late_failed(struct xsess *x, const struct late *l, int e,
-			struct proto_buf *fb, uint64_t *failed_n)
+			const char *why, struct proto_buf *fb,
+			uint64_t *failed_n)
 {
 	struct proto_xfer_fail fl = { .idx = l->idx, .code = (uint32_t)-e };
 	char esc[ESC_MAX];
 
+	if (!why)
+		why = e == -EEXIST ? "exists" : lr_strerror(e);
 	snprintf(fl.text, sizeof(fl.text), "%s: %s",
-		 fsio_escape(l->path, strlen(l->path), esc, sizeof(esc)),
-		 e == -EEXIST ? "exists" : lr_strerror(e));
+		 fsio_escape(l->path, strlen(l->path), esc, sizeof(esc)), why);
 	(*failed_n)++;
 	xfer__lock(&x->lock);
-	xfer__note_failure_at(x, l->path,
-			      e == -EEXIST ? "exists" : lr_strerror(e), e);
-	xfer__path_event(x, l->path, false,
-			 e == -EEXIST ? "exists" : lr_strerror(e), e);
+	xfer__note_failure_at(x, l->path, why, e);
+	xfer__path_event(x, l->path, false, why, e);
 	xfer__unlock(&x->lock);
 	if (proto_xfer_batch_room(fb, 4 + 8 + strlen(fl.text)))
 		proto_put_xfer_fail(fb, &fl);
@@ -693,11 +694,26 @@ static void late_symlink(struct xsess *x, const struct late *l,
 	dfd = fsio_open_dir(x->rx.destfd, parent, true, 0755);
 	e = dfd < 0 ? dfd : fsio_symlink_replace(dfd, name, l->target, replace);
 	if (e)
-		late_failed(x, l, e, fb, failed_n);
+		late_failed(x, l, e, NULL, fb, failed_n);
 	else
 		utimensat(dfd, name, ts, AT_SYMLINK_NOFOLLOW);
 	if (dfd >= 0)
 		close(dfd);
+}
+
+static void late_hardlink(struct xsess *x, const struct late *l,
+			  struct proto_buf *fb, uint64_t *failed_n)
+{
+	char why[PROTO_MAX_TEXT];
+	int e = xfer__hl_make(x, l, why, sizeof(why));
+
+	if (e) {
+		late_failed(x, l, e, why, fb, failed_n);
+		return;
+	}
+	xfer__lock(&x->lock);
+	x->res->files_linked++;
+	xfer__unlock(&x->lock);
 }
 
 static void late_dir(struct xsess *x, const struct late *l)
@@ -723,8 +739,11 @@ void xfer__late_apply(struct xsess *x, struct late *l, struct proto_buf *fb,
 
 	if (x->o->flags & XFER_F_DRY_RUN)
 		return; /* nothing made, nothing changed */
-	/* symlinks, then directories children first: the list is in
-	 * reverse order of announcement */
+	/* hard links and symlinks, then directories children first: the
+	 * list is in reverse order of announcement */
+	for (i = l; i; i = i->next)
+		if (i->kind == PROTO_XK_HARDLINK)
+			late_hardlink(x, i, fb, failed_n);
 	for (i = l; i; i = i->next)
 		if (i->kind == PROTO_XK_SYMLINK)
 			late_symlink(x, i, fb, failed_n);

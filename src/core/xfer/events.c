@@ -129,6 +129,21 @@ void xfer__walk_aside(struct xsess *x, const char *path, int what, mode_t mode)
 	free(f.path); /* NULL when the event took it */
 }
 
+void xfer__link_event(struct xsess *x, const char *path, uint32_t to,
+		      bool dry_run)
+{
+	const char *file = xfer__hl_path(&x->tx.hl, to);
+	char why[PROTO_MAX_TEXT];
+	unsigned n = x->evq.n;
+
+	snprintf(why, sizeof(why), "to %s", file ? file : "its file");
+	xfer__path_event(x, path, true, why, 0);
+	if (x->evq.n > n) {
+		x->evq.v[x->evq.n - 1].linked = true;
+		x->evq.v[x->evq.n - 1].dry_run = dry_run;
+	}
+}
+
 void xfer__path_event(struct xsess *x, const char *path, bool ok,
 		      const char *reason, int code)
 {
@@ -165,6 +180,7 @@ void xfer__deliver(struct xsess *x)
 			.replace = e->replace,
 			.delta = e->delta,
 			.dry_run = e->dry_run,
+			.linked = e->linked,
 			.reason = e->reason,
 			.code = e->code,
 		};

@@ -74,65 +74,6 @@ static int slot_drain(struct rxc *c, struct xfile *f)
 	return 0;
 }
 
-/* FNV-1a of a path, never 0. */
-static uint64_t name_hash(const char *p, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	while (n--) {
-		h ^= (uint8_t)*p++;
-		h *= 0x100000001b3ull;
-	}
-	return h ? h : 1;
-}
-
-/* The cells left by files that have gone are dropped: the table is
- * made again from the window's files (at most XFER_WINDOW of RX_NAMES
- * cells). Under lock. */
-static void names_rebuild(struct xsess *x)
-{
-	unsigned i, k;
-
-	memset(x->rx.names, 0, sizeof(x->rx.names));
-	x->rx.nnames = 0;
-	for (i = 0; i < XFER_WINDOW; i++) {
-		const struct xfile *f = &x->win[i];
-
-		if (!xfer__used(f) || f->kind != PROTO_XK_FILE || !f->path)
-			continue;
-		k = name_hash(f->path, strlen(f->path)) % RX_NAMES;
-		while (x->rx.names[k].h)
-			k = (k + 1) % RX_NAMES;
-		x->rx.names[k] =
-			(struct rx_name){ name_hash(f->path, strlen(f->path)),
-					  f->idx };
-		x->rx.nnames++;
-	}
-}
-
-/* Entry e (a file) and the window's files: true when one of them, still
- * in flight, has its path; else e's is noted. Under lock. */
-static bool name_taken(struct xsess *x, const struct proto_xfer_entry *e)
-{
-	uint64_t h = name_hash(e->path, e->path_len);
-	unsigned k = h % RX_NAMES;
-
-	if (x->rx.nnames >= RX_NAMES * 3 / 4)
-		names_rebuild(x);
-	for (; x->rx.names[k].h; k = (k + 1) % RX_NAMES) {
-		const struct xfile *f = xfer__entry(x, x->rx.names[k].idx);
-
-		if (x->rx.names[k].h == h && x->rx.names[k].idx != e->idx &&
-		    f && f->path && f->rx.state != XRX_FAILED &&
-		    strlen(f->path) == e->path_len &&
-		    !memcmp(f->path, e->path, e->path_len))
-			return true;
-	}
-	x->rx.names[k] = (struct rx_name){ h, e->idx };
-	x->rx.nnames++;
-	return false;
-}
-
 /* An entry in its free slot may take it: within what the totals said. */
 static int entry_admit(struct rxc *c, const struct proto_xfer_entry *e)
 {
@@ -192,7 +133,7 @@ static int entry_take(struct rxc *c, struct xfile *f,
 	x->rx.announced = c->next_idx;
 	r = xfer__file_init(f, e);
 	f->rx.state = XRX_ANNOUNCED;
-	c->twice = e->kind == PROTO_XK_FILE && name_taken(x, e);
+	c->twice = e->kind == PROTO_XK_FILE && xfer__name_taken(x, e);
 	f->pipe = e->size == PROTO_XFER_SIZE_UNKNOWN;
 	xfer__unlock(&x->lock);
 	return r ? lr_err_setc(c->err, r, "an entry's path") : 0;
@@ -311,19 +252,46 @@ static int entry_symlink(struct rxc *c, struct xfile *f,
 	return r ? lr_err_setc(c->err, r, "memory") : 0;
 }
 
+/* A hard link (-H): recorded, made at the end to its file, when that
+ * one got its name. */
+static int entry_hardlink(struct rxc *c, struct xfile *f,
+			  const struct proto_xfer_entry *e)
+{
+	struct xsess *x = c->x;
+	const char *why;
+	int r = 0;
+
+	xfer__lock(&x->lock);
+	why = xfer__hl_refused(x, e);
+	if (!why)
+		r = entry_late(c, f, e);
+	xfer__unlock(&x->lock);
+	if (why)
+		return entry_refused(c, f, why);
+	return r ? lr_err_setc(c->err, r, "memory") : 0;
+}
+
 /* A file: its plan, into the XFER_PLAN being built. */
 static int entry_file(struct rxc *c, struct xfile *f,
-		      const struct proto_xfer_entry *e)
+		      const struct proto_xfer_entry *e, const char *path)
 {
 	struct xsess *x = c->x;
 	struct proto_xfer_plan plan;
 	bool empty = false;
-	int r = xfer__plan_file(x, f, e, &c->plan, &plan);
+	int r = 0;
 
+	if (e->eflags & PROTO_XE_LINKED) { /* other names may link to it */
+		xfer__lock(&x->lock);
+		r = xfer__hl_leader_add(x, e->idx, path);
+		xfer__unlock(&x->lock);
+	}
+	if (!r)
+		r = xfer__plan_file(x, f, e, &c->plan, &plan);
 	if (r)
 		return lr_err_setc(c->err, r, "planning %s", xfer__path(f));
 	xfer__lock(&x->lock);
 	if (plan.action == PROTO_XA_SKIP) {
+		xfer__hl_leader_named(x, f, f->rx.dirfd, f->rx.name);
 		x->res->files_skipped++;
 		x->files_done++;
 		x->bytes_held += e->size;
@@ -373,6 +341,11 @@ static int on_entry(struct rxc *c, const struct proto_xfer_entry *e)
 	r = entry_take(c, f, e);
 	if (r)
 		return r;
+	if (!(c->x->o->flags & XFER_F_HARD_LINKS) &&
+	    (e->kind == PROTO_XK_HARDLINK || (e->eflags & PROTO_XE_LINKED)))
+		return lr_err_set(c->err, LR_EBADMSG,
+				  "the sender announced a hard link, which "
+				  "this transfer did not ask for");
 	memcpy(path, e->path, e->path_len);
 	path[e->path_len] = 0;
 	/* the source has it, whatever comes of it here */
@@ -393,7 +366,9 @@ static int on_entry(struct rxc *c, const struct proto_xfer_entry *e)
 		return entry_dir(c, f, e, path);
 	if (e->kind == PROTO_XK_SYMLINK)
 		return entry_symlink(c, f, e);
-	return entry_file(c, f, e);
+	if (e->kind == PROTO_XK_HARDLINK)
+		return entry_hardlink(c, f, e);
+	return entry_file(c, f, e, path);
 }
 
 /* The destination, made when the first entry comes. */
@@ -965,6 +940,7 @@ out:
 		close(x->rx.destfd);
 	xfer__late_free(c.late);
 	xfer__del_free(x);
+	xfer__hl_leaders_free(x);
 	free(c.ts);
 	free(c.buf);
 	free(c.rbuf);

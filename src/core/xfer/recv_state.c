@@ -100,6 +100,7 @@ static void file_named(struct xsess *x, struct xfile *f, int fr, bool dirty)
 	}
 	x->res->files_ok++;
 	x->files_done++;
+	xfer__hl_leader_named(x, f, f->rx.dirfd, f->rx.name);
 	xfer__file_event(x, f, true, false, NULL, 0);
 	xfer__file_release(f);
 }

@@ -60,80 +60,6 @@ enum tx_step {
 	TX_FAIL
 };
 
-/* The symlink of entry idx among those kept for the end, or NULL (they
- * are kept in idx order). */
-static struct tx_link *link_find(struct xsess *x, uint32_t idx)
-{
-	unsigned lo = 0, hi = x->tx.nlinks;
-
-	while (lo < hi) {
-		unsigned mid = lo + (hi - lo) / 2;
-
-		if (x->tx.links[mid].idx == idx)
-			return &x->tx.links[mid];
-		if (x->tx.links[mid].idx < idx)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
-}
-
-/* A symlink is done for now: the receiver makes it at the end, and says
- * then if it failed; its event waits for that. Under lock. */
-static int link_keep(struct xsess *x, struct xfile *f)
-{
-	struct xsend *q = &x->tx;
-
-	if (q->nlinks == q->cap_links) {
-		unsigned nc = q->cap_links ? q->cap_links * 2 : 64;
-		struct tx_link *nl = realloc(q->links, nc * sizeof(*nl));
-
-		if (!nl)
-			return -ENOMEM;
-		q->links = nl;
-		q->cap_links = nc;
-	}
-	q->links[q->nlinks++] =
-		(struct tx_link){ .idx = f->idx, .path = f->path };
-	f->path = NULL;
-	return 0;
-}
-
-/* After XFER_DONE: each kept symlink's event, failed when a FAIL named
- * it. */
-static void links_told(struct xsess *x)
-{
-	struct xsend *q = &x->tx;
-	unsigned i;
-
-	xfer__lock(&x->lock);
-	for (i = 0; i < q->nlinks; i++) {
-		struct tx_link *l = &q->links[i];
-		const char *p = l->path ? l->path : "";
-
-		if (l->fail) {
-			x->res->files_failed++;
-			xfer__note_failure_at(x, p, l->fail, l->code);
-		}
-		xfer__path_event(x, p, !l->fail, l->fail, l->code);
-	}
-	xfer__unlock(&x->lock);
-}
-
-void xfer__links_free(struct xsess *x)
-{
-	unsigned i;
-
-	for (i = 0; i < x->tx.nlinks; i++) {
-		free(x->tx.links[i].path);
-		free(x->tx.links[i].fail);
-	}
-	free(x->tx.links);
-	x->tx.links = NULL;
-	x->tx.nlinks = x->tx.cap_links = 0;
-}
-
 /* A FAIL item: kept with its entry for the REFUSE or FILE_FAILED that
  * follows, or with a symlink made at the end; one for nothing known is
  * the session's late failure. Under lock. 0 or LR_EBADMSG. */
@@ -149,7 +75,7 @@ static int fail_item(struct xsess *x, const struct proto_xfer_iter *it)
 		return LR_EBADMSG;
 	code = fl.code && fl.code < 4096 ? -(int)fl.code : -EIO;
 	f = xfer__entry(x, fl.idx);
-	l = f ? NULL : link_find(x, fl.idx);
+	l = f ? NULL : xfer__link_find(x, fl.idx);
 	if (l && !l->fail) {
 		l->fail = strdup(fl.text);
 		l->code = code;
@@ -321,10 +247,15 @@ static int ack_one(struct xsess *x, const struct proto_xfer_ack *a)
 	case PROTO_XS_FILE_DONE:
 		if (f->kind == PROTO_XK_FILE)
 			x->res->files_ok++;
-		if (x->o->flags & XFER_F_DRY_RUN) /* would be made */
+		if ((x->o->flags & XFER_F_DRY_RUN) &&
+		    f->kind == PROTO_XK_HARDLINK) {
+			x->res->files_linked++; /* would be */
+			xfer__link_event(x, xfer__path(f), f->link_to, true);
+		} else if (x->o->flags & XFER_F_DRY_RUN) /* would be made */
 			xfer__dry_event(x, f, false);
-		else if (f->kind == PROTO_XK_SYMLINK)
-			r = link_keep(x, f); /* told at the end */
+		else if (f->kind == PROTO_XK_SYMLINK ||
+			 f->kind == PROTO_XK_HARDLINK)
+			r = xfer__link_keep(x, f); /* told at the end */
 		else
 			xfer__file_event(x, f, true, false, NULL, 0);
 		xfer__tx_file_end(x, f);
@@ -419,6 +350,10 @@ static void entry_of(const struct wentry *e, const char *path, uint32_t idx,
 		pe->target = e->target;
 		pe->target_len = e->target_len;
 	}
+	if (e->kind == PROTO_XK_HARDLINK)
+		pe->link_to = e->link_to;
+	if (e->linked)
+		pe->eflags |= PROTO_XE_LINKED;
 }
 
 /* The announced entry takes its slot. */
@@ -551,6 +486,10 @@ static int announce_one(struct txc *c, struct proto_buf *b)
 		return unreadable(c, b);
 	if (r <= 0)
 		return r < 0 ? r : 1;
+	if ((x->o->flags & XFER_F_HARD_LINKS) &&
+	    (r = xfer__hl_sender(&x->tx.hl, &e, c->next_idx, path,
+				 rereads > 0)) < 0)
+		return r;
 	if (grew(c, &e)) {
 		if (e.fd >= 0 && !e.is_stdin)
 			close(e.fd);
@@ -861,7 +800,7 @@ static void take_done(struct txc *c)
 {
 	struct xfer_result *res = c->x->res;
 
-	links_told(c->x);
+	xfer__links_told(c->x);
 	res->remote.disk_us = c->done.wait.write_us;
 	res->remote.net_us = c->done.wait.net_us;
 	res->remote.cipher_us = c->done.wait.cipher_us;

@@ -616,6 +616,8 @@ int xfer__walk_next(struct walker *w, struct wentry *e)
 	int r;
 
 	e->read_err = 0;
+	e->linked = false;
+	e->link_to = 0;
 	while (w->depth) {
 		struct wframe *f = &w->st[w->depth - 1];
 
@@ -700,6 +702,7 @@ int xfer__count_sources(const struct xfer_source *src,
 			uint64_t *missing, struct lr_err *err,
 			struct counter *c)
 {
+	struct xlinks hl = { 0 }; /* -H: each file's bytes counted once */
 	struct walker w;
 	struct wentry e;
 	int r;
@@ -715,7 +718,8 @@ int xfer__count_sources(const struct xfer_source *src,
 			continue;
 		if (e.is_stdin)
 			*pipe = true;
-		else if (e.kind == PROTO_XK_FILE)
+		else if (e.kind == PROTO_XK_FILE &&
+			 !(src->hard_links && xfer__hl_counted(&hl, &e.st)))
 			t->bytes += (uint64_t)e.st.st_size;
 		if (c && t->files % 256 == 0 && !count_publish(c, t, *pipe)) {
 			r = -ECANCELED;
@@ -723,6 +727,7 @@ int xfer__count_sources(const struct xfer_source *src,
 		}
 	}
 	xfer__walk_fini(&w);
+	xfer__hl_free(&hl);
 	if (*pipe)
 		t->bytes = UINT64_MAX;
 	if (missing)

@@ -102,6 +102,7 @@ int xfer__file_init(struct xfile *f, const struct proto_xfer_entry *e)
 	f->mtime_sec = e->mtime_sec;
 	f->mtime_nsec = e->mtime_nsec;
 	f->size = e->size;
+	f->link_to = e->link_to;
 	f->path = strndup(e->path, e->path_len);
 	return f->path ? 0 : -ENOMEM;
 }

@@ -76,7 +76,9 @@ _Static_assert(XFER__SAME(XFER_F_OVERWRITE, PROTO_XF_OVERWRITE) &&
 		       XFER__SAME(XFER_F_NO_FSYNC, PROTO_XF_NO_FSYNC) &&
 		       XFER__SAME(XFER_F_KEEP_SETID, PROTO_XF_KEEP_SETID) &&
 		       XFER__SAME(XFER_F_STDOUT, PROTO_XF_STDOUT) &&
-		       XFER__SAME(XFER_F_SCRATCH, PROTO_XF_SCRATCH),
+		       XFER__SAME(XFER_F_SCRATCH, PROTO_XF_SCRATCH) &&
+		       XFER__SAME(XFER_F_WHOLE_FILE, PROTO_XF_WHOLE_FILE) &&
+		       XFER__SAME(XFER_F_HARD_LINKS, PROTO_XF_HARD_LINKS),
 	       "enum xfer_flag is the wire's");
 _Static_assert(XFER__SAME(XFER_PUSH, PROTO_XFER_PUSH) &&
 		       XFER__SAME(XFER_PULL, PROTO_XFER_PULL),
@@ -228,6 +230,7 @@ struct xfile {
 	uint8_t *digests;      /* nchunks * DIGEST_LEN */
 	uint8_t *cstate;
 	uint8_t *tries;
+	uint32_t link_to;  /* a hard link: the idx of its file */
 	uint32_t finished; /* chunks hashed (sender) or verified (receiver) */
 	uint32_t sent;	   /* distinct chunks sent / received this session */
 	int fd;		   /* source, or the temporary file */
@@ -247,16 +250,50 @@ struct retry {
 /* A symlink the receiver makes at the end, and what became of it. */
 struct tx_link {
 	uint32_t idx;
+	bool hard;   /* a hard link (-H), counted as linked when made */
+	uint32_t to; /* a hard link: the idx of its file */
 	char *path;
 	char *fail; /* its FAIL's text, NULL while none came */
 	int code;
+};
+
+/* -H, sender: the files with more than one name met so far, by device and
+ * inode, with the idx of the entry that announced each (an open table, at
+ * most half full; hardlink.c) */
+struct xlinks {
+	struct xlink_cell {
+		uint64_t dev, ino;
+		uint32_t idx;
+		bool used;
+	} * h;
+	size_t cap, n;
+	/* the files so announced, in idx order, with their paths (what a
+	 * link's line names) */
+	struct xlink_file {
+		uint32_t idx;
+		char *path;
+	} * files;
+	size_t nfiles, cap_files;
+};
+
+/* -H, receiver: the file entries announced LINKED, in idx order, and
+ * whether each got its name (received and verified, or up to date), with
+ * the device and inode it then had (hardlink.c; under lock) */
+struct xleaders {
+	struct xleader {
+		uint32_t idx;
+		bool ok;
+		uint64_t dev, ino;
+		char *path;
+	} * v;
+	size_t n, cap;
 };
 
 /* A file event waiting for the control thread. */
 struct xfer__fev {
 	char *path; /* taken from the file */
 	uint64_t size;
-	bool ok, skipped, deleted, replace, delta, dry_run;
+	bool ok, skipped, deleted, replace, delta, dry_run, linked;
 	int code;
 	char *reason; /* NULL when ok */
 };
@@ -285,6 +322,8 @@ struct xsend {
 	 * outcome is told after XFER_DONE (in idx order) */
 	struct tx_link *links;
 	unsigned nlinks, cap_links;
+	struct xlinks hl; /* -H: files of more than one name met (control
+			     thread) */
 };
 
 /* The receiver's shared state. */
@@ -330,6 +369,7 @@ struct xrecv {
 	} names[RX_NAMES];
 	unsigned nnames; /* cells taken, stale ones too */
 	struct xdel del;
+	struct xleaders leaders;
 };
 
 struct xsess {
@@ -467,6 +507,10 @@ void xfer__file_event(struct xsess *x, struct xfile *f, bool ok, bool skipped,
 void xfer__walk_aside(struct xsess *x, const char *path, int what, mode_t mode);
 /* Queue a file event for a path that has no window entry (a symlink made
  * at the end). Under x->lock. */
+/* A hard link made (or, dry_run, that would be) to the file announced
+ * as idx: its event, which names that file. Under lock. */
+void xfer__link_event(struct xsess *x, const char *path, uint32_t to,
+		      bool dry_run);
 void xfer__path_event(struct xsess *x, const char *path, bool ok,
 		      const char *reason, int code);
 /* An entry --delete removed (or would, in a dry run): counted, its event
@@ -584,6 +628,10 @@ struct wentry {
 	/* a directory announced whose entries could not be read: the
 	 * -errno, with the walker's err saying what failed */
 	int read_err;
+	/* -H: announced as a name of entry link_to (kind HARDLINK), or as a
+	 * file other names may link to (LINKED) */
+	bool linked;
+	uint32_t link_to;
 };
 
 struct wframe {
@@ -652,6 +700,12 @@ void xfer__counter_join(struct counter *c, struct xfer_source *src,
 
 /* ---- send.c ---- */
 
+/* links_told.c: symlinks and hard links made at the end (sender). The
+ * kept one of entry idx, or NULL; f kept (under lock); each told after
+ * XFER_DONE; freed. */
+struct tx_link *xfer__link_find(struct xsess *x, uint32_t idx);
+int xfer__link_keep(struct xsess *x, struct xfile *f);
+void xfer__links_told(struct xsess *x);
 void xfer__links_free(struct xsess *x);
 
 /* ---- send_stream.c ---- */
@@ -713,6 +767,7 @@ struct late {
 	uint32_t mtime_nsec;
 	char *path;
 	char *target;
+	uint32_t link_to; /* a hard link: the idx of its file */
 };
 
 int xfer__late_add(struct late **head, const struct proto_xfer_entry *e);
@@ -741,6 +796,40 @@ bool xfer__same_content(struct xsess *x, int dirfd, const char *name,
 int xfer__del_run(struct xsess *x, const struct late *l, uint64_t unread,
 		  struct proto_buf *b);
 void xfer__del_free(struct xsess *x);
+
+/* ---- names.c: one temporary file a name (receiver) ---- */
+
+/* Entry e (a file) and the window's files: true when one of them, still
+ * in flight, has its path; else e's is noted. Under lock. */
+bool xfer__name_taken(struct xsess *x, const struct proto_xfer_entry *e);
+
+/* ---- hardlink.c: -H ---- */
+
+/* Sender: whether the file e (a regular file of more than one name) is a
+ * name of one announced before: 1 with e made a HARDLINK to it, 0 when
+ * it is announced as a file (LINKED) with idx, -ENOMEM. again: the file
+ * is announced once more (it changed as it was read): it is the one
+ * later names link to. */
+int xfer__hl_sender(struct xlinks *l, struct wentry *e, uint32_t idx,
+		    const char *path, bool again);
+/* The path of the file announced as idx (LINKED), or NULL. */
+const char *xfer__hl_path(const struct xlinks *l, uint32_t idx);
+/* Counter: whether st is a name of a file counted before (its bytes are
+ * not counted again). */
+bool xfer__hl_counted(struct xlinks *l, const struct stat *st);
+void xfer__hl_free(struct xlinks *l);
+/* Receiver, under lock: a LINKED file entry is announced (0, -ENOMEM);
+ * it got its name (dirfd/name: where), or is up to date there. */
+int xfer__hl_leader_add(struct xsess *x, uint32_t idx, const char *path);
+void xfer__hl_leader_named(struct xsess *x, const struct xfile *f, int dirfd,
+			   const char *name);
+/* Receiver: why a HARDLINK entry e is refused (its file is not a LINKED
+ * file entry of this session), or NULL. Under lock. */
+const char *xfer__hl_refused(struct xsess *x, const struct proto_xfer_entry *e);
+/* At the end: make the hard link l; failures as late_failed. */
+int xfer__hl_make(struct xsess *x, const struct late *l, char *why,
+		  size_t whylen);
+void xfer__hl_leaders_free(struct xsess *x);
 
 /* ---- prehash.c: digests ahead of the plan (sender) ---- */
 

@@ -1,0 +1,340 @@
+// SPDX-License-Identifier: MIT
+/*
+ * -H, hard links kept as links (docs/PROTOCOL.md section 7.3 and 7.7).
+ * The sender announces a file of more than one name once, flagged LINKED,
+ * and each other name it meets in the transfer as a HARDLINK entry that
+ * carries the first one's idx: the data travels once. The receiver keeps
+ * the LINKED entries and whether each got its name, and makes the links
+ * at the end, when every file is done: a link is made only to a file this
+ * session received and verified (or found up to date), still the same
+ * inode under its name, and only beneath the destination.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "xfer_int.h"
+#include "banned.h"
+
+/* ---- the sender's table of files with more than one name ---- */
+
+static uint64_t mix(uint64_t dev, uint64_t ino)
+{
+	uint64_t z = dev * 0x9e3779b97f4a7c15ull ^ ino;
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static struct xlink_cell *cell_of(struct xlinks *l, uint64_t dev, uint64_t ino)
+{
+	size_t i = (size_t)mix(dev, ino) & (l->cap - 1);
+
+	while (l->h[i].used && (l->h[i].dev != dev || l->h[i].ino != ino))
+		i = (i + 1) & (l->cap - 1);
+	return &l->h[i];
+}
+
+static int grow(struct xlinks *l)
+{
+	size_t cap = l->cap ? l->cap * 2 : 256, i;
+	struct xlink_cell *old = l->h, *h = calloc(cap, sizeof(*h));
+
+	if (!h)
+		return -ENOMEM;
+	l->h = h;
+	l->cap = cap;
+	for (i = 0; old && i < cap / 2; i++)
+		if (old[i].used)
+			*cell_of(l, old[i].dev, old[i].ino) = old[i];
+	free(old);
+	return 0;
+}
+
+/* The cell of st's inode, taken (new: used is false) or found; NULL
+ * without memory. */
+static struct xlink_cell *lookup(struct xlinks *l, const struct stat *st)
+{
+	struct xlink_cell *c;
+
+	if ((l->n + 1) * 2 > l->cap && grow(l))
+		return NULL;
+	c = cell_of(l, (uint64_t)st->st_dev, (uint64_t)st->st_ino);
+	return c;
+}
+
+static bool has_names(const struct stat *st)
+{
+	return S_ISREG(st->st_mode) && st->st_nlink > 1;
+}
+
+/* The file announced as idx with its path, kept for the lines of its
+ * links. */
+static int file_keep(struct xlinks *l, uint32_t idx, const char *path)
+{
+	if (l->nfiles == l->cap_files) {
+		size_t nc = l->cap_files ? l->cap_files * 2 : 64;
+		struct xlink_file *nv = realloc(l->files, nc * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		l->files = nv;
+		l->cap_files = nc;
+	}
+	l->files[l->nfiles] = (struct xlink_file){ idx, strdup(path) };
+	if (!l->files[l->nfiles].path)
+		return -ENOMEM;
+	l->nfiles++;
+	return 0;
+}
+
+const char *xfer__hl_path(const struct xlinks *l, uint32_t idx)
+{
+	size_t lo = 0, hi = l->nfiles;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (l->files[mid].idx == idx)
+			return l->files[mid].path;
+		if (l->files[mid].idx < idx)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+int xfer__hl_sender(struct xlinks *l, struct wentry *e, uint32_t idx,
+		    const char *path, bool again)
+{
+	struct xlink_cell *c;
+
+	if (e->kind != PROTO_XK_FILE || e->is_stdin || !has_names(&e->st))
+		return 0;
+	c = lookup(l, &e->st);
+	if (!c)
+		return -ENOMEM;
+	if (c->used && !again) {
+		e->kind = PROTO_XK_HARDLINK;
+		e->link_to = c->idx;
+		if (e->fd >= 0)
+			close(e->fd); /* its data travels with its file */
+		e->fd = -1;
+		return 1;
+	}
+	if (!c->used)
+		l->n++;
+	*c = (struct xlink_cell){ .dev = (uint64_t)e->st.st_dev,
+				  .ino = (uint64_t)e->st.st_ino,
+				  .idx = idx,
+				  .used = true };
+	e->linked = true;
+	return file_keep(l, idx, path);
+}
+
+bool xfer__hl_counted(struct xlinks *l, const struct stat *st)
+{
+	struct xlink_cell *c;
+
+	if (!has_names(st))
+		return false;
+	c = lookup(l, st);
+	if (!c || c->used)
+		return c != NULL;
+	l->n++;
+	*c = (struct xlink_cell){ .dev = (uint64_t)st->st_dev,
+				  .ino = (uint64_t)st->st_ino,
+				  .used = true };
+	return false;
+}
+
+void xfer__hl_free(struct xlinks *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->nfiles; i++)
+		free(l->files[i].path);
+	free(l->files);
+	free(l->h);
+	*l = (struct xlinks){ 0 };
+}
+
+/* ---- the receiver's LINKED files ---- */
+
+/* The LINKED entry idx, or NULL (they come in idx order). */
+static struct xleader *leader_of(struct xsess *x, uint32_t idx)
+{
+	struct xleaders *s = &x->rx.leaders;
+	size_t lo = 0, hi = s->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->v[mid].idx == idx)
+			return &s->v[mid];
+		if (s->v[mid].idx < idx)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+int xfer__hl_leader_add(struct xsess *x, uint32_t idx, const char *path)
+{
+	struct xleaders *s = &x->rx.leaders;
+
+	if (s->n == s->cap) {
+		size_t nc = s->cap ? s->cap * 2 : 64;
+		struct xleader *nv = realloc(s->v, nc * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		s->v = nv;
+		s->cap = nc;
+	}
+	s->v[s->n] = (struct xleader){ .idx = idx, .path = strdup(path) };
+	if (!s->v[s->n].path)
+		return -ENOMEM;
+	s->n++;
+	return 0;
+}
+
+void xfer__hl_leader_named(struct xsess *x, const struct xfile *f, int dirfd,
+			   const char *name)
+{
+	struct xleader *d;
+	struct stat st;
+
+	if (!(f->eflags & PROTO_XE_LINKED) || !(d = leader_of(x, f->idx)))
+		return;
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) ||
+	    !S_ISREG(st.st_mode))
+		return; /* not linked to, then */
+	d->ok = true;
+	d->dev = (uint64_t)st.st_dev;
+	d->ino = (uint64_t)st.st_ino;
+}
+
+const char *xfer__hl_refused(struct xsess *x, const struct proto_xfer_entry *e)
+{
+	if (!(x->o->flags & XFER_F_HARD_LINKS))
+		return "a hard link, and hard links were not asked for";
+	if (!leader_of(x, e->link_to))
+		return "a hard link to an entry that is not a file others "
+		       "may link to";
+	return NULL;
+}
+
+void xfer__hl_leaders_free(struct xsess *x)
+{
+	struct xleaders *s = &x->rx.leaders;
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		free(s->v[i].path);
+	free(s->v);
+	*s = (struct xleaders){ 0 };
+}
+
+/* ---- making the links, at the end ---- */
+
+/* Name name in ndfd as the file name in ldfd (st: what it is). An
+ * existing name that is that file already is as good as made; another
+ * one is replaced only with replace (never a directory). */
+static int link_name(int ldfd, const char *lname, int ndfd, const char *nname,
+		     const struct stat *st, bool replace)
+{
+	struct stat have;
+	int e;
+
+	if (!linkat(ldfd, lname, ndfd, nname, 0))
+		return 0;
+	e = -errno;
+	if (e != -EEXIST)
+		return e;
+	if (fstatat(ndfd, nname, &have, AT_SYMLINK_NOFOLLOW))
+		return -errno;
+	if (have.st_dev == st->st_dev && have.st_ino == st->st_ino)
+		return 0;
+	if (S_ISDIR(have.st_mode))
+		return -EISDIR;
+	if (!replace)
+		return -EEXIST;
+	if (unlinkat(ndfd, nname, 0))
+		return -errno;
+	return linkat(ldfd, lname, ndfd, nname, 0) ? -errno : 0;
+}
+
+/* The file's name opened (its directory into *ldfd) and checked: still
+ * the file this session named. */
+static int leader_open(struct xsess *x, const struct xleader *d, int *ldfd,
+		       char *lname, struct stat *st)
+{
+	char parent[FSIO_MAX_PATH + 1];
+
+	fsio_split(d->path, strlen(d->path), parent, lname);
+	*ldfd = fsio_open_dir(x->rx.destfd, parent, false, 0);
+	if (*ldfd < 0)
+		return *ldfd;
+	if (fstatat(*ldfd, lname, st, AT_SYMLINK_NOFOLLOW))
+		return -errno;
+	if (!S_ISREG(st->st_mode) || (uint64_t)st->st_dev != d->dev ||
+	    (uint64_t)st->st_ino != d->ino)
+		return -ESTALE;
+	return 0;
+}
+
+int xfer__hl_make(struct xsess *x, const struct late *l, char *why,
+		  size_t whylen)
+{
+	char lname[FSIO_MAX_NAME + 1], parent[FSIO_MAX_PATH + 1],
+		name[FSIO_MAX_NAME + 1], esc[ESC_MAX];
+	bool replace = x->o->flags & (XFER_F_OVERWRITE | XFER_F_UPDATE);
+	struct xleader d = { 0 };
+	struct xleader *p;
+	struct stat st;
+	int ldfd = -1, ndfd = -1, r;
+
+	xfer__lock(&x->lock);
+	p = leader_of(x, l->link_to);
+	if (p)
+		d = *p;
+	xfer__unlock(&x->lock);
+	if (!d.path || !d.ok) {
+		snprintf(why, whylen, "not linked: %s was not received",
+			 d.path ? fsio_escape(d.path, strlen(d.path), esc,
+					      sizeof(esc))
+				: "its file");
+		return -ENOENT;
+	}
+	r = leader_open(x, &d, &ldfd, lname, &st);
+	if (r)
+		snprintf(why, whylen, "not linked: %s %s",
+			 fsio_escape(d.path, strlen(d.path), esc, sizeof(esc)),
+			 r == -ESTALE || r == -ENOENT
+				 ? "changed since it was received"
+				 : lr_strerror(r));
+	else {
+		fsio_split(l->path, strlen(l->path), parent, name);
+		ndfd = fsio_open_dir(x->rx.destfd, parent, true, 0755);
+		r = ndfd < 0 ? ndfd
+			     : link_name(ldfd, lname, ndfd, name, &st, replace);
+		if (r)
+			snprintf(why, whylen, "%s",
+				 r == -EEXIST ? "exists"
+				 : r == -EISDIR
+					 ? "a directory of that name exists"
+					 : lr_strerror(r));
+	}
+	if (ldfd >= 0)
+		close(ldfd);
+	if (ndfd >= 0)
+		close(ndfd);
+	return r;
+}

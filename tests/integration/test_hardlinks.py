@@ -1,0 +1,225 @@
+# SPDX-License-Identifier: MIT
+"""-H, hard links kept as links (issue 20), between the namespace hosts:
+a group of names of one file inside the transfer arrives as one file with
+those names, its data sent once; a name whose other names are outside the
+transfer arrives as a file of its own; without -H every name is a copy.
+Each case is compared with the source by device and inode and with
+`rsync -aH` given the same tree. Needs root for the namespaces (the
+fixtures skip with the reason otherwise).
+"""
+
+import os
+import subprocess
+
+import pytest
+
+from lrproc import describe
+from xferutil import (MiB, end_event, json_events, kill_and_reap,
+                      temp_leftovers, wait_partial, write_random)
+from util import wait_until
+
+RSYNC = "/usr/bin/rsync"
+
+
+def link_tree(top, outside, big=MiB + 5):
+    """Group g1 of three names (one in a subdirectory), group g2 of two,
+    a file whose other name is outside the transfer, a plain file and a
+    symlink. Returns the sizes of the distinct files."""
+    (top / "d").mkdir(parents=True)
+    write_random(top / "g1_a", big)
+    os.link(top / "g1_a", top / "g1_b")
+    os.link(top / "g1_a", top / "d" / "g1_c")
+    (top / "g2_a").write_bytes(b"second group\n" * 100)
+    os.link(top / "g2_a", top / "d" / "g2_b")
+    outside.mkdir(parents=True, exist_ok=True)
+    (outside / "o").write_bytes(b"linked from outside\n")
+    os.link(outside / "o", top / "out_linked")
+    (top / "plain").write_bytes(b"plain\n")
+    os.symlink("g1_a", top / "sym")
+    return [big, 1300, 20, 6]
+
+
+def groups(top):
+    """The names below top of each inode with more than one name, as a
+    set of frozensets of relative paths, and the link count of each."""
+    by_ino = {}
+    for d, _dirs, files in os.walk(top):
+        for n in files:
+            p = os.path.join(d, n)
+            st = os.lstat(p)
+            if os.path.islink(p):
+                continue
+            by_ino.setdefault((st.st_dev, st.st_ino), []).append(
+                (os.path.relpath(p, top), st.st_nlink))
+    out = {}
+    for names in by_ino.values():
+        out[frozenset(n for n, _ in names)] = names[0][1]
+    return out
+
+
+def same_bytes(a, b):
+    for d, _dirs, files in os.walk(a):
+        for n in files:
+            p = os.path.join(d, n)
+            q = os.path.join(b, os.path.relpath(p, a))
+            if os.path.islink(p):
+                assert os.readlink(p) == os.readlink(q), p
+            else:
+                with open(p, "rb") as f, open(q, "rb") as g:
+                    assert f.read() == g.read(), p
+
+
+def rsync_ref(src_arg, dst):
+    dst.mkdir(parents=True, exist_ok=True)
+    res = subprocess.run([RSYNC, "-aH", str(src_arg), str(dst) + "/"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, describe(res)
+    return dst
+
+
+EXPECTED = {
+    frozenset({"g1_a", "g1_b", "d/g1_c"}): 3,
+    frozenset({"g2_a", "d/g2_b"}): 2,
+    frozenset({"plain"}): 1,
+    frozenset({"out_linked"}): 1,
+}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def have_rsync():
+    if not os.path.exists(RSYNC):
+        pytest.skip("rsync is not installed (scripts/deps.sh installs it)")
+
+
+def test_push_keeps_hard_links_as_rsync(xsrv):
+    x = xsrv
+    top = x.src / "t"
+    sizes = link_tree(top, x.tmp / "outside")
+    res = x.send_ok("--json", "-H", str(top) + "/", x.dest("out"))
+    end = end_event(res.stdout)
+    # the data of each file travels once
+    assert end["bytes"] == sum(sizes), end
+    assert end["files_ok"] == 4 and end["files_linked"] == 3, end
+    linked = [e for e in json_events(res.stdout)
+              if e.get("event") == "file" and e.get("status") == "linked"]
+    # which name of a group goes first is the directory's order: each
+    # link names a name of its own group
+    assert len(linked) == 3, linked
+    names = [frozenset({"g1_a", "g1_b", "d/g1_c"}),
+             frozenset({"g2_a", "d/g2_b"})]
+    for e in linked:
+        assert e["reason"].startswith("to "), e
+        assert any(e["path"] in g and e["reason"][3:] in g
+                   for g in names), e
+    assert groups(x.root / "out") == EXPECTED
+    same_bytes(top, x.root / "out")
+    ref = rsync_ref(str(top) + "/", x.tmp / "ref")
+    assert groups(ref) == groups(x.root / "out")
+    assert not temp_leftovers(x.root)
+
+
+def test_without_h_every_name_is_a_copy(xsrv):
+    x = xsrv
+    top = x.src / "t"
+    sizes = link_tree(top, x.tmp / "outside")
+    res = x.send_ok("--json", str(top) + "/", x.dest("out"))
+    end = end_event(res.stdout)
+    assert end["files_linked"] == 0 and end["files_ok"] == 7, end
+    assert end["bytes"] == sum(sizes) + 2 * sizes[0] + sizes[1]
+    assert all(n == 1 for n in groups(x.root / "out").values())
+
+
+def test_pull_keeps_hard_links(xsrv):
+    x = xsrv
+    top = x.root / "t"
+    sizes = link_tree(top, x.tmp / "outside")
+    got = x.tmp / "got"
+    got.mkdir()
+    res = x.get_ok("--json", "-H", x.dest("t/"), got)
+    end = end_event(res.stdout)
+    assert end["bytes"] == sum(sizes), end
+    assert end["files_linked"] == 3, end
+    assert groups(got) == EXPECTED
+    same_bytes(top, got)
+
+
+def test_rerun_dry_run_and_delete_keep_links(xsrv):
+    """A second run finds everything there (the links as made); -n lists
+    the links it would make and makes none; --delete keeps every name."""
+    x = xsrv
+    top = x.src / "t"
+    link_tree(top, x.tmp / "outside")
+    res = x.send_ok("-n", "-H", str(top) + "/", x.dest("out"))
+    assert res.stderr.count("would link ") == 3, describe(res)
+    assert "3 hard links would be made" in res.stderr, describe(res)
+    assert not (x.root / "out").exists()
+    x.send_ok("-q", "-H", str(top) + "/", x.dest("out"))
+    (x.root / "out" / "stale").write_text("not in the source\n")
+    res = x.send_ok("--json", "-H", "--delete", str(top) + "/",
+                    x.dest("out"))
+    end = end_event(res.stdout)
+    assert end["bytes"] == 0 and end["files_skipped"] == 4, end
+    assert end["files_deleted"] == 1, end
+    assert groups(x.root / "out") == EXPECTED
+
+
+def test_copies_become_links_only_when_asked(xsrv):
+    """Names that are copies at the destination (an earlier run without
+    -H) are not replaced without --overwrite or --update ("exists", exit
+    1, the option named); with --update they become links."""
+    x = xsrv
+    top = x.src / "t"
+    link_tree(top, x.tmp / "outside")
+    x.send_ok("-q", str(top) + "/", x.dest("out"))
+    res = x.send("-H", str(top) + "/", x.dest("out"))
+    assert res.returncode == 1, describe(res)
+    assert "exists" in res.stderr and "--update" in res.stderr, describe(res)
+    assert all(n == 1 for n in groups(x.root / "out").values())
+    x.send_ok("-q", "-H", "--update", str(top) + "/", x.dest("out"))
+    assert groups(x.root / "out") == EXPECTED
+    same_bytes(top, x.root / "out")
+
+
+def test_resume_of_a_tree_with_links(xsrv):
+    """Killed while the large file of a group travels, then run again:
+    the held chunks are kept, and the links are made to the finished
+    file."""
+    x = xsrv
+    top = x.src / "t"
+    link_tree(top, x.tmp / "outside", big=48 * MiB)
+    x.shape_a("160mbit")
+    proc, out, err = x.popen_send("--json", "-H", "--limit", "20M",
+                                  str(top) + "/", x.dest("r"))
+    try:
+        # the group's data travels under the name met first
+        names = [(x.root / "r", "g1_a"), (x.root / "r", "g1_b"),
+                 (x.root / "r" / "d", "g1_c")]
+        where, first = wait_until(lambda: next(
+            ((d, n) for d, n in names if
+             (d / f".{n}.lrjournal").exists()), None), 20,
+            what="the journal of group g1's file")
+        wait_partial(where, first, 4 * MiB, timeout=20)
+        journal = where / f".{first}.lrjournal"
+        wait_until(lambda: journal.stat().st_size >= 40 + 24, 20,
+                   what=f"a record in {journal}")
+        assert proc.poll() is None, f"{out.text()} {err.text()}"
+    finally:
+        kill_and_reap(proc)
+        x.unshape_a()
+    for d, n in names:
+        assert not (d / n).exists(), f"{d / n} before the group's file"
+    res = x.send_ok("--json", "-H", str(top) + "/", x.dest("r"))
+    end = end_event(res.stdout)
+    assert end["bytes_already_held"] > 0, end
+    assert end["files_linked"] == 3, end
+    assert groups(x.root / "r") == EXPECTED
+    same_bytes(top, x.root / "r")
+    assert not temp_leftovers(x.root)
+
+
+def test_h_refused_with_standard_output(xsrv):
+    x = xsrv
+    (x.root / "f").write_text("x\n")
+    res = x.get("-H", x.dest("f"), "-")
+    assert res.returncode == 2, describe(res)
+    assert "-H needs a destination directory" in res.stderr, describe(res)
