@@ -27,6 +27,11 @@
 #                               full copy
 #                     resync1   the same, 1% of the destination's files
 #                               (every 100th) different in content and older
+#                     links     a tree of N names of which 20% are second
+#                               names (hard links) of other files of the
+#                               tree: linerate send -H against rsync -aH
+#                               and tar | nc (which keeps links by default);
+#                               every copy is checked to hold the links
 #                     delta     the file again onto a copy in which ten 1 MiB
 #                               blocks at unaligned offsets differ and whose
 #                               last 1 MiB is missing (the source's "ten
@@ -168,7 +173,7 @@ unset LINERATE_TOKEN
 
 opt_time=5
 opt_repeat=1
-opt_rows=unshaped,shaped,quota,tree,resync,resync1,delta,insert,delta-1g,insert-1g
+opt_rows=unshaped,shaped,quota,tree,resync,resync1,links,delta,insert,delta-1g,insert-1g
 opt_out=
 opt_size=1G
 opt_files=10000
@@ -252,6 +257,9 @@ if [ -n "$opt_dest_disk" ] && [ ! -d "$opt_dest_disk" ]; then
     die_usage "--dest-disk: '$opt_dest_disk' is not a directory"
 fi
 TREE_BYTES=$((opt_files * TREE_FILE))
+# the links tree: of every TREE_PER_DIR names, the last fifth are second
+# names of files of the directory before (its first fifth)
+LINKS_PER_DIR=$((TREE_PER_DIR / 5))
 [[ $opt_warmup =~ ^[0-9]{1,2}$ ]] || die_usage "--warmup wants 0-99, not '$opt_warmup'"
 if [ -n "$opt_against" ]; then
     [ -x "$opt_against" ] || die_usage "--against: '$opt_against' is not an executable"
@@ -273,14 +281,14 @@ if [ -n "$opt_tools" ]; then
     done
 fi
 
-GROUPS_ALL=(unshaped shaped quota tree resync resync1 delta insert delta-1g insert-1g)
+GROUPS_ALL=(unshaped shaped quota tree resync resync1 links delta insert delta-1g insert-1g)
 declare -A WANT=()
 IFS=, read -r -a _rows <<<"$opt_rows"
 [ ${#_rows[@]} -gt 0 ] || die_usage "--rows is empty"
 for _r in "${_rows[@]}"; do
     case $_r in
-    unshaped | shaped | quota | tree | resync | resync1 | delta | insert | delta-1g | insert-1g) WANT[$_r]=1 ;;
-    *) die_usage "--rows: unknown group '$_r' (unshaped, shaped, quota, tree, resync, resync1, delta, insert, delta-1g, insert-1g)" ;;
+    unshaped | shaped | quota | tree | resync | resync1 | links | delta | insert | delta-1g | insert-1g) WANT[$_r]=1 ;;
+    *) die_usage "--rows: unknown group '$_r' (unshaped, shaped, quota, tree, resync, resync1, links, delta, insert, delta-1g, insert-1g)" ;;
     esac
 done
 want_file=0
@@ -409,6 +417,7 @@ SRC=$WORK/src
 mkdir -p "$SRC"
 FILE_NAME=random.bin
 TREE_NAME=tree
+LINKS_NAME=ltree
 
 if [ "$want_file" = 1 ]; then
     log "generating the $opt_size file"
@@ -431,6 +440,35 @@ if [ "$want_tree" = 1 ]; then
     rm -f "$WORK/tree.bin"
     got=$(find "$SRC/$TREE_NAME" -type f | wc -l)
     [ "$got" = "$opt_files" ] || { log "tree generation made $got files, not $opt_files"; exit 1; }
+fi
+if [ -n "${WANT[links]:-}" ]; then
+    # the tree's names, each directory's last fifth replaced by links to
+    # the first fifth of the directory before (the last links to d0000)
+    log "generating the links tree: $opt_files names, $((opt_files / 5)) of them hard links"
+    if [ $((opt_files % TREE_PER_DIR)) != 0 ] || [ "$opt_files" -lt $((2 * TREE_PER_DIR)) ]; then
+        die_usage "--rows links needs --files a multiple of $TREE_PER_DIR, at least $((2 * TREE_PER_DIR))"
+    fi
+    ndirs=$((opt_files / TREE_PER_DIR))
+    "$LINERATE_BIN" gen "$WORK/ltree.bin" $((opt_files * TREE_FILE)) 2>"$WORK/gen.err" ||
+        { log "linerate gen failed: $(cat "$WORK/gen.err")"; exit 1; }
+    for ((d = 0; d < ndirs; d++)); do
+        dir=$SRC/$LINKS_NAME/$(printf 'd%04d' "$d")
+        mkdir -p "$dir"
+        dd if="$WORK/ltree.bin" bs="$TREE_FILE" skip=$((d * TREE_PER_DIR)) \
+            count=$((TREE_PER_DIR - LINKS_PER_DIR)) status=none |
+            split -b "$TREE_FILE" -a 3 -d - "$dir/f"
+    done
+    rm -f "$WORK/ltree.bin"
+    for ((d = 0; d < ndirs; d++)); do
+        dir=$SRC/$LINKS_NAME/$(printf 'd%04d' "$d")
+        prev=$SRC/$LINKS_NAME/$(printf 'd%04d' $(((d + ndirs - 1) % ndirs)))
+        for ((i = 0; i < LINKS_PER_DIR; i++)); do
+            ln "$prev/$(printf 'f%03d' "$i")" "$dir/$(printf 'f%03d' $((TREE_PER_DIR - LINKS_PER_DIR + i)))"
+        done
+    done
+    LINKS_BYTES=$(((opt_files - opt_files / 5) * TREE_FILE))
+    got=$(find "$SRC/$LINKS_NAME" -type f -links 2 | wc -l)
+    [ "$got" = $((2 * opt_files / 5)) ] || { log "the links tree has $got names of linked files, not $((2 * opt_files / 5))"; exit 1; }
 fi
 
 # Every free page of the machine touched once before the runs (not with
@@ -657,7 +695,7 @@ stop_server() {
 # holds a copy already (the sync groups: "same", "changed", "delta").
 group_kind() {
     case $1 in
-    tree | resync | resync1) echo tree ;;
+    tree | resync | resync1 | links) echo tree ;;
     *) echo file ;;
     esac
 }
@@ -722,7 +760,9 @@ run_one() {
     local spid crc=0 src_rc t0 t1 st ct got
 
     RUN_NO=$((RUN_NO + 1))
-    if [ "$kind" = tree ]; then
+    if [ "$kind" = tree ] && [ -n "$LINKS" ]; then
+        name=$LINKS_NAME bytes=$LINKS_BYTES
+    elif [ "$kind" = tree ]; then
         name=$TREE_NAME bytes=$TREE_BYTES
     else
         name=$FILE_NAME bytes=$SIZE_BYTES
@@ -745,6 +785,7 @@ run_one() {
             --max-tests 4 --allow-plaintext -B "$TH_ADDR_B")
         cli=("$lrbin" send --token-file "$TOKEN_FILE" -q --json)
         [ -n "$SYNC" ] && cli+=(--update)
+        [ -n "$LINKS" ] && cli+=(-H)
         [ "$tool" = lrnone ] && cli+=(--cipher none)
         [ "$tool" = lrchacha ] && cli+=(--cipher chacha20-poly1305)
         [ "$tool" = lraes ] && cli+=(--cipher aes-256-gcm)
@@ -799,7 +840,7 @@ run_one() {
             [ "$kind" = tree ] && cli+=(-r)
             cli+=("$src" "$BENCH_USER@$TH_ADDR_B:$rundir/")
         else
-            cli=(rsync -a -e "ssh ${SSH_OPTS[*]}" "$src" "$BENCH_USER@$TH_ADDR_B:$rundir/")
+            cli=(rsync "-a${LINKS:+H}" -e "ssh ${SSH_OPTS[*]}" "$src" "$BENCH_USER@$TH_ADDR_B:$rundir/")
         fi
         ;;
     esac
@@ -871,6 +912,12 @@ run_one() {
             if ! diff -r -q "$src" "$got" >"$WORK/$tag.diff" 2>&1; then
                 log "$tag: FAILED: the received tree differs ($(wc -l <"$WORK/$tag.diff") lines of diff -r -q):"
                 head -n 3 "$WORK/$tag.diff" | sed 's/^/    /' >&2
+                rm -rf "$rundir"
+                return 1
+            fi
+            if [ -n "$LINKS" ] &&
+                [ "$(find "$got" -type f -links 2 | wc -l)" != $((2 * opt_files / 5)) ]; then
+                log "$tag: FAILED: the received tree does not keep the hard links"
                 rm -rf "$rundir"
                 return 1
             fi
@@ -950,6 +997,17 @@ ratio() {
 tools_for() {
     local kind=$1 sync=${2:-} x
     local -a t=() u=()
+    if [ -n "$LINKS" ]; then
+        # the tools that keep hard links
+        [ "$opt_peers_only" = 0 ] && t+=(lr)
+        [ "$opt_peers_only" = 0 ] && [ -n "$opt_against" ] && t+=(lrold)
+        t+=(rsync tarnc)
+        for x in "${t[@]}"; do
+            [ -z "$opt_tools" ] || [ -n "${TOOL_OK[$x]:-}" ] && u+=("$x")
+        done
+        echo "${u[@]}"
+        return
+    fi
     if [ -n "$sync" ]; then
         # linerate against rsync, and a full copy for scale
         [ "$opt_peers_only" = 0 ] && t+=(lr)
@@ -977,6 +1035,7 @@ tools_for() {
 
 ROW_INDEX=0
 SYNC=
+LINKS=
 run_group() {
     local group=$1 kind=$2 r i off tool
     local -a tools
@@ -1075,6 +1134,8 @@ for group in "${GROUPS_ALL[@]}"; do
     case $group in shaped | *-1g) rate=1gbit ;; esac
     kind=$(group_kind "$group")
     SYNC=$(group_sync "$group")
+    LINKS=
+    [ "$group" = links ] && LINKS=1
     qs= qc=
     if [ "$group" = quota ]; then
         if ! setup_cgroups; then
@@ -1127,6 +1188,7 @@ group_label() {
     tree) echo "tree, veth unshaped" ;;
     resync) echo "tree again, unchanged (veth unshaped)" ;;
     resync1) echo "tree again, 1% of the files changed" ;;
+    links) echo "tree, 20% of the names hard links, veth unshaped" ;;
     delta) echo "file again, ten 1 MiB blocks changed, 1 MiB appended" ;;
     insert) echo "file again, 1 MiB inserted in the middle" ;;
     delta-1g) echo "file again, ten 1 MiB blocks changed, 1 MiB appended, tbf 1 Gbit/s" ;;
@@ -1136,7 +1198,7 @@ group_label() {
 
 tool_label() {
     case $1 in
-    lr) echo "linerate send${3:+ --update}" ;;
+    lr) echo "linerate send${3:+ --update}$([ "$4" = links ] && echo ' -H')" ;;
     lrssh) echo "linerate send USER@HOST: (far end over ssh)" ;;
     lrvia) echo "linerate send --via-ssh USER@HOST: (the data through ssh)" ;;
     lrold) echo "linerate send ($opt_against_desc)" ;;
@@ -1146,7 +1208,7 @@ tool_label() {
     nc) echo "nc" ;;
     tarnc) echo "tar \\| nc" ;;
     scp) echo "scp$([ "$2" = tree ] && echo ' -r')" ;;
-    rsync) echo "rsync -a -e ssh" ;;
+    rsync) echo "rsync -a$([ "$4" = links ] && echo H) -e ssh" ;;
     ref) echo "(reference) linerate bench, memory to memory" ;;
     dd) echo "(reference) dd onto the destination disk, conv=fsync, no network" ;;
     esac
@@ -1176,6 +1238,7 @@ report() {
     [ -n "${WANT[insert]:-}${WANT[insert-1g]:-}" ] && k="${k:+$k; }insert: the destination copy is the file without the 1 MiB at SIZE / 2, mtime one day back"
     [ -n "${WANT[resync1]:-}" ] && k="${k:+$k; }resync1: every 100th file of the destination copy (cp -a) rewritten with other bytes of the same size, mtime one day back"
     [ "$want_tree" = 1 ] && k="${k:+$k; }a tree of $opt_files files of $TREE_FILE bytes in directories of $TREE_PER_DIR"
+    [ -n "${WANT[links]:-}" ] && k="${k:+$k; }the links tree: $opt_files names of $TREE_FILE bytes in directories of $TREE_PER_DIR, the last $LINKS_PER_DIR names of each a hard link to one of the first $LINKS_PER_DIR of the directory before (MB/s counts each file's bytes once)"
     echo "- data: $k; source page-cached; destination: $DEST_DESC; every run verified (cmp / diff -r)"
     echo "- runs per cell: $opt_repeat$([ "$opt_repeat" -gt 1 ] && echo ' (median)'); order rotates per group and repeat$([ "$opt_warmup" -gt 0 ] && echo "; $opt_warmup uncounted warm-up run(s) of each row first")"
     echo "- prefault: $([ "$opt_prefault" = 1 ] && echo "the free memory written once before the runs" || echo "off (--no-prefault)")"
@@ -1234,7 +1297,7 @@ report() {
                     rb=$(ratio "$lr_bcpugb" "$(median '%.3f' "$g|$tool|bcpugb")")
             fi
             printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
-                "$(group_label "$g")" "$(tool_label "$tool" "$kind" "$(group_sync "$g")")" "$wall" "$mbps" "$xfer" "$fps" "$wire" \
+                "$(group_label "$g")" "$(tool_label "$tool" "$kind" "$(group_sync "$g")" "$g")" "$wall" "$mbps" "$xfer" "$fps" "$wire" \
                 "$cpugb" "$mcpugb" "$rcpugb" "$scpugb" "$rssr" "$rsss" "$rl" "$rc" "$rm" "$rb"
         done
     done

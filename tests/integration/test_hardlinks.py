@@ -9,12 +9,13 @@ fixtures skip with the reason otherwise).
 """
 
 import os
+import re
 import subprocess
 
 import pytest
 
 from lrproc import describe
-from xferutil import (MiB, end_event, json_events, kill_and_reap,
+from xferutil import (MiB, end_event, json_events, kill_and_reap, output,
                       temp_leftovers, wait_partial, write_random)
 from util import wait_until
 
@@ -130,17 +131,29 @@ def test_without_h_every_name_is_a_copy(xsrv):
 
 
 def test_pull_keeps_hard_links(xsrv):
+    """get -H: the receiving client makes the links and tells each, as
+    send does: -n lists them, -v names them, --json has their events."""
     x = xsrv
     top = x.root / "t"
     sizes = link_tree(top, x.tmp / "outside")
     got = x.tmp / "got"
     got.mkdir()
+    res = x.get_ok("-n", "-H", x.dest("t/"), got)
+    assert output(res).count("would link ") == 3, describe(res)
+    assert "3 hard links would be made" in output(res), describe(res)
+    assert os.listdir(got) == []
     res = x.get_ok("--json", "-H", x.dest("t/"), got)
     end = end_event(res.stdout)
     assert end["bytes"] == sum(sizes), end
     assert end["files_linked"] == 3, end
+    linked = [e for e in json_events(res.stdout)
+              if e.get("event") == "file" and e.get("status") == "linked"]
+    assert len(linked) == 3, linked
+    assert all(e["reason"].startswith("to ") for e in linked), linked
     assert groups(got) == EXPECTED
     same_bytes(top, got)
+    res = x.get_ok("-v", "-H", "--overwrite", x.dest("t/"), got)
+    assert output(res).count("linked ") == 3, describe(res)
 
 
 def test_rerun_dry_run_and_delete_keep_links(xsrv):
@@ -178,6 +191,39 @@ def test_copies_become_links_only_when_asked(xsrv):
     x.send_ok("-q", "-H", "--update", str(top) + "/", x.dest("out"))
     assert groups(x.root / "out") == EXPECTED
     same_bytes(top, x.root / "out")
+
+
+def test_update_keeps_a_newer_name_at_the_destination(xsrv):
+    """--update -H: a name whose copy at the destination is newer is kept
+    (rsync's -u), not replaced by a link; a group whose first name is
+    newer there links nothing to that other content, and says so."""
+    x = xsrv
+    top = x.src / "t"
+    link_tree(top, x.tmp / "outside")
+    x.send_ok("-q", str(top) + "/", x.dest("out"))
+    res = x.send_ok("-n", "-H", "--update", str(top) + "/", x.dest("out"))
+    # which name of group g2 goes as the file is the walk's order
+    pairs = re.findall(r"would link (\S+) \(to (\S+)\)", output(res))
+    link, first = next((a, b) for a, b in pairs if "g2" in a)
+    out = x.root / "out"
+    later = os.stat(out / first).st_mtime + 100
+    (out / link).write_text("edited at the destination\n")
+    os.utime(out / link, (later, later))
+    x.send_ok("-q", "-H", "--update", str(top) + "/", x.dest("out"))
+    assert (out / link).read_text() == "edited at the destination\n"
+    assert not os.path.samefile(out / link, out / first)
+    assert groups(out)[frozenset({"g1_a", "g1_b", "d/g1_c"})] == 3
+
+    # now the group's first name is the newer one there
+    (out / link).unlink()
+    (out / first).write_text("edited too\n")
+    os.utime(out / first, (later, later))
+    res = x.send("-H", "--update", str(top) + "/", x.dest("out"))
+    assert res.returncode == 1, describe(res)
+    assert "is newer at the destination (kept by --update)" in \
+        output(res), describe(res)
+    assert (out / first).read_text() == "edited too\n"
+    assert not (out / link).exists()
 
 
 def test_resume_of_a_tree_with_links(xsrv):

@@ -120,7 +120,7 @@ CASES = {
     "hardlink_unverified": dict(
         present={},
         absent=["hl_sum", "hl_sum_link"],
-        reason=[r"hl_sum_link: not linked: hl_sum was not received"]),
+        reason=[r"entry 1: not linked: hl_sum was not received"]),
     "hardlink_over_symlink": dict(
         present={"hl_src": 10, "hl_sym": 10},
         absent=[],

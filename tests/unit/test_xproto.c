@@ -844,6 +844,7 @@ static const struct item_case item_cases[] = {
 	{ "dir LINKED", I_DIR, 5, PROTO_XE_LINKED, 1, 0, 0 },
 	{ "symlink LINKED", I_LINK, 5, PROTO_XE_LINKED, 1, 0, 0 },
 	{ "hard link LINKED", I_HLINK, 5, PROTO_XE_LINKED, 1, 0, 0 },
+	{ "hard link SPARSE", I_HLINK, 5, PROTO_XE_SPARSE, 1, 0, 0 },
 	{ "entry kind 5", I_HLINK, 4, 5, 1, 0, 0 },
 	{ "hard link without its file", I_HLINK, 30, 0, 2, -4, 0 },
 	{ "hard link target_len 5", I_HLINK, 30, 5, 2, 1, 0 },

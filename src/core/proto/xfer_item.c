@@ -215,8 +215,10 @@ static bool entry_ok(const struct proto_xfer_entry *x)
 		return false;
 	if (x->eflags & ~(unsigned)XE_ALL)
 		return false;
-	/* only a file has names that link to it */
+	/* only a file has names that link to it; a hard link has no flags */
 	if (x->kind != PROTO_XK_FILE && (x->eflags & PROTO_XE_LINKED))
+		return false;
+	if (x->kind == PROTO_XK_HARDLINK && x->eflags)
 		return false;
 	if (x->mode > 07777 || x->mtime_nsec >= 1000000000u)
 		return false;

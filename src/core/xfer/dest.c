@@ -124,6 +124,7 @@ static int decide_existing(struct xsess *x, struct xfile *f, int dirfd,
 	/* --update as rsync's -u: a copy newer than the source's is kept */
 	if ((flags & XFER_F_UPDATE) && !f->pipe && S_ISREG(st->st_mode) &&
 	    newer(st, e)) {
+		f->rx.kept_newer = true; /* no name links to it (-H) */
 		plan->action = PROTO_XA_SKIP;
 		return 1;
 	}
@@ -666,18 +667,18 @@ static void late_failed(struct xsess *x, const struct late *l, int e,
 			uint64_t *failed_n)
 {
 	struct proto_xfer_fail fl = { .idx = l->idx, .code = (uint32_t)-e };
-	char esc[ESC_MAX];
 
 	if (!why)
 		why = e == -EEXIST ? "exists" : lr_strerror(e);
-	snprintf(fl.text, sizeof(fl.text), "%s: %s",
-		 fsio_escape(l->path, strlen(l->path), esc, sizeof(esc)), why);
+	/* what happened; the sender names the entry by its idx */
+	snprintf(fl.text, sizeof(fl.text), "%s", why);
 	(*failed_n)++;
 	xfer__lock(&x->lock);
 	xfer__note_failure_at(x, l->path, why, e);
 	xfer__path_event(x, l->path, false, why, e);
 	xfer__unlock(&x->lock);
-	if (proto_xfer_batch_room(fb, 4 + 8 + strlen(fl.text)))
+	/* a full message goes, and the rest follow in another */
+	if (!xfer__batch_room(x, fb, 4 + 8 + strlen(fl.text), PROTO_XFER_ACKS))
 		proto_put_xfer_fail(fb, &fl);
 }
 
@@ -706,14 +707,63 @@ static void late_hardlink(struct xsess *x, const struct late *l,
 {
 	char why[PROTO_MAX_TEXT];
 	int e = xfer__hl_make(x, l, why, sizeof(why));
+	const char *file = xfer__hl_file(x, l->link_to); /* takes the lock */
 
-	if (e) {
+	if (e < 0) {
 		late_failed(x, l, e, why, fb, failed_n);
 		return;
 	}
 	xfer__lock(&x->lock);
-	x->res->files_linked++;
+	if (e) { /* --update: a newer file of that name kept */
+		struct xfile f = { .path = strdup(l->path) };
+
+		x->res->files_skipped++;
+		if (f.path)
+			xfer__file_event(x, &f, true, true, NULL, 0);
+		free(f.path); /* NULL when the event took it */
+	} else {
+		x->res->files_linked++;
+		xfer__link_event(x, l->path, file, false);
+	}
 	xfer__unlock(&x->lock);
+}
+
+/* Dry run: the hard links that would be made, told and counted. */
+static void late_dry(struct xsess *x, const struct late *l,
+		     struct proto_buf *fb, uint64_t *failed_n)
+{
+	const char *file = xfer__hl_file(x, l->link_to); /* takes the lock */
+
+	(void)fb;
+	(void)failed_n;
+	xfer__lock(&x->lock);
+	x->res->files_linked++;
+	xfer__link_event(x, l->path, file, true);
+	xfer__unlock(&x->lock);
+}
+
+/* fn for each entry of kind kind in l, in the order of announcement (l
+ * is in reverse order; without memory for that, in l's). */
+static void late_each(struct xsess *x, struct late *l, uint8_t kind,
+		      void (*fn)(struct xsess *, const struct late *,
+				 struct proto_buf *, uint64_t *),
+		      struct proto_buf *fb, uint64_t *failed_n)
+{
+	struct late **v, *i;
+	size_t n = 0, k;
+
+	for (i = l; i; i = i->next)
+		n += i->kind == kind;
+	v = n ? malloc(n * sizeof(*v)) : NULL;
+	for (k = 0, i = l; v && i; i = i->next)
+		if (i->kind == kind)
+			v[k++] = i;
+	for (k = n; v && k--;)
+		fn(x, v[k], fb, failed_n);
+	for (i = l; !v && i; i = i->next)
+		if (i->kind == kind)
+			fn(x, i, fb, failed_n);
+	free(v);
 }
 
 static void late_dir(struct xsess *x, const struct late *l)
@@ -737,13 +787,13 @@ void xfer__late_apply(struct xsess *x, struct late *l, struct proto_buf *fb,
 {
 	struct late *i;
 
-	if (x->o->flags & XFER_F_DRY_RUN)
-		return; /* nothing made, nothing changed */
-	/* hard links and symlinks, then directories children first: the
-	 * list is in reverse order of announcement */
-	for (i = l; i; i = i->next)
-		if (i->kind == PROTO_XK_HARDLINK)
-			late_hardlink(x, i, fb, failed_n);
+	if (x->o->flags & XFER_F_DRY_RUN) { /* nothing made, nothing changed */
+		late_each(x, l, PROTO_XK_HARDLINK, late_dry, fb, failed_n);
+		return;
+	}
+	/* hard links (in their order) and symlinks, then directories
+	 * children first: the list is in reverse order of announcement */
+	late_each(x, l, PROTO_XK_HARDLINK, late_hardlink, fb, failed_n);
 	for (i = l; i; i = i->next)
 		if (i->kind == PROTO_XK_SYMLINK)
 			late_symlink(x, i, fb, failed_n);

@@ -129,10 +129,9 @@ void xfer__walk_aside(struct xsess *x, const char *path, int what, mode_t mode)
 	free(f.path); /* NULL when the event took it */
 }
 
-void xfer__link_event(struct xsess *x, const char *path, uint32_t to,
+void xfer__link_event(struct xsess *x, const char *path, const char *file,
 		      bool dry_run)
 {
-	const char *file = xfer__hl_path(&x->tx.hl, to);
 	char why[PROTO_MAX_TEXT];
 	unsigned n = x->evq.n;
 

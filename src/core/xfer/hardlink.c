@@ -59,12 +59,20 @@ static int grow(struct xlinks *l)
  * without memory. */
 static struct xlink_cell *lookup(struct xlinks *l, const struct stat *st)
 {
-	struct xlink_cell *c;
-
 	if ((l->n + 1) * 2 > l->cap && grow(l))
 		return NULL;
-	c = cell_of(l, (uint64_t)st->st_dev, (uint64_t)st->st_ino);
-	return c;
+	return cell_of(l, (uint64_t)st->st_dev, (uint64_t)st->st_ino);
+}
+
+/* st's cell when it is in the table, without taking one. */
+static struct xlink_cell *find(struct xlinks *l, uint64_t dev, uint64_t ino)
+{
+	struct xlink_cell *c;
+
+	if (!l->cap)
+		return NULL;
+	c = cell_of(l, dev, ino);
+	return c->used ? c : NULL;
 }
 
 static bool has_names(const struct stat *st)
@@ -72,9 +80,10 @@ static bool has_names(const struct stat *st)
 	return S_ISREG(st->st_mode) && st->st_nlink > 1;
 }
 
-/* The file announced as idx with its path, kept for the lines of its
- * links. */
-static int file_keep(struct xlinks *l, uint32_t idx, const char *path)
+/* The file announced as idx with its path and inode, kept for the lines
+ * of its links and to find its cell again. */
+static int file_keep(struct xlinks *l, uint32_t idx, const char *path,
+		     const struct stat *st)
 {
 	if (l->nfiles == l->cap_files) {
 		size_t nc = l->cap_files ? l->cap_files * 2 : 64;
@@ -85,14 +94,19 @@ static int file_keep(struct xlinks *l, uint32_t idx, const char *path)
 		l->files = nv;
 		l->cap_files = nc;
 	}
-	l->files[l->nfiles] = (struct xlink_file){ idx, strdup(path) };
+	l->files[l->nfiles] = (struct xlink_file){
+		.idx = idx,
+		.dev = (uint64_t)st->st_dev,
+		.ino = (uint64_t)st->st_ino,
+		.path = strdup(path),
+	};
 	if (!l->files[l->nfiles].path)
 		return -ENOMEM;
 	l->nfiles++;
 	return 0;
 }
 
-const char *xfer__hl_path(const struct xlinks *l, uint32_t idx)
+static const struct xlink_file *file_of(const struct xlinks *l, uint32_t idx)
 {
 	size_t lo = 0, hi = l->nfiles;
 
@@ -100,7 +114,7 @@ const char *xfer__hl_path(const struct xlinks *l, uint32_t idx)
 		size_t mid = lo + (hi - lo) / 2;
 
 		if (l->files[mid].idx == idx)
-			return l->files[mid].path;
+			return &l->files[mid];
 		if (l->files[mid].idx < idx)
 			lo = mid + 1;
 		else
@@ -109,17 +123,21 @@ const char *xfer__hl_path(const struct xlinks *l, uint32_t idx)
 	return NULL;
 }
 
-int xfer__hl_sender(struct xlinks *l, struct wentry *e, uint32_t idx,
-		    const char *path, bool again)
+const char *xfer__hl_path(const struct xlinks *l, uint32_t idx)
+{
+	const struct xlink_file *f = file_of(l, idx);
+
+	return f ? f->path : NULL;
+}
+
+int xfer__hl_decide(struct xlinks *l, struct wentry *e, bool again)
 {
 	struct xlink_cell *c;
 
 	if (e->kind != PROTO_XK_FILE || e->is_stdin || !has_names(&e->st))
 		return 0;
-	c = lookup(l, &e->st);
-	if (!c)
-		return -ENOMEM;
-	if (c->used && !again) {
+	c = find(l, (uint64_t)e->st.st_dev, (uint64_t)e->st.st_ino);
+	if (c && c->idx != XLINK_DEAD && !again) {
 		e->kind = PROTO_XK_HARDLINK;
 		e->link_to = c->idx;
 		if (e->fd >= 0)
@@ -127,14 +145,45 @@ int xfer__hl_sender(struct xlinks *l, struct wentry *e, uint32_t idx,
 		e->fd = -1;
 		return 1;
 	}
+	e->linked = true;
+	return 0;
+}
+
+int xfer__hl_commit(struct xlinks *l, const struct wentry *e, uint32_t idx,
+		    const char *path)
+{
+	struct xlink_cell *c;
+
+	if (!e->linked)
+		return 0;
+	c = lookup(l, &e->st);
+	if (!c)
+		return -ENOMEM;
 	if (!c->used)
 		l->n++;
 	*c = (struct xlink_cell){ .dev = (uint64_t)e->st.st_dev,
 				  .ino = (uint64_t)e->st.st_ino,
 				  .idx = idx,
 				  .used = true };
-	e->linked = true;
-	return file_keep(l, idx, path);
+	return file_keep(l, idx, path, &e->st);
+}
+
+void xfer__hl_dead(struct xlinks *l, uint32_t idx)
+{
+	const struct xlink_file *f = file_of(l, idx);
+	struct xlink_cell *c = f ? find(l, f->dev, f->ino) : NULL;
+
+	if (c && c->idx == idx)
+		c->idx = XLINK_DEAD;
+}
+
+void xfer__hl_forget(struct xlinks *l, const struct stat *st)
+{
+	struct xlink_cell *c =
+		find(l, (uint64_t)st->st_dev, (uint64_t)st->st_ino);
+
+	if (c)
+		c->idx = XLINK_DEAD;
 }
 
 bool xfer__hl_counted(struct xlinks *l, const struct stat *st)
@@ -221,14 +270,19 @@ void xfer__hl_leader_named(struct xsess *x, const struct xfile *f, int dirfd,
 	d->ino = (uint64_t)st.st_ino;
 }
 
+void xfer__hl_leader_newer(struct xsess *x, const struct xfile *f)
+{
+	struct xleader *d;
+
+	if ((f->eflags & PROTO_XE_LINKED) && (d = leader_of(x, f->idx)))
+		d->newer = true;
+}
+
 const char *xfer__hl_refused(struct xsess *x, const struct proto_xfer_entry *e)
 {
-	if (!(x->o->flags & XFER_F_HARD_LINKS))
-		return "a hard link, and hard links were not asked for";
-	if (!leader_of(x, e->link_to))
-		return "a hard link to an entry that is not a file others "
-		       "may link to";
-	return NULL;
+	return leader_of(x, e->link_to) ? NULL
+					: "a hard link to an entry that is not "
+					  "a file others may link to";
 }
 
 void xfer__hl_leaders_free(struct xsess *x)
@@ -244,12 +298,15 @@ void xfer__hl_leaders_free(struct xsess *x)
 
 /* ---- making the links, at the end ---- */
 
-/* Name name in ndfd as the file name in ldfd (st: what it is). An
+/* Name nname in ndfd as the file lname in ldfd (st: what it is): 0, 1
+ * when a newer file of that name is kept (UPDATE), or -errno. An
  * existing name that is that file already is as good as made; another
- * one is replaced only with replace (never a directory). */
-static int link_name(int ldfd, const char *lname, int ndfd, const char *nname,
-		     const struct stat *st, bool replace)
+ * one is replaced only with OVERWRITE or UPDATE (never a directory). */
+static int link_name(struct xsess *x, const struct late *l, int ldfd,
+		     const char *lname, int ndfd, const char *nname,
+		     const struct stat *st)
 {
+	uint32_t flags = x->o->flags;
 	struct stat have;
 	int e;
 
@@ -264,8 +321,12 @@ static int link_name(int ldfd, const char *lname, int ndfd, const char *nname,
 		return 0;
 	if (S_ISDIR(have.st_mode))
 		return -EISDIR;
-	if (!replace)
+	if (!(flags & (XFER_F_OVERWRITE | XFER_F_UPDATE)))
 		return -EEXIST;
+	/* rsync's -u: a copy changed at the destination since is kept */
+	if (!(flags & XFER_F_OVERWRITE) && S_ISREG(have.st_mode) &&
+	    have.st_mtim.tv_sec > l->mtime_sec)
+		return 1;
 	if (unlinkat(ndfd, nname, 0))
 		return -errno;
 	return linkat(ldfd, lname, ndfd, nname, 0) ? -errno : 0;
@@ -290,22 +351,51 @@ static int leader_open(struct xsess *x, const struct xleader *d, int *ldfd,
 	return 0;
 }
 
+/* The file a link names, copied: its LINKED entry, or, when that one
+ * did not get its name (it changed as it was read and was announced
+ * again), a later LINKED entry of the same path that did. false when
+ * there is none. */
+static bool leader_for(struct xsess *x, uint32_t idx, struct xleader *out)
+{
+	struct xleaders *s = &x->rx.leaders;
+	struct xleader *p;
+	size_t i;
+
+	xfer__lock(&x->lock);
+	p = leader_of(x, idx);
+	if (p)
+		*out = *p;
+	for (i = p ? (size_t)(p - s->v) + 1 : s->n; p && !out->ok && i < s->n;
+	     i++)
+		if (s->v[i].ok && !strcmp(s->v[i].path, p->path))
+			*out = s->v[i];
+	xfer__unlock(&x->lock);
+	return p != NULL;
+}
+
+const char *xfer__hl_file(struct xsess *x, uint32_t idx)
+{
+	struct xleader d;
+
+	return leader_for(x, idx, &d) ? d.path : NULL;
+}
+
 int xfer__hl_make(struct xsess *x, const struct late *l, char *why,
 		  size_t whylen)
 {
 	char lname[FSIO_MAX_NAME + 1], parent[FSIO_MAX_PATH + 1],
 		name[FSIO_MAX_NAME + 1], esc[ESC_MAX];
-	bool replace = x->o->flags & (XFER_F_OVERWRITE | XFER_F_UPDATE);
 	struct xleader d = { 0 };
-	struct xleader *p;
 	struct stat st;
 	int ldfd = -1, ndfd = -1, r;
 
-	xfer__lock(&x->lock);
-	p = leader_of(x, l->link_to);
-	if (p)
-		d = *p;
-	xfer__unlock(&x->lock);
+	if (leader_for(x, l->link_to, &d) && !d.ok && d.newer) {
+		snprintf(why, whylen,
+			 "not linked: %s is newer at the destination (kept "
+			 "by --update)",
+			 fsio_escape(d.path, strlen(d.path), esc, sizeof(esc)));
+		return -ESTALE;
+	}
 	if (!d.path || !d.ok) {
 		snprintf(why, whylen, "not linked: %s was not received",
 			 d.path ? fsio_escape(d.path, strlen(d.path), esc,
@@ -324,8 +414,8 @@ int xfer__hl_make(struct xsess *x, const struct late *l, char *why,
 		fsio_split(l->path, strlen(l->path), parent, name);
 		ndfd = fsio_open_dir(x->rx.destfd, parent, true, 0755);
 		r = ndfd < 0 ? ndfd
-			     : link_name(ldfd, lname, ndfd, name, &st, replace);
-		if (r)
+			     : link_name(x, l, ldfd, lname, ndfd, name, &st);
+		if (r < 0)
 			snprintf(why, whylen, "%s",
 				 r == -EEXIST ? "exists"
 				 : r == -EISDIR

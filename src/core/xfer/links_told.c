@@ -71,7 +71,8 @@ void xfer__links_told(struct xsess *x)
 			xfer__note_failure_at(x, p, l->fail, l->code);
 		} else if (l->hard) {
 			x->res->files_linked++;
-			xfer__link_event(x, p, l->to, false);
+			xfer__link_event(x, p, xfer__hl_path(&q->hl, l->to),
+					 false);
 			continue;
 		}
 		xfer__path_event(x, p, !l->fail, l->fail, l->code);

@@ -291,7 +291,10 @@ static int entry_file(struct rxc *c, struct xfile *f,
 		return lr_err_setc(c->err, r, "planning %s", xfer__path(f));
 	xfer__lock(&x->lock);
 	if (plan.action == PROTO_XA_SKIP) {
-		xfer__hl_leader_named(x, f, f->rx.dirfd, f->rx.name);
+		if (!f->rx.kept_newer) /* the same file: names may link */
+			xfer__hl_leader_named(x, f, f->rx.dirfd, f->rx.name);
+		else
+			xfer__hl_leader_newer(x, f);
 		x->res->files_skipped++;
 		x->files_done++;
 		x->bytes_held += e->size;

@@ -250,7 +250,9 @@ static int ack_one(struct xsess *x, const struct proto_xfer_ack *a)
 		if ((x->o->flags & XFER_F_DRY_RUN) &&
 		    f->kind == PROTO_XK_HARDLINK) {
 			x->res->files_linked++; /* would be */
-			xfer__link_event(x, xfer__path(f), f->link_to, true);
+			xfer__link_event(x, xfer__path(f),
+					 xfer__hl_path(&x->tx.hl, f->link_to),
+					 true);
 		} else if (x->o->flags & XFER_F_DRY_RUN) /* would be made */
 			xfer__dry_event(x, f, false);
 		else if (f->kind == PROTO_XK_SYMLINK ||
@@ -384,13 +386,22 @@ static int window_add(struct xsess *x, struct xfile *f,
 	return r;
 }
 
-/* More than the totals said: the walk found a grown source. */
-static bool grew(struct txc *c, const struct wentry *e)
+/* Whether e fits in what the totals said (counted when it does): 0, or
+ * OVER_FILES or OVER_BYTES, the walk having found a grown source. */
+enum { OVER_FILES = 1, OVER_BYTES = 2 };
+static int fits(struct txc *c, const struct wentry *e)
 {
-	if (++c->announced > c->tot.files)
-		return true;
-	return e->kind == PROTO_XK_FILE && !e->is_stdin &&
-	       (c->bytes_ann += (uint64_t)e->st.st_size) > c->tot.bytes;
+	uint64_t add = e->kind == PROTO_XK_FILE && !e->is_stdin
+			       ? (uint64_t)e->st.st_size
+			       : 0;
+
+	if (c->announced + 1 > c->tot.files)
+		return OVER_FILES;
+	if (c->bytes_ann + add > c->tot.bytes)
+		return OVER_BYTES;
+	c->announced++;
+	c->bytes_ann += add;
+	return 0;
 }
 
 /* The next entry of the walk into the FILES message in b: 0, 1 at the
@@ -459,6 +470,30 @@ static int unreadable(struct txc *c, struct proto_buf *b)
 	return r;
 }
 
+/* e does not fit in the totals: a file read again that grew fails
+ * alone, and with -H so does a file that was a second name of another
+ * when counted (its bytes were not); anything else ends the session. */
+static int overflow(struct txc *c, struct wentry *e, const char *path,
+		    uint8_t rereads, int over)
+{
+	bool hard = c->x->o->flags & XFER_F_HARD_LINKS;
+
+	if (e->fd >= 0 && !e->is_stdin)
+		close(e->fd);
+	if (rereads || (hard && over == OVER_BYTES)) {
+		if (e->linked) /* its next name goes as a file */
+			xfer__hl_forget(&c->x->tx.hl, &e->st);
+		local_failure(c->x, path,
+			      rereads ? "file changed as we read it"
+				      : "file changed during the transfer "
+					"(larger than counted)",
+			      -ESTALE);
+		return 0;
+	}
+	return lr_err_set(c->err, -EAGAIN,
+			  "the source grew during the transfer (%s)", path);
+}
+
 static int announce_one(struct txc *c, struct proto_buf *b)
 {
 	struct xsess *x = c->x;
@@ -469,7 +504,7 @@ static int announce_one(struct txc *c, struct proto_buf *b)
 	struct proto_xfer_fdigest dig;
 	struct wentry e;
 	bool has_dig;
-	int r = next_reread(c, &e, again, &rereads);
+	int over, r = next_reread(c, &e, again, &rereads);
 
 	if (r)
 		path = again;
@@ -486,22 +521,10 @@ static int announce_one(struct txc *c, struct proto_buf *b)
 		return unreadable(c, b);
 	if (r <= 0)
 		return r < 0 ? r : 1;
-	if ((x->o->flags & XFER_F_HARD_LINKS) &&
-	    (r = xfer__hl_sender(&x->tx.hl, &e, c->next_idx, path,
-				 rereads > 0)) < 0)
-		return r;
-	if (grew(c, &e)) {
-		if (e.fd >= 0 && !e.is_stdin)
-			close(e.fd);
-		if (rereads) { /* it grew as we read it */
-			local_failure(x, path, "file changed as we read it",
-				      -ESTALE);
-			return 0;
-		}
-		return lr_err_set(c->err, -EAGAIN,
-				  "the source grew during the transfer (%s)",
-				  c->w.path);
-	}
+	if (x->o->flags & XFER_F_HARD_LINKS)
+		xfer__hl_decide(&x->tx.hl, &e, rereads > 0);
+	if ((over = fits(c, &e)) != 0)
+		return overflow(c, &e, path, rereads, over);
 	entry_of(&e, path, c->next_idx, &pe);
 	has_dig = e.fd >= 0 && !e.is_stdin &&
 		  xfer__entry_digest(x, e.fd, &pe, &dig);
@@ -519,6 +542,8 @@ static int announce_one(struct txc *c, struct proto_buf *b)
 	c->late_kinds |= pe.kind != PROTO_XK_FILE;
 	r = window_add(x, &x->win[SLOT(c->next_idx)], &pe, &e);
 	x->win[SLOT(c->next_idx)].tx.rereads = rereads;
+	if (!r && (x->o->flags & XFER_F_HARD_LINKS))
+		r = xfer__hl_commit(&x->tx.hl, &e, c->next_idx, path);
 	if (!r)
 		c->next_idx++;
 	return r;
@@ -612,6 +637,8 @@ static void source_changed(struct txc *c, struct xfile *f,
 		fl->code = ESTALE;
 		snprintf(fl->text, sizeof(fl->text),
 			 "file changed as we read it");
+		if (f->eflags & PROTO_XE_LINKED)
+			xfer__hl_dead(&c->x->tx.hl, f->idx);
 		return;
 	}
 	c->rq[c->nrq++] = (struct reread){ path, fd, f->tx.rereads + 1 };

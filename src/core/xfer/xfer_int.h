@@ -200,6 +200,7 @@ struct xfile_rx {
 	bool resumed;	   /* the temporary file holds an earlier attempt */
 	bool zeroed;	   /* a ZERO chunk came: its size is set at the end */
 	bool withdrawn;	   /* the sender gave it up to announce it again */
+	bool kept_newer;   /* SKIP: UPDATE keeps a newer copy (not the same) */
 	/* a pipe's short chunk (its end) before its SUM: index + 1, 0 for
 	 * none, and its length; every other chunk before the SUM is whole */
 	uint32_t pipe_end, pipe_end_len;
@@ -257,6 +258,7 @@ struct tx_link {
 	int code;
 };
 
+#define XLINK_DEAD UINT32_MAX /* its file failed: the next name is a file */
 /* -H, sender: the files with more than one name met so far, by device and
  * inode, with the idx of the entry that announced each (an open table, at
  * most half full; hardlink.c) */
@@ -271,6 +273,7 @@ struct xlinks {
 	 * link's line names) */
 	struct xlink_file {
 		uint32_t idx;
+		uint64_t dev, ino;
 		char *path;
 	} * files;
 	size_t nfiles, cap_files;
@@ -283,6 +286,7 @@ struct xleaders {
 	struct xleader {
 		uint32_t idx;
 		bool ok;
+		bool newer; /* UPDATE kept a newer copy there: not linked to */
 		uint64_t dev, ino;
 		char *path;
 	} * v;
@@ -507,9 +511,10 @@ void xfer__file_event(struct xsess *x, struct xfile *f, bool ok, bool skipped,
 void xfer__walk_aside(struct xsess *x, const char *path, int what, mode_t mode);
 /* Queue a file event for a path that has no window entry (a symlink made
  * at the end). Under x->lock. */
-/* A hard link made (or, dry_run, that would be) to the file announced
- * as idx: its event, which names that file. Under lock. */
-void xfer__link_event(struct xsess *x, const char *path, uint32_t to,
+/* A hard link made (or, dry_run, that would be) to the file file (its
+ * path, NULL when unknown): its event, which names that file. Under
+ * lock. */
+void xfer__link_event(struct xsess *x, const char *path, const char *file,
 		      bool dry_run);
 void xfer__path_event(struct xsess *x, const char *path, bool ok,
 		      const char *reason, int code);
@@ -806,12 +811,18 @@ bool xfer__name_taken(struct xsess *x, const struct proto_xfer_entry *e);
 /* ---- hardlink.c: -H ---- */
 
 /* Sender: whether the file e (a regular file of more than one name) is a
- * name of one announced before: 1 with e made a HARDLINK to it, 0 when
- * it is announced as a file (LINKED) with idx, -ENOMEM. again: the file
- * is announced once more (it changed as it was read): it is the one
- * later names link to. */
-int xfer__hl_sender(struct xlinks *l, struct wentry *e, uint32_t idx,
-		    const char *path, bool again);
+ * name of one announced before: 1 with e made a HARDLINK to it (its
+ * descriptor closed), 0 when it goes as a file (flagged linked when it
+ * has more names). again: the file is announced once more (it changed as
+ * it was read): it is the one later names link to. Nothing is noted
+ * until xfer__hl_commit, once e is announced as idx. */
+int xfer__hl_decide(struct xlinks *l, struct wentry *e, bool again);
+int xfer__hl_commit(struct xlinks *l, const struct wentry *e, uint32_t idx,
+		    const char *path);
+/* The file announced as idx failed: its next name goes as a file. */
+void xfer__hl_dead(struct xlinks *l, uint32_t idx);
+/* The same for the file st, announced or not. */
+void xfer__hl_forget(struct xlinks *l, const struct stat *st);
 /* The path of the file announced as idx (LINKED), or NULL. */
 const char *xfer__hl_path(const struct xlinks *l, uint32_t idx);
 /* Counter: whether st is a name of a file counted before (its bytes are
@@ -823,12 +834,19 @@ void xfer__hl_free(struct xlinks *l);
 int xfer__hl_leader_add(struct xsess *x, uint32_t idx, const char *path);
 void xfer__hl_leader_named(struct xsess *x, const struct xfile *f, int dirfd,
 			   const char *name);
+/* ... or a newer copy of it is kept there (UPDATE): its names are not
+ * linked to that one. */
+void xfer__hl_leader_newer(struct xsess *x, const struct xfile *f);
 /* Receiver: why a HARDLINK entry e is refused (its file is not a LINKED
  * file entry of this session), or NULL. Under lock. */
 const char *xfer__hl_refused(struct xsess *x, const struct proto_xfer_entry *e);
-/* At the end: make the hard link l; failures as late_failed. */
+/* At the end: make the hard link l: 0, 1 when a newer file of its name
+ * is kept (UPDATE), or -errno with why filled. */
 int xfer__hl_make(struct xsess *x, const struct late *l, char *why,
 		  size_t whylen);
+/* Receiver: the path of the file a hard link names (valid until the
+ * session's end), or NULL. */
+const char *xfer__hl_file(struct xsess *x, uint32_t idx);
 void xfer__hl_leaders_free(struct xsess *x);
 
 /* ---- prehash.c: digests ahead of the plan (sender) ---- */
