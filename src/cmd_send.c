@@ -23,33 +23,8 @@
 #include "opts_common.h"
 #include "report.h"
 #include "sshcli.h"
+#include "cmd_send.h"
 #include "banned.h"
-
-struct send_cli {
-	bool pull;
-	struct xfer_client_opts c;
-	struct opts_common net;
-	bool have_token, json, quiet, verbose, stats;
-	bool force_tty;		  /* get -: binary data to a terminal too */
-	bool own_connect_timeout; /* --connect-timeout given */
-	int progress; /* -1 --no-progress, 1 --progress, 0 neither */
-	uint64_t link_speed;
-	char hostbuf[256];
-	struct remote_addr ra;	/* the last operand (send) or the first */
-	struct sshcli_opts ssh; /* -e, --remote-path, --no-ssh */
-	bool via_ssh;		/* the far end started over ssh */
-	const char *raw[XFER_MAX_PATHS]; /* get: the paths as typed */
-	char root[XFER_MAX_PATH + 1];	 /* get over ssh: the far root */
-	char names[XFER_MAX_PATHS][XFER_MAX_PATH + 1]; /* and its paths */
-	const char *paths[XFER_MAX_PATHS];
-	const char *dest;
-	char destbuf[XFER_MAX_PATH + 1];  /* DIR of `send - HOST:DIR/NAME` */
-	char destname[XFER_MAX_PATH + 1]; /* get: DEST when it is missing */
-	struct lr_filter filter;	  /* --exclude, --include */
-	const char *files_from;		  /* --files-from FILE */
-	bool from0, recurse;		  /* --from0, -r */
-	uint8_t psk[SESSION_PSK_LEN];
-};
 
 enum {
 	OPT_LIMIT = 256,
@@ -67,6 +42,7 @@ enum {
 	OPT_DELETE,
 	OPT_STATS,
 	OPT_FORCE_TTY,
+	OPT_NUMERIC_IDS,
 	OPT_SIZE,
 	OPT_CONNECT_TIMEOUT,
 	OPT_TIMEOUT,
@@ -112,6 +88,10 @@ static const struct option long_opts[] = {
 	{ "checksum", no_argument, NULL, 'c' },
 	{ "whole-file", no_argument, NULL, 'W' },
 	{ "hard-links", no_argument, NULL, 'H' },
+	{ "owner", no_argument, NULL, 'o' },
+	{ "group", no_argument, NULL, 'g' },
+	{ "archive", no_argument, NULL, 'a' },
+	{ "numeric-ids", no_argument, NULL, OPT_NUMERIC_IDS },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "stats", no_argument, NULL, OPT_STATS },
 	{ "force-tty", no_argument, NULL, OPT_FORCE_TTY },
@@ -145,14 +125,6 @@ static int split_remote(const char *arg, struct remote_addr *ra, char *buf,
 	*host = buf;
 	*path = ra->path;
 	return 0;
-}
-
-/* Drop leading "./" and slashes a user may type; "" is the root. */
-static const char *clean_remote(const char *p)
-{
-	while (*p == '/' || (p[0] == '.' && p[1] == '/'))
-		p += *p == '/' ? 1 : 2;
-	return strcmp(p, ".") ? p : "";
 }
 
 /* --limit: bytes/s as rsync --bwlimit and pv -L read it; a "bit" suffix
@@ -251,6 +223,11 @@ static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 	case 'n': o->c.x.flags |= XFER_F_DRY_RUN; return 0;
 	case 'c': o->c.x.flags |= XFER_F_CHECKSUM; return 0;
 	case 'W': o->c.x.flags |= XFER_F_WHOLE_FILE; return 0;
+	case 'o': o->c.x.flags |= XFER_F_OWNER; return 0;
+	case 'g': o->c.x.flags |= XFER_F_GROUP; return 0;
+	/* rsync's -a is -rlptgoD: linerate keeps the rest always */
+	case 'a': o->c.x.flags |= XFER_F_OWNER | XFER_F_GROUP; return 0;
+	case OPT_NUMERIC_IDS: o->c.x.flags |= XFER_F_NUMERIC_IDS; return 0;
 	case 'H':
 		o->c.x.flags |= XFER_F_HARD_LINKS;
 		o->c.src.hard_links = true; /* a push's walk */
@@ -337,7 +314,7 @@ static int push_args(int argc, char **argv, int first, struct send_cli *o,
 	}
 	o->c.src.npaths = (unsigned)(last - first);
 	o->c.src.paths = o->paths;
-	path = clean_remote(path);
+	path = send_clean_remote(path);
 	o->dest = path;
 	if (!strcmp(argv[first], "-") && stdin_dest(path, o, err))
 		return -EINVAL;
@@ -390,7 +367,7 @@ static int pull_args(int argc, char **argv, int first, struct send_cli *o,
 					  "all HOST:PATH arguments must name "
 					  "one host");
 		o->raw[o->c.npaths] = path;
-		path = clean_remote(path);
+		path = send_clean_remote(path);
 		if (!*path)
 			return lr_err_set(err, -EINVAL,
 					  "'%s': name a file or directory "
@@ -459,8 +436,8 @@ static int send_parse(int argc, char **argv, struct send_cli *o,
 	o->c.connect_timeout_ms = 10000;
 	o->c.x.progress_ms = 250;
 	o->c.x.cancel = &cancelled;
-	r = opts_parse(&common_spec, "w:e:rqhnvcWH", long_opts, own_option, o,
-		       argc, argv, &o->net, err);
+	r = opts_parse(&common_spec, "w:e:rqhnvcWHoga", long_opts, own_option,
+		       o, argc, argv, &o->net, err);
 	if (r)
 		return r;
 	opts_common_addr(&o->net, LR_DEFAULT_PORT, &o->c.port, &o->c.family,
@@ -477,6 +454,10 @@ static int send_parse(int argc, char **argv, struct send_cli *o,
 		o->c.x.filter = o->c.src.filter;
 		o->c.x.delete_root = o->c.src.contents != 0;
 	}
+	if ((o->c.x.flags & XFER_F_NUMERIC_IDS) &&
+	    !(o->c.x.flags & (XFER_F_OWNER | XFER_F_GROUP)))
+		return lr_err_set(err, -EINVAL,
+				  "--numeric-ids goes with -o, -g or -a");
 	if ((o->c.x.flags & XFER_F_HARD_LINKS) &&
 	    (o->c.x.flags & XFER_F_STDOUT))
 		return lr_err_set(err, -EINVAL,
@@ -561,247 +542,6 @@ static int get_dest(const char *dest, struct xfer_dest *d, char *name,
 	return 0;
 }
 
-/* Whether the far end starts over ssh: USER@ or -e asks for it. */
-static int want_ssh(struct send_cli *o, struct lr_err *err)
-{
-	int r = sshcli_wanted(&o->ssh, &o->ra, o->net.token_file, err);
-
-	o->via_ssh = r > 0;
-	return r < 0 ? r : 0;
-}
-
-/* p without "//", "./" parts and a trailing '/' (a leading '/' stays)
- * into out. 0 or -ENAMETOOLONG. */
-static int normal_path(const char *p, char *out, size_t cap)
-{
-	size_t o = 0;
-
-	if (*p == '/' && cap > 1)
-		out[o++] = *p++;
-	while (*p) {
-		size_t n = strcspn(p, "/");
-
-		if (n && !(n == 1 && p[0] == '.')) {
-			if (o + n + 2 > cap)
-				return -ENAMETOOLONG;
-			if (o && out[o - 1] != '/')
-				out[o++] = '/';
-			memcpy(out + o, p, n);
-			o += n;
-		}
-		p += n;
-		p += strspn(p, "/");
-	}
-	if (!o && cap > 1)
-		out[o++] = '.';
-	out[o] = '\0';
-	return 0;
-}
-
-/* Over ssh a path reaches the far shell: no backslash (fish and csh read
- * it in quotes), no control character. */
-static int shell_safe(const char *p, struct lr_err *err)
-{
-	for (; *p; p++)
-		if (*p == '\\' || (unsigned char)*p < ' ' || *p == 0x7f)
-			return lr_err_set(err, -EINVAL,
-					  "over ssh a path may not hold a "
-					  "backslash or a control character "
-					  "(the far shell reads it)");
-	return 0;
-}
-
-/* send over ssh: the far end is `linerate recv --ssh DIR`, DIR as the
- * user wrote it (the far shell expands a leading ~); the push goes to
- * its root. */
-static int ssh_push_words(struct send_cli *o, const char **words, char *qdir,
-			  size_t cap, struct lr_err *err)
-{
-	char dir[XFER_MAX_PATH + 1];
-	const char *path = o->ra.path;
-	const char *slash;
-	unsigned n = 0;
-
-	snprintf(dir, sizeof(dir), "%s", path);
-	if (o->c.src.stdin_name && (slash = strrchr(path, '/')) != NULL)
-		dir[slash == path ? 1 : slash - path] = '\0'; /* "/NAME" */
-	else if (o->c.src.stdin_name)
-		dir[0] = '\0';
-	words[n++] = "recv";
-	words[n++] = "--ssh";
-	if (o->c.cipher_wish == CRYPTO_NONE)
-		words[n++] = "--allow-plaintext";
-	words[n++] = "--";
-	if (shell_safe(dir, err))
-		return -EINVAL;
-	if (dir[0]) {
-		if (ssh_shell_quote(dir, true, qdir, cap))
-			return lr_err_set(err, -ENAMETOOLONG, "%s: too long",
-					  dir);
-		words[n++] = qdir;
-	}
-	words[n] = NULL;
-	return 0;
-}
-
-/* Whether path lies below dir (a '/' after it), dir "" being anything
- * relative. */
-static bool below(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-
-	if (!n)
-		return path[0] != '/' && path[0] != '~';
-	if (!strcmp(dir, "/"))
-		return path[0] == '/' && path[1];
-	return !strncmp(path, dir, n) && path[n] == '/' && path[n + 1];
-}
-
-/* get over ssh: the far root is the deepest directory holding every
- * PATH as typed (the far shell expands its leading ~); each is asked for
- * below it. */
-static int ssh_pull_root(struct send_cli *o, struct lr_err *err)
-{
-	char *slash;
-	unsigned i;
-
-	for (i = 0; i < o->c.npaths; i++) {
-		if (normal_path(o->raw[i], o->names[i], sizeof(o->names[i])))
-			return lr_err_set(err, -ENAMETOOLONG, "%s: too long",
-					  o->raw[i]);
-		if (o->names[i][0] == '~' && !strchr(o->names[i], '/'))
-			return lr_err_set(err, -EINVAL,
-					  "'%s': name a file or directory "
-					  "below it",
-					  o->names[i]);
-	}
-	snprintf(o->root, sizeof(o->root), "%s", o->names[0]);
-	slash = strrchr(o->root, '/');
-	if (!slash)
-		o->root[0] = '\0';
-	else
-		slash[slash == o->root ? 1 : 0] = '\0';
-	for (;;) {
-		for (i = 0; i < o->c.npaths && below(o->names[i], o->root); i++)
-			;
-		if (i == o->c.npaths)
-			break;
-		slash = strrchr(o->root, '/');
-		if (!o->root[0] || !strcmp(o->root, "/"))
-			return lr_err_set(err, -EINVAL,
-					  "over ssh one get takes paths below "
-					  "one directory: '%s' and '%s' are "
-					  "not; run two",
-					  o->raw[0], o->raw[i]);
-		if (!slash)
-			o->root[0] = '\0';
-		else
-			slash[slash == o->root ? 1 : 0] = '\0';
-	}
-	for (i = 0; i < o->c.npaths; i++) {
-		size_t k = strlen(o->root);
-
-		o->c.paths[i] = clean_remote(
-			o->names[i] +
-			(k ? k + (strcmp(o->root, "/") ? 1 : 0) : 0));
-		if (!o->c.paths[i][0])
-			return lr_err_set(err, -EINVAL,
-					  "'%s': name a file or directory "
-					  "below it",
-					  o->raw[i]);
-	}
-	return 0;
-}
-
-/* get over ssh: the far end is `linerate serve --ssh --read-only --root
- * ROOT` (ROOT "." for paths relative to the home). */
-static int ssh_pull_words(struct send_cli *o, const char **words, char *qroot,
-			  size_t cap, struct lr_err *err)
-{
-	unsigned n = 0;
-
-	if (ssh_pull_root(o, err) || shell_safe(o->root, err))
-		return -EINVAL;
-	if (ssh_shell_quote(o->root[0] ? o->root : ".", true, qroot, cap))
-		return lr_err_set(err, -ENAMETOOLONG, "%s: too long", o->root);
-	words[n++] = "serve";
-	words[n++] = "--ssh";
-	words[n++] = "--read-only";
-	if (o->c.cipher_wish == CRYPTO_NONE)
-		words[n++] = "--allow-plaintext";
-	words[n++] = "--root";
-	words[n++] = qroot;
-	words[n] = NULL;
-	return 0;
-}
-
-/* Start the far end and point the transfer at it. */
-static int ssh_begin(struct send_cli *o, struct sshcli *sc, struct lr_err *err)
-{
-	const char *words[8];
-	char qdir[2 * XFER_MAX_PATH + 8];
-	int r;
-
-	if (o->pull) {
-		if (ssh_pull_words(o, words, qdir, sizeof(qdir), err))
-			return -EINVAL;
-	} else if (ssh_push_words(o, words, qdir, sizeof(qdir), err)) {
-		return -EINVAL;
-	}
-	r = sshcli_start(sc, &o->ssh, &o->ra, words, o->psk, err);
-	if (r)
-		return r;
-	sc->ends_itself = !o->pull; /* recv --ssh serves one push */
-	o->have_token = true;
-	o->c.psk = o->psk;
-	o->c.host = sc->addr;
-	o->c.port = sc->port;
-	if (!o->pull)
-		o->c.paths[0] = "";
-	if (!o->own_connect_timeout)
-		o->c.connect_timeout_ms = SSHCLI_CONNECT_MS;
-	/* through ssh every stream shares one ssh channel: one is enough */
-	if (sc->relay && !o->net.streams)
-		o->c.streams = 1;
-	if (sc->relay) { /* a loopback port: -4/-6 and -B were for the far end */
-		o->c.family = AF_UNSPEC;
-		o->c.bind_addr = NULL;
-	}
-	return 0;
-}
-
-/* The fallback: nothing listens on HOST's port, so the far end starts
- * over ssh, said in one line (--no-ssh: no fallback). Not for a path
- * written absolute or with ~: below a server's root it would have been
- * another place than over ssh, so the user says which (USER@ or -e). */
-static bool fall_back(struct send_cli *o)
-{
-	unsigned i, n = o->pull ? o->c.npaths : 1;
-
-	/* a port given names a server: nothing to start */
-	if (o->via_ssh || o->ssh.no_ssh || o->net.have_port)
-		return false;
-	for (i = 0; i < n; i++) {
-		const char *p = o->pull ? o->raw[i] : o->ra.path;
-
-		if (p[0] == '/' || p[0] == '~') {
-			fprintf(stderr,
-				"linerate: no linerate server on %s:%u; over "
-				"ssh '%s' would be that path of the far "
-				"machine, not one below a server's root: "
-				"write USER@%s: or -e to start one over ssh\n",
-				o->c.host, (unsigned)o->c.port, p, o->c.host);
-			return false;
-		}
-	}
-	fprintf(stderr,
-		"linerate: no linerate server on %s:%u; starting one over "
-		"ssh\n",
-		o->c.host, (unsigned)o->c.port);
-	o->via_ssh = true;
-	return true;
-}
-
 /* The exit status of a session that ran (r its outcome), after a word
  * on --delete when nothing was deleted. */
 static int exit_status(const struct send_cli *o, const struct xfer_result *res,
@@ -831,7 +571,7 @@ static int direct_paths(struct send_cli *o, struct lr_err *err)
 
 		if (remote_root_path(&o->c.paths[i], err))
 			return -EINVAL;
-		o->c.paths[i] = clean_remote(o->c.paths[i]);
+		o->c.paths[i] = send_clean_remote(o->c.paths[i]);
 		if (o->pull && !o->c.paths[i][0])
 			return lr_err_set(err, -EINVAL,
 					  "'%s': name a file or directory "
@@ -907,14 +647,14 @@ static int run(int argc, char **argv, bool pull)
 	if (!r)
 		r = pipe_options(&o, pull, &err);
 	if (!r)
-		r = want_ssh(&o, &err);
+		r = send_want_ssh(&o, &err);
 	/* no token to hand (it would be asked for): is there a server? */
 	if (!r && !o.via_ssh && !o.ssh.no_ssh && !o.net.token_file &&
 	    !o.net.have_port && !getenv("LINERATE_TOKEN") &&
 	    ssh_nothing_listens(o.c.host, o.c.port, o.c.family,
 				o.own_connect_timeout ? o.c.connect_timeout_ms
 						      : SSHCLI_CONNECT_MS))
-		fall_back(&o);
+		send_fall_back(&o);
 	if (!r && !o.via_ssh)
 		r = direct_paths(&o, &err);
 	if (!r && o.via_ssh)
@@ -955,13 +695,13 @@ static int run(int argc, char **argv, bool pull)
 	report_xfer_set_progress(rx, o.progress);
 	report_xfer_set_stats(rx, o.stats);
 	report_xfer_callbacks(rx, &cb);
-	r = o.via_ssh ? ssh_begin(&o, &sc, &err) : 0;
+	r = o.via_ssh ? send_ssh_begin(&o, &sc, &err) : 0;
 	if (!r)
 		r = xfer_client_run(&o.c, &cb, &res, &err);
-	if (r == -ECONNREFUSED && !o.net.token_file && fall_back(&o)) {
+	if (r == -ECONNREFUSED && !o.net.token_file && send_fall_back(&o)) {
 		memset(&err, 0, sizeof(err));
 		memset(&res, 0, sizeof(res));
-		r = ssh_begin(&o, &sc, &err);
+		r = send_ssh_begin(&o, &sc, &err);
 		if (!r)
 			r = xfer_client_run(&o.c, &cb, &res, &err);
 	}

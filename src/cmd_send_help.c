@@ -36,6 +36,12 @@
 	"                        chunks that differ from the old copy travel)\n"     \
 	"  -H, --hard-links      keep hard links: names of one file in the\n"        \
 	"                        transfer arrive as links to it, its data once\n"    \
+	"  -o, --owner           keep owners (a receiver running as root), by\n"     \
+	"                        name: each machine's id of the name\n"              \
+	"  -g, --group           keep groups (root, or the receiver's own)\n"        \
+	"  -a, --archive         rsync's -a: -o and -g (linerate keeps modes,\n"     \
+	"                        times and symlinks always)\n"                       \
+	"      --numeric-ids     with -o/-g: ids as they are, no names\n"            \
 	"      --no-fsync        do not wait for the destination disk before\n"      \
 	"                        renaming (faster; a crash or power loss of\n"       \
 	"                        the receiver can then lose the newest files)\n"     \

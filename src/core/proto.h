@@ -113,6 +113,7 @@ enum proto_tag {
 		0x0042,		 /* XFER_FILES: idx:u32 digest[16] (CHECKSUM) */
 	PROTO_T_UNREAD = 0x0040, /* XFER_FILES: a source the sender could
 				    not read */
+	PROTO_T_OWNER = 0x0043,	 /* XFER_FILES: idx uid gid names (OWNER) */
 	/* XFER_REQUEST, critical: a peer that does not know them must refuse
 	 * the request rather than send what they leave out */
 	PROTO_T_FILTER = 0x8040,   /* kind:u8 pattern; repeated */
@@ -285,8 +286,11 @@ enum proto_xfer_flag {
 	PROTO_XF_DELETE_EXCLUDED = 1u << 7, /* also what the rules leave out */
 	PROTO_XF_DRY_RUN = 1u << 8,  /* plans only: nothing written or sent */
 	PROTO_XF_CHECKSUM = 1u << 9, /* up to date by content (rsync -c) */
-	PROTO_XF_WHOLE_FILE = 1u << 10, /* no delta of replaced files (-W) */
-	PROTO_XF_HARD_LINKS = 1u << 11, /* hard links kept as links (-H) */
+	PROTO_XF_WHOLE_FILE = 1u << 10,	 /* no delta of replaced files (-W) */
+	PROTO_XF_HARD_LINKS = 1u << 11,	 /* hard links kept as links (-H) */
+	PROTO_XF_OWNER = 1u << 12,	 /* owners kept (-o, a root receiver) */
+	PROTO_XF_GROUP = 1u << 13,	 /* groups kept (-g) */
+	PROTO_XF_NUMERIC_IDS = 1u << 14, /* ids as they are, no names */
 };
 
 /* The flags of a LIST item */
@@ -450,6 +454,19 @@ struct proto_xfer_unread {
 struct proto_xfer_fdigest {
 	uint32_t idx;
 	uint8_t digest[16];
+};
+
+/* PROTO_T_OWNER: idx:u32 uid:u32 gid:u32 ulen:u8 glen:u8 user group:
+ * with OWNER or GROUP, the owner and group of the entry that follows it
+ * at once, with their names on the sender (0..PROTO_XFER_MAX_IDNAME bytes
+ * of [A-Za-z0-9._@$-] each; none with NUMERIC_IDS or without a name). */
+#define PROTO_XFER_MAX_IDNAME 32u
+#define PROTO__OWNER_FIXED    14u
+struct proto_xfer_owner {
+	uint32_t idx;
+	uint32_t uid, gid;
+	char user[PROTO_XFER_MAX_IDNAME + 1]; /* "" when none */
+	char group[PROTO_XFER_MAX_IDNAME + 1];
 };
 
 /* PROTO_T_DELETED: kind:u8 path: an entry --delete removed (kind as an
@@ -685,6 +702,12 @@ int proto_xfer_get_unread(const struct proto_xfer_iter *it,
 			  struct proto_xfer_unread *u);
 int proto_xfer_get_fdigest(const struct proto_xfer_iter *it,
 			   struct proto_xfer_fdigest *d);
+void proto_put_xfer_owner(struct proto_buf *b,
+			  const struct proto_xfer_owner *o);
+int proto_xfer_get_owner(const struct proto_xfer_iter *it,
+			 struct proto_xfer_owner *o);
+/* A name fit for an OWNER item: 1..32 bytes of [A-Za-z0-9._@$-]. */
+bool proto_xfer_idname_ok(const char *s, size_t n);
 int proto_xfer_get_deleted(const struct proto_xfer_iter *it,
 			   struct proto_xfer_deleted *d);
 

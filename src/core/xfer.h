@@ -54,8 +54,11 @@ enum xfer_flag {
 	XFER_F_DELETE_EXCLUDED = 1u << 7, /* and what the rules leave out */
 	XFER_F_DRY_RUN = 1u << 8,  /* plan and tell, write and move nothing */
 	XFER_F_CHECKSUM = 1u << 9, /* up to date by content: rsync -c */
-	XFER_F_WHOLE_FILE = 1u << 10, /* replaced files sent whole: rsync -W */
-	XFER_F_HARD_LINKS = 1u << 11, /* hard links kept as links: rsync -H */
+	XFER_F_WHOLE_FILE = 1u << 10,  /* replaced files sent whole: rsync -W */
+	XFER_F_HARD_LINKS = 1u << 11,  /* hard links kept as links: rsync -H */
+	XFER_F_OWNER = 1u << 12,       /* owners kept (root receiver): -o */
+	XFER_F_GROUP = 1u << 13,       /* groups kept: -g */
+	XFER_F_NUMERIC_IDS = 1u << 14, /* ids as they are: --numeric-ids */
 };
 
 /* What a sender sends: local paths (push) or paths below a root (pull). */

@@ -32,6 +32,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define ENC_CAP (PROTO_HDR_LEN + PROTO_MAX_BODY)
 
+/* The value length of an OWNER item as decoded. */
+static size_t xfer_owner_len(const struct proto_xfer_owner *o)
+{
+	return 14 + strlen(o->user) + strlen(o->group);
+}
+
 static bool inside(const void *p, size_t n, const uint8_t *body, size_t len)
 {
 	const uint8_t *q = p;
@@ -217,6 +223,7 @@ static void fuzz_item(const struct proto_xfer_iter *it, const uint8_t *body,
 	struct proto_xfer_unread u;
 	struct proto_xfer_deleted d;
 	struct proto_xfer_fdigest g;
+	struct proto_xfer_owner own;
 	int ok = 0;
 
 	CHECK(inside(it->value, it->vlen, body, len));
@@ -234,6 +241,19 @@ static void fuzz_item(const struct proto_xfer_iter *it, const uint8_t *body,
 		CHECK(it->tag == PROTO_T_FDIGEST && it->vlen == 20);
 		if (proto_xfer_batch_room(b, it->vlen))
 			proto_put_xfer_fdigest(b, &g);
+	}
+	if (proto_xfer_get_owner(it, &own) == 0) {
+		ok++;
+		CHECK(it->tag == PROTO_T_OWNER);
+		CHECK(strlen(own.user) <= PROTO_XFER_MAX_IDNAME &&
+		      strlen(own.group) <= PROTO_XFER_MAX_IDNAME);
+		CHECK(!own.user[0] ||
+		      proto_xfer_idname_ok(own.user, strlen(own.user)));
+		CHECK(!own.group[0] ||
+		      proto_xfer_idname_ok(own.group, strlen(own.group)));
+		CHECK(xfer_owner_len(&own) == it->vlen);
+		if (proto_xfer_batch_room(b, it->vlen))
+			proto_put_xfer_owner(b, &own);
 	}
 	if (proto_xfer_get_deleted(it, &d) == 0) {
 		ok++;

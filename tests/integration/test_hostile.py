@@ -126,6 +126,14 @@ CASES = {
         absent=[],
         links=[("hl_src", "hl_sym")],
         reason=[]),
+    # -o/-g: root's setuid bits stay the receiver's consent; owners only
+    # when asked, names only of the allowed characters
+    "owner_cases": dict(
+        present={"own_suid": 10},
+        absent=["own_unasked", "own_badname"],
+        modes={"own_suid": 0o755, "own_sgid_dir": 0o777},
+        reason=[r"owner out of place \(only with -o or -g",
+                r"sent a malformed owner \(a name is 1\.\.32 bytes"]),
     "more_files": dict(
         present={},
         absent=[f"more_files_{i}" for i in range(1, 5)],
@@ -299,6 +307,9 @@ def test_hostile_sender(case, linerate_bin, hostile_bin, serve, token,
         got = (root / rel).read_bytes()
         assert got == data, (f"{rel} holds {got[:32]!r}... ({len(got)} "
                              f"bytes), not what was sent\n{what}")
+    for rel, mode in exp.get("modes", {}).items():
+        got = stat.S_IMODE(os.lstat(root / rel).st_mode)
+        assert got == mode, f"{rel}: mode {got:o}, not {mode:o}\n{what}"
     for one, two in exp.get("links", []):
         assert os.path.samefile(root / one, root / two), \
             f"{two} is not a hard link to {one}\n{what}"

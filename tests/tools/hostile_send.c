@@ -81,6 +81,10 @@ struct ent {
 	uint16_t mode;
 	uint8_t eflags;	  /* LINKED */
 	uint32_t link_to; /* a HARDLINK's file */
+	/* an OWNER item before the entry: uid, gid, names as given */
+	bool owned;
+	uint32_t uid, gid;
+	const char *user, *group;
 };
 
 struct act {
@@ -752,6 +756,18 @@ static int run_act(const struct act *a, unsigned no)
 		};
 		char pe_esc[FSIO_MAX_PATH * 4 + 1];
 
+		if (e->owned) {
+			struct proto_xfer_owner o = { .idx = i,
+						      .uid = e->uid,
+						      .gid = e->gid };
+
+			/* as given, checked or not: the receiver checks */
+			memcpy(o.user, e->user ? e->user : "",
+			       strlen(e->user ? e->user : ""));
+			memcpy(o.group, e->group ? e->group : "",
+			       strlen(e->group ? e->group : ""));
+			proto_put_xfer_owner(&b, &o);
+		}
 		say("announce: entry %u kind %u '%s'%s%s size %llu", i, e->kind,
 		    esc(e->path, ent_len(e), pe_esc, sizeof(pe_esc)),
 		    e->target ? " -> " : "", e->target ? e->target : "",
@@ -1402,6 +1418,40 @@ static int run_case(const char *name)
 			.flags = HL | PROTO_XF_OVERWRITE,
 			.ents = { LFILE10("hl_src"), HLINK("hl_sym", 0) },
 			.nents = 2,
+		};
+	} else if (!strcmp(name, "owner_cases")) {
+		acts[n++] = (struct act){
+			.what = "root's setuid file, owner kept, no consent",
+			.flags = PROTO_XF_OWNER | PROTO_XF_GROUP,
+			.ents = { { .kind = PROTO_XK_FILE,
+				    .path = "own_suid",
+				    .size = 10,
+				    .mode = 04755,
+				    .owned = true },
+				  { .kind = PROTO_XK_DIR,
+				    .path = "own_sgid_dir",
+				    .mode = 02777,
+				    .owned = true } },
+			.nents = 2,
+		};
+		acts[n++] = (struct act){
+			.what = "an owner without -o or -g asked",
+			.ents = { { .kind = PROTO_XK_FILE,
+				    .path = "own_unasked",
+				    .size = 10,
+				    .owned = true } },
+			.nents = 1,
+		};
+		acts[n++] = (struct act){
+			.what = "an owner name with a ':' and a '/'",
+			.flags = PROTO_XF_OWNER,
+			.ents = { { .kind = PROTO_XK_FILE,
+				    .path = "own_badname",
+				    .size = 10,
+				    .owned = true,
+				    .user = "root:x",
+				    .group = "../etc" } },
+			.nents = 1,
 		};
 	} else if (!strcmp(name, "bad_sum")) {
 		acts[n++] = (struct act){

@@ -654,6 +654,89 @@ static void test_fdigest_item(void **state)
 	msg_free(&m);
 }
 
+/* One OWNER item of raw bytes (ulen, glen as given, names as given):
+ * what get says of it. */
+static int owner_raw(uint8_t ulen, uint8_t glen, const char *names, size_t nlen,
+		     struct proto_xfer_owner *o)
+{
+	uint8_t raw[128] = { PROTO_T_OWNER >> 8, PROTO_T_OWNER & 0xff, 0,
+			     (uint8_t)(14 + nlen) };
+	struct proto_xfer_iter it;
+
+	raw[4 + 3] = 7;	  /* idx 7 */
+	raw[4 + 7] = 100; /* uid 100 */
+	raw[4 + 11] = 50; /* gid 50 */
+	raw[4 + 12] = ulen;
+	raw[4 + 13] = glen;
+	memcpy(raw + 18, names, nlen);
+	proto_xfer_iter_init(&it, raw, 18 + nlen);
+	assert_int_equal(proto_xfer_iter_next(&it), 1);
+	return proto_xfer_get_owner(&it, o);
+}
+
+/* OWNER items: a round trip with names, with none, with the longest;
+ * a name of a character outside [A-Za-z0-9._@$-], lengths that do not
+ * add up and a name of 33 bytes are malformed. */
+static void test_owner_item(void **state)
+{
+	struct proto_xfer_owner o = { .idx = 3,
+				      .uid = 0xfffffffeu,
+				      .gid = 0,
+				      .user = "www-data",
+				      .group = "adm$" },
+				g, n = { .idx = 4, .uid = 1, .gid = 2 }, l;
+	struct proto_xfer_iter it;
+	const uint8_t *body;
+	struct msg m;
+	size_t len;
+
+	(void)state;
+	memset(l.user, 'u', PROTO_XFER_MAX_IDNAME);
+	l.user[PROTO_XFER_MAX_IDNAME] = 0;
+	memset(l.group, 'g', PROTO_XFER_MAX_IDNAME);
+	l.group[PROTO_XFER_MAX_IDNAME] = 0;
+	l.idx = l.uid = l.gid = 9;
+	msg_init(&m, MSG_CAP);
+	proto_msg_begin(&m.b, PROTO_XFER_FILES);
+	proto_put_xfer_owner(&m.b, &o);
+	proto_put_xfer_owner(&m.b, &n);
+	proto_put_xfer_owner(&m.b, &l);
+	assert_int_equal(proto_msg_end(&m.b), 0);
+	body = msg_body(&m, PROTO_XFER_FILES, &len);
+	proto_xfer_iter_init(&it, body, len);
+	assert_int_equal(proto_xfer_iter_next(&it), 1);
+	assert_int_equal(it.vlen, 14 + 8 + 4);
+	assert_int_equal(proto_xfer_get_owner(&it, &g), 0);
+	assert_true(g.idx == 3 && g.uid == 0xfffffffeu && g.gid == 0);
+	assert_string_equal(g.user, "www-data");
+	assert_string_equal(g.group, "adm$");
+	assert_int_equal(proto_xfer_iter_next(&it), 1);
+	assert_int_equal(proto_xfer_get_owner(&it, &g), 0);
+	assert_true(g.idx == 4 && g.uid == 1 && g.gid == 2);
+	assert_string_equal(g.user, "");
+	assert_string_equal(g.group, "");
+	assert_int_equal(proto_xfer_iter_next(&it), 1);
+	assert_int_equal(proto_xfer_get_owner(&it, &g), 0);
+	assert_string_equal(g.user, l.user);
+	assert_string_equal(g.group, l.group);
+	assert_int_equal(proto_xfer_iter_next(&it), 0);
+	msg_free(&m);
+
+	assert_int_equal(owner_raw(2, 1, "abc", 3, &g), 0);
+	assert_string_equal(g.user, "ab");
+	assert_int_equal(owner_raw(2, 1, "a:c", 3, &g), LR_EBADMSG);
+	assert_int_equal(owner_raw(2, 1, "a/c", 3, &g), LR_EBADMSG);
+	assert_int_equal(owner_raw(2, 1, "a\nc", 3, &g), LR_EBADMSG);
+	assert_int_equal(owner_raw(1, 1, "a\0", 2, &g), LR_EBADMSG);
+	assert_int_equal(owner_raw(2, 2, "abc", 3, &g), LR_EBADMSG);
+	assert_int_equal(owner_raw(1, 1, "abc", 3, &g), LR_EBADMSG);
+	assert_int_equal(owner_raw(33, 0, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+				   33, &g),
+			 LR_EBADMSG);
+	assert_false(proto_xfer_idname_ok("", 0));
+	assert_true(proto_xfer_idname_ok("a.b_c-d@e$", 10));
+}
+
 /* DELETED items: a round trip; kind 0 or 5, a NUL and an empty path
  * are malformed. */
 static void test_deleted_item(void **state)
@@ -1171,7 +1254,7 @@ static const struct rq_case rq_cases[] = {
 	  0,
 	  0,
 	  false },
-	{ "unknown flag bit", 1, 4, 0, 1u << 12, { "" }, 1, 0, 0, false },
+	{ "unknown flag bit", 1, 4, 0, 1u << 15, { "" }, 1, 0, 0, false },
 	{ "hard links", 1, 4, 0, PROTO_XF_HARD_LINKS, { "" }, 1, 0, 0, true },
 	{ "hard links into a pipe",
 	  2,
@@ -1183,6 +1266,26 @@ static const struct rq_case rq_cases[] = {
 	  0,
 	  0,
 	  false },
+	{ "numeric ids alone",
+	  1,
+	  4,
+	  0,
+	  PROTO_XF_NUMERIC_IDS,
+	  { "" },
+	  1,
+	  0,
+	  0,
+	  false },
+	{ "owner, group, numeric ids",
+	  1,
+	  4,
+	  0,
+	  PROTO_XF_OWNER | PROTO_XF_GROUP | PROTO_XF_NUMERIC_IDS,
+	  { "" },
+	  1,
+	  0,
+	  0,
+	  true },
 	{ "hard links, scratch",
 	  1,
 	  4,
@@ -2160,6 +2263,7 @@ int main(void)
 		cmocka_unit_test(test_request_list),
 		cmocka_unit_test(test_unread_item),
 		cmocka_unit_test(test_fdigest_item),
+		cmocka_unit_test(test_owner_item),
 		cmocka_unit_test(test_deleted_item),
 		cmocka_unit_test(test_batch_fill),
 		cmocka_unit_test(test_batch_room_cap),

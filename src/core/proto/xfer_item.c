@@ -380,6 +380,64 @@ int proto_xfer_get_fdigest(const struct proto_xfer_iter *it,
 	return 0;
 }
 
+bool proto_xfer_idname_ok(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n < 1 || n > PROTO_XFER_MAX_IDNAME)
+		return false;
+	for (i = 0; i < n; i++) {
+		char ch = s[i];
+
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' ||
+		      ch == '-' || ch == '@' || ch == '$'))
+			return false;
+	}
+	return true;
+}
+
+void proto_put_xfer_owner(struct proto_buf *b, const struct proto_xfer_owner *o)
+{
+	size_t ul = strnlen(o->user, PROTO_XFER_MAX_IDNAME),
+	       gl = strnlen(o->group, PROTO_XFER_MAX_IDNAME);
+	uint8_t *q = put_item(b, PROTO_T_OWNER, PROTO__OWNER_FIXED + ul + gl);
+
+	if (!q)
+		return;
+	proto__be32(q, o->idx);
+	proto__be32(q + 4, o->uid);
+	proto__be32(q + 8, o->gid);
+	q[12] = (uint8_t)ul;
+	q[13] = (uint8_t)gl;
+	memcpy(q + PROTO__OWNER_FIXED, o->user, ul);
+	memcpy(q + PROTO__OWNER_FIXED + ul, o->group, gl);
+}
+
+int proto_xfer_get_owner(const struct proto_xfer_iter *it,
+			 struct proto_xfer_owner *o)
+{
+	const uint8_t *v = it->value;
+	size_t ul, gl;
+
+	if (it->tag != PROTO_T_OWNER || !v || it->vlen < PROTO__OWNER_FIXED)
+		return LR_EBADMSG;
+	ul = v[12];
+	gl = v[13];
+	if (it->vlen != PROTO__OWNER_FIXED + ul + gl ||
+	    (ul && !proto_xfer_idname_ok((const char *)v + 14, ul)) ||
+	    (gl && !proto_xfer_idname_ok((const char *)v + 14 + ul, gl)))
+		return LR_EBADMSG;
+	o->idx = proto__rd32(v);
+	o->uid = proto__rd32(v + 4);
+	o->gid = proto__rd32(v + 8);
+	memcpy(o->user, v + 14, ul);
+	o->user[ul] = '\0';
+	memcpy(o->group, v + 14 + ul, gl);
+	o->group[gl] = '\0';
+	return 0;
+}
+
 void proto_put_xfer_deleted(struct proto_buf *b,
 			    const struct proto_xfer_deleted *d)
 {

@@ -11,7 +11,8 @@
 	(PROTO_XF_OVERWRITE | PROTO_XF_UPDATE | PROTO_XF_NO_FSYNC |      \
 	 PROTO_XF_KEEP_SETID | PROTO_XF_STDOUT | PROTO_XF_SCRATCH |      \
 	 PROTO_XF_DELETE | PROTO_XF_DELETE_EXCLUDED | PROTO_XF_DRY_RUN | \
-	 PROTO_XF_CHECKSUM | PROTO_XF_WHOLE_FILE | PROTO_XF_HARD_LINKS)
+	 PROTO_XF_CHECKSUM | PROTO_XF_WHOLE_FILE | PROTO_XF_HARD_LINKS | \
+	 PROTO_XF_OWNER | PROTO_XF_GROUP | PROTO_XF_NUMERIC_IDS)
 #define XFER_MAX_DEPTH 256u /* components, as fsio_path_check */
 
 /*
@@ -192,6 +193,10 @@ static bool xfer_request_ok(const struct proto_xfer_request *m)
 		return false;
 	if ((m->flags & PROTO_XF_DELETE_EXCLUDED) &&
 	    !(m->flags & PROTO_XF_DELETE))
+		return false;
+	/* ids as they are: of owners or groups kept */
+	if ((m->flags & PROTO_XF_NUMERIC_IDS) &&
+	    !(m->flags & (PROTO_XF_OWNER | PROTO_XF_GROUP)))
 		return false;
 	/* links between files of one named tree: not into a pipe, not in
 	 * doctor's test transfer (nothing there is named) */

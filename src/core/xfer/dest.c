@@ -104,6 +104,9 @@ static int decide_existing(struct xsess *x, struct xfile *f, int dirfd,
 	uint32_t flags = x->o->flags;
 	bool reg = S_ISREG(st->st_mode) && !f->pipe;
 
+	f->rx.have_st = true; /* -o/-g: what an up-to-date file has */
+	f->rx.st_uid = st->st_uid;
+	f->rx.st_gid = st->st_gid;
 	if (S_ISDIR(st->st_mode))
 		return refuse(f, plan, -EISDIR,
 			      "a directory of that name exists");
@@ -399,7 +402,11 @@ static int apply_meta(struct xsess *x, struct xfile *f, bool synced)
 	if ((f->from_pipe || f->rx.zeroed || (f->eflags & PROTO_XE_SPARSE)) &&
 	    ftruncate(f->fd, (off_t)f->size))
 		return failed(f, -errno, "truncate");
-	if ((mode != f->rx.cmode || !f->rx.cmode) && fchmod(f->fd, mode))
+	/* the owner first: a chown clears setuid and setgid bits */
+	if (f->rx.owned && fchown(f->fd, f->rx.uid, f->rx.gid))
+		return failed(f, -errno, "chown");
+	if ((mode != f->rx.cmode || !f->rx.cmode || f->rx.owned) &&
+	    fchmod(f->fd, mode))
 		return failed(f, -errno, "chmod");
 	if (futimens(f->fd, ts))
 		return failed(f, -errno, "setting mtime");
@@ -696,6 +703,10 @@ static void late_symlink(struct xsess *x, const struct late *l,
 	e = dfd < 0 ? dfd : fsio_symlink_replace(dfd, name, l->target, replace);
 	if (e)
 		late_failed(x, l, e, NULL, fb, failed_n);
+	else if (l->owned &&
+		 fchownat(dfd, name, l->uid, l->gid, AT_SYMLINK_NOFOLLOW))
+		late_failed(x, l, -errno, "changing its owner failed", fb,
+			    failed_n);
 	else
 		utimensat(dfd, name, ts, AT_SYMLINK_NOFOLLOW);
 	if (dfd >= 0)
@@ -775,6 +786,8 @@ static void late_dir(struct xsess *x, const struct late *l)
 
 	if (dfd < 0)
 		return;
+	if (l->owned) /* before the mode: a chown clears setgid */
+		(void)fchown(dfd, l->uid, l->gid);
 	fchmod(dfd, l->mode & ((flags & XFER_F_KEEP_SETID) ? 07777 : 01777));
 	futimens(dfd, ts);
 	if (!(flags & XFER_F_NO_FSYNC))

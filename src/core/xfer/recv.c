@@ -200,6 +200,9 @@ static int entry_late(struct rxc *c, struct xfile *f,
 	struct xsess *x = c->x;
 	int r = xfer__late_add(&c->late, e);
 
+	if (!r)
+		c->late->owned = xfer__owner_take(x, e->idx, &c->late->uid,
+						  &c->late->gid);
 	x->files_done++;
 	if (!r)
 		r = xfer__push_ack(x, e->idx, 0, PROTO_XS_FILE_DONE, 0);
@@ -280,6 +283,7 @@ static int entry_file(struct rxc *c, struct xfile *f,
 	bool empty = false;
 	int r = 0;
 
+	f->rx.owned = xfer__owner_take(x, e->idx, &f->rx.uid, &f->rx.gid);
 	if (e->eflags & PROTO_XE_LINKED) { /* other names may link to it */
 		xfer__lock(&x->lock);
 		r = xfer__hl_leader_add(x, e->idx, path);
@@ -295,6 +299,7 @@ static int entry_file(struct rxc *c, struct xfile *f,
 			xfer__hl_leader_named(x, f, f->rx.dirfd, f->rx.name);
 		else
 			xfer__hl_leader_newer(x, f);
+		xfer__owner_fix(x, f); /* up to date, but for its owner */
 		x->res->files_skipped++;
 		x->files_done++;
 		x->bytes_held += e->size;
@@ -444,6 +449,24 @@ static int on_fdigest(struct rxc *c, const struct proto_xfer_iter *it)
 	return 0;
 }
 
+/* -o/-g: the owner and group of the entry announced next. */
+static int on_owner(struct rxc *c, const struct proto_xfer_iter *it)
+{
+	struct xsess *x = c->x;
+	struct proto_xfer_owner o;
+
+	if (!(x->o->flags & (XFER_F_OWNER | XFER_F_GROUP)) || x->own.next.valid)
+		return lr_err_set(c->err, LR_EBADMSG,
+				  "the sender sent an owner out of place "
+				  "(only with -o or -g, one before its entry)");
+	if (proto_xfer_get_owner(it, &o))
+		return lr_err_set(c->err, LR_EBADMSG,
+				  "the sender sent a malformed owner (a name "
+				  "is 1..32 bytes of A-Z a-z 0-9 . _ - @ $)");
+	xfer__owner_note(x, &o);
+	return 0;
+}
+
 static int on_files(struct rxc *c, const uint8_t *body, size_t len)
 {
 	struct proto_xfer_iter it;
@@ -471,8 +494,9 @@ static int on_files(struct rxc *c, const uint8_t *body, size_t len)
 				return r;
 			continue;
 		}
-		if (it.tag == PROTO_T_FDIGEST) {
-			r = on_fdigest(c, &it);
+		if (it.tag == PROTO_T_FDIGEST || it.tag == PROTO_T_OWNER) {
+			r = it.tag == PROTO_T_FDIGEST ? on_fdigest(c, &it)
+						      : on_owner(c, &it);
 			if (r)
 				return r;
 			continue;
@@ -484,6 +508,7 @@ static int on_files(struct rxc *c, const uint8_t *body, size_t len)
 		/* made at the first entry (an UNREAD alone makes nothing) */
 		r = dest_ready(c) ?: on_entry(c, &e);
 		c->x->rx.has_fdig = false; /* it was this entry's, or none */
+		c->x->own.next.valid = false;
 		if (r)
 			return r;
 	}
@@ -876,6 +901,7 @@ static int recv_session(struct rxc *c)
 	struct xsess *x = c->x;
 	int r;
 
+	xfer__owner_init(x);
 	x->rx.drop_limit = c->tot.bytes == UINT64_MAX
 				   ? UINT64_MAX / 2
 				   : c->tot.bytes + (64u << 20);

@@ -502,8 +502,9 @@ static int announce_one(struct txc *c, struct proto_buf *b)
 	const char *path = c->w.path;
 	uint8_t rereads = 0;
 	struct proto_xfer_fdigest dig;
+	struct proto_xfer_owner own;
 	struct wentry e;
-	bool has_dig;
+	bool has_dig, has_own;
 	int over, r = next_reread(c, &e, again, &rereads);
 
 	if (r)
@@ -528,14 +529,20 @@ static int announce_one(struct txc *c, struct proto_buf *b)
 	entry_of(&e, path, c->next_idx, &pe);
 	has_dig = e.fd >= 0 && !e.is_stdin &&
 		  xfer__entry_digest(x, e.fd, &pe, &dig);
+	/* a hard link's owner is its file's */
+	has_own = !e.is_stdin && pe.kind != PROTO_XK_HARDLINK &&
+		  xfer__owner_item(x, &e.st, c->next_idx, &own);
 	r = xfer__batch_room(x, b,
 			     proto_xfer_entry_size(&pe) +
-				     (has_dig ? 4 + PROTO__FDIGEST_LEN : 0),
+				     (has_dig ? 4 + PROTO__FDIGEST_LEN : 0) +
+				     (has_own ? xfer__owner_size(&own) : 0),
 			     PROTO_XFER_FILES);
 	if (r)
 		return r;
 	if (has_dig)
 		proto_put_xfer_fdigest(b, &dig);
+	if (has_own)
+		proto_put_xfer_owner(b, &own);
 	proto_put_xfer_entry(b, &pe);
 	if (e.read_err && (r = unreadable(c, b)))
 		return r;

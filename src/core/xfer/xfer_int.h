@@ -78,7 +78,10 @@ _Static_assert(XFER__SAME(XFER_F_OVERWRITE, PROTO_XF_OVERWRITE) &&
 		       XFER__SAME(XFER_F_STDOUT, PROTO_XF_STDOUT) &&
 		       XFER__SAME(XFER_F_SCRATCH, PROTO_XF_SCRATCH) &&
 		       XFER__SAME(XFER_F_WHOLE_FILE, PROTO_XF_WHOLE_FILE) &&
-		       XFER__SAME(XFER_F_HARD_LINKS, PROTO_XF_HARD_LINKS),
+		       XFER__SAME(XFER_F_HARD_LINKS, PROTO_XF_HARD_LINKS) &&
+		       XFER__SAME(XFER_F_OWNER, PROTO_XF_OWNER) &&
+		       XFER__SAME(XFER_F_GROUP, PROTO_XF_GROUP) &&
+		       XFER__SAME(XFER_F_NUMERIC_IDS, PROTO_XF_NUMERIC_IDS),
 	       "enum xfer_flag is the wire's");
 _Static_assert(XFER__SAME(XFER_PUSH, PROTO_XFER_PUSH) &&
 		       XFER__SAME(XFER_PULL, PROTO_XFER_PULL),
@@ -201,6 +204,11 @@ struct xfile_rx {
 	bool zeroed;	   /* a ZERO chunk came: its size is set at the end */
 	bool withdrawn;	   /* the sender gave it up to announce it again */
 	bool kept_newer;   /* SKIP: UPDATE keeps a newer copy (not the same) */
+	/* -o/-g: the owner and group to give it ((uid_t)-1: as it is), and
+	 * those of the copy there (a SKIP's, have_st) */
+	bool owned, have_st;
+	uid_t uid, st_uid;
+	gid_t gid, st_gid;
 	/* a pipe's short chunk (its end) before its SUM: index + 1, 0 for
 	 * none, and its length; every other chunk before the SUM is whole */
 	uint32_t pipe_end, pipe_end_len;
@@ -376,6 +384,31 @@ struct xrecv {
 	struct xleaders leaders;
 };
 
+/* -o/-g: names and ids looked up, the last XOWN_CACHE of each kind */
+#define XOWN_CACHE     64
+#define XOWN_MY_GROUPS 64
+struct xown_cache {
+	struct xown_cell {
+		uint32_t id;
+		bool known; /* the name has an id on this machine */
+		char name[PROTO_XFER_MAX_IDNAME + 1];
+	} v[XOWN_CACHE];
+	unsigned n, next;
+};
+struct xowners {
+	struct xown_cache users, groups;
+	bool root; /* receiver: may give files any owner */
+	gid_t groups_of_mine[XOWN_MY_GROUPS];
+	unsigned ngroups;
+	/* receiver: the OWNER item before the next entry, mapped here */
+	struct xown_pending {
+		uint32_t idx;
+		bool valid;
+		uid_t uid;
+		gid_t gid;
+	} next;
+};
+
 struct xsess {
 	struct xfer_conns *cs;
 	const struct xfer_opts *o;
@@ -396,6 +429,7 @@ struct xsess {
 	struct xsend tx;
 	struct xrecv rx;
 	struct xfer__evq evq, evq_spare;
+	struct xowners own; /* -o/-g (control thread) */
 	uint64_t bytes_done, bytes_held;
 	uint64_t files_done;
 	_Atomic int64_t last_activity_ms;
@@ -773,6 +807,9 @@ struct late {
 	char *path;
 	char *target;
 	uint32_t link_to; /* a hard link: the idx of its file */
+	bool owned;	  /* -o/-g: uid and gid to give it (-1: as it is) */
+	uid_t uid;
+	gid_t gid;
 };
 
 int xfer__late_add(struct late **head, const struct proto_xfer_entry *e);
@@ -807,6 +844,23 @@ void xfer__del_free(struct xsess *x);
 /* Entry e (a file) and the window's files: true when one of them, still
  * in flight, has its path; else e's is noted. Under lock. */
 bool xfer__name_taken(struct xsess *x, const struct proto_xfer_entry *e);
+
+/* ---- owner.c: -o/-g ---- */
+
+/* Sender: the OWNER item of an entry with st, true when one goes. */
+bool xfer__owner_item(struct xsess *x, const struct stat *st, uint32_t idx,
+		      struct proto_xfer_owner *o);
+size_t xfer__owner_size(const struct proto_xfer_owner *o); /* in a batch */
+/* Receiver: at the start; an OWNER item noted (mapped to this machine's
+ * ids) for the entry after it; the ids it gives entry idx: true with
+ * uid/gid set ((uid_t)-1: left as it is) when there is anything to
+ * change. */
+void xfer__owner_init(struct xsess *x);
+void xfer__owner_note(struct xsess *x, const struct proto_xfer_owner *o);
+bool xfer__owner_take(struct xsess *x, uint32_t idx, uid_t *uid, gid_t *gid);
+/* A file found up to date (SKIP) whose owner or group differ: given
+ * them. */
+void xfer__owner_fix(struct xsess *x, const struct xfile *f);
 
 /* ---- hardlink.c: -H ---- */
 

@@ -1,0 +1,181 @@
+# SPDX-License-Identifier: MIT
+"""-o/-g/-a and --numeric-ids (issue 20), between the namespace hosts:
+owners and groups kept when the receiver runs as root, by name (each
+machine's id of the name, the id as sent when the name is not known
+there) or by number, on files, directories and symlinks; an up-to-date
+file given its new owner; a receiver that is not root keeps its own; and
+the setuid consent rule holds for files owned by root. Compared with the
+source by stat. Needs root (the namespaces, chown, and a second passwd
+file in a mount namespace of its own for the receiving client).
+"""
+
+import grp
+import os
+import pwd
+import shutil
+import stat
+import subprocess
+import tempfile
+
+import pytest
+
+from lrproc import describe
+from xferutil import end_event, env_without_token
+
+# Debian's: a user and a group that have names on every machine
+USER, GROUP = "daemon", "bin"
+
+
+@pytest.fixture(autouse=True)
+def as_root():
+    if os.geteuid() != 0:
+        pytest.skip("owners can be given only as root (run as root)")
+
+
+def owned_tree(top):
+    """f 1234:5678 (no names), d 2345:6789, l (a symlink) 3456:7890,
+    d/named daemon:bin."""
+    (top / "d").mkdir(parents=True)
+    (top / "f").write_text("f\n")
+    (top / "d" / "named").write_text("named\n")
+    os.symlink("f", top / "l")
+    os.chown(top / "f", 1234, 5678)
+    os.chown(top / "d", 2345, 6789)
+    os.lchown(top / "l", 3456, 7890)
+    os.chown(top / "d" / "named", pwd.getpwnam(USER).pw_uid,
+             grp.getgrnam(GROUP).gr_gid)
+
+
+def ids(top):
+    out = {}
+    for d, dirs, files in os.walk(top):
+        for n in dirs + files:
+            p = os.path.join(d, n)
+            st = os.lstat(p)
+            out[os.path.relpath(p, top)] = (st.st_uid, st.st_gid)
+    return out
+
+
+def test_push_keeps_owners_and_groups(xsrv):
+    x = xsrv
+    top = x.src / "t"
+    owned_tree(top)
+    x.send_ok("-q", "-o", "-g", str(top) + "/", x.dest("og"))
+    assert ids(x.root / "og") == ids(top)
+    x.send_ok("-q", "-a", str(top) + "/", x.dest("a"))
+    assert ids(x.root / "a") == ids(top)
+    # -g alone: the owner stays the receiver's
+    x.send_ok("-q", "-g", str(top) + "/", x.dest("g"))
+    assert {k: v[1] for k, v in ids(x.root / "g").items()} == \
+        {k: v[1] for k, v in ids(top).items()}
+    assert all(v[0] == 0 for v in ids(x.root / "g").values())
+    # without: everything is the receiving user's, as before
+    x.send_ok("-q", str(top) + "/", x.dest("none"))
+    assert set(ids(x.root / "none").values()) == {(0, 0)}
+
+
+def fake_ids(where, uid, gid):
+    """A passwd and a group file in which USER and GROUP have other ids."""
+    pw = where / "passwd"
+    gr = where / "group"
+    pw.write_text(f"root:x:0:0:root:/root:/bin/sh\n"
+                  f"{USER}:x:{uid}:{gid}:{USER}:/:/bin/false\n")
+    gr.write_text(f"root:x:0:\n{GROUP}:x:{gid}:\n")
+    return pw, gr
+
+
+def get_elsewhere(x, pw, gr, *args):
+    """linerate get in host A, in a mount namespace of its own whose
+    /etc/passwd and /etc/group are pw and gr: another machine's names."""
+    argv = ["unshare", "-m", "sh", "-c",
+            'mount --bind "$1" /etc/passwd && mount --bind "$2" /etc/group'
+            ' && shift 2 && exec "$@"', "sh", str(pw), str(gr),
+            *x.client_argv("get", *args)]
+    return x.h.run_a(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                     text=True, timeout=60, env=env_without_token())
+
+
+def test_names_are_mapped_on_the_receiving_machine(xsrv):
+    x = xsrv
+    top = x.root / "t"
+    owned_tree(top)
+    pw, gr = fake_ids(x.tmp, 4001, 4002)
+    got = x.tmp / "got"
+    got.mkdir()
+    res = get_elsewhere(x, pw, gr, "-q", "-a", x.dest("t/"), got)
+    assert res.returncode == 0, describe(res)
+    want = ids(top)
+    want["d/named"] = (4001, 4002)  # the names' ids there
+    assert ids(got) == want
+    # --numeric-ids: the ids as they are
+    num = x.tmp / "num"
+    num.mkdir()
+    res = get_elsewhere(x, pw, gr, "-q", "-a", "--numeric-ids",
+                        x.dest("t/"), num)
+    assert res.returncode == 0, describe(res)
+    assert ids(num) == ids(top)
+
+
+def test_an_up_to_date_file_gets_its_new_owner(xsrv):
+    x = xsrv
+    top = x.src / "t"
+    owned_tree(top)
+    x.send_ok("-q", "-a", str(top) + "/", x.dest("o"))
+    os.chown(top / "f", 2222, 3333)
+    res = x.send_ok("--json", "-a", str(top) + "/", x.dest("o"))
+    end = end_event(res.stdout)
+    assert end["bytes"] == 0 and end["files_skipped"] == 2, end
+    assert ids(x.root / "o") == ids(top)
+
+
+def test_a_receiver_that_is_not_root_keeps_its_own(xsrv):
+    """get -a as the user nobody: the files are nobody's, groups it is
+    not a member of are not given, and the transfer succeeds."""
+    x = xsrv
+    top = x.root / "t"
+    owned_tree(top)
+    base = tempfile.mkdtemp(prefix="lr-owners-")
+    try:
+        os.chmod(base, 0o755)
+        dest = os.path.join(base, "got")
+        os.mkdir(dest)
+        nobody = pwd.getpwnam("nobody")
+        os.chown(dest, nobody.pw_uid, nobody.pw_gid)
+        tok = os.path.join(base, "token")
+        shutil.copy(x.token_file, tok)
+        os.chmod(tok, 0o644)
+        argv = [x.bin, "get", "-p", str(x.srv.port), "--token-file", tok,
+                "-q", "-a", x.dest("t/"), dest]
+        res = x.h.run_a(["setpriv", f"--reuid={nobody.pw_uid}",
+                         f"--regid={nobody.pw_gid}", "--clear-groups",
+                         *argv], stdin=subprocess.DEVNULL,
+                        capture_output=True, text=True, timeout=60,
+                        env=env_without_token())
+        assert res.returncode == 0, describe(res)
+        got = ids(dest)
+        assert set(got) == set(ids(top)), got
+        assert set(got.values()) == {(nobody.pw_uid, nobody.pw_gid)}, got
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_root_owner_keeps_setuid_only_with_consent(xsrv):
+    x = xsrv
+    top = x.src / "s"
+    top.mkdir()
+    (top / "suid").write_text("#!/bin/sh\n")
+    os.chown(top / "suid", 0, 0)
+    os.chmod(top / "suid", 0o4755)
+    x.send_ok("-q", "-a", str(top) + "/", x.dest("s1"))
+    st = os.stat(x.root / "s1" / "suid")
+    assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (0, 0o755)
+    x.start_server("--allow-setid")
+    x.send_ok("-q", "-a", "--keep-setid", str(top) + "/", x.dest("s2"))
+    st = os.stat(x.root / "s2" / "suid")
+    assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (0, 0o4755)
+
+
+def test_numeric_ids_alone_is_a_usage_error(xsrv):
+    res = xsrv.send("--numeric-ids", str(xsrv.src), xsrv.dest())
+    assert res.returncode == 2, describe(res)
+    assert "--numeric-ids goes with -o, -g or -a" in res.stderr
