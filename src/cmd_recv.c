@@ -39,6 +39,8 @@ const char cmd_recv_usage[] =
 	"                        except those newer here (rsync's -u)\n"
 	"      --no-fsync        do not wait for the disk before renaming\n"
 	"      --keep-setid      keep setuid/setgid bits\n"
+	"      --allow-devices   make the device nodes a sender sends (-D;\n"
+	"                        as root)\n"
 	"      --stdout          write the one incoming file to standard output\n"
 	"      --json            one JSON object per event\n"
 	"      --ssh             the far end of `linerate send USER@HOST:DIR`:\n"
@@ -57,6 +59,7 @@ enum {
 	OPT_UPDATE,
 	OPT_NO_FSYNC,
 	OPT_KEEP_SETID,
+	OPT_ALLOW_DEVICES,
 	OPT_STDOUT,
 	OPT_JSON,
 	OPT_SSH,
@@ -73,6 +76,7 @@ static const struct option long_opts[] = {
 	{ "update", no_argument, NULL, OPT_UPDATE },
 	{ "no-fsync", no_argument, NULL, OPT_NO_FSYNC },
 	{ "keep-setid", no_argument, NULL, OPT_KEEP_SETID },
+	{ "allow-devices", no_argument, NULL, OPT_ALLOW_DEVICES },
 	{ "stdout", no_argument, NULL, OPT_STDOUT },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "ssh", no_argument, NULL, OPT_SSH },
@@ -167,6 +171,7 @@ static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 	case OPT_UPDATE: o->s.xfer_flags |= XFER_F_UPDATE; return 0;
 	case OPT_NO_FSYNC: o->s.xfer_flags |= XFER_F_NO_FSYNC; return 0;
 	case OPT_KEEP_SETID: o->s.xfer_flags |= XFER_F_KEEP_SETID; return 0;
+	case OPT_ALLOW_DEVICES: o->s.allow_devices = true; return 0;
 	case OPT_STDOUT:
 		o->s.xfer_flags |= XFER_F_STDOUT;
 		o->s.outfd = STDOUT_FILENO;

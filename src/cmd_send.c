@@ -43,6 +43,8 @@ enum {
 	OPT_STATS,
 	OPT_FORCE_TTY,
 	OPT_NUMERIC_IDS,
+	OPT_SPECIALS,
+	OPT_DEVICES,
 	OPT_SIZE,
 	OPT_CONNECT_TIMEOUT,
 	OPT_TIMEOUT,
@@ -92,6 +94,8 @@ static const struct option long_opts[] = {
 	{ "group", no_argument, NULL, 'g' },
 	{ "archive", no_argument, NULL, 'a' },
 	{ "numeric-ids", no_argument, NULL, OPT_NUMERIC_IDS },
+	{ "specials", no_argument, NULL, OPT_SPECIALS },
+	{ "devices", no_argument, NULL, OPT_DEVICES },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "stats", no_argument, NULL, OPT_STATS },
 	{ "force-tty", no_argument, NULL, OPT_FORCE_TTY },
@@ -226,7 +230,11 @@ static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 	case 'o': o->c.x.flags |= XFER_F_OWNER; return 0;
 	case 'g': o->c.x.flags |= XFER_F_GROUP; return 0;
 	/* rsync's -a is -rlptgoD: linerate keeps the rest always */
-	case 'a': o->c.x.flags |= XFER_F_OWNER | XFER_F_GROUP; return 0;
+	case 'a':
+		o->c.x.flags |= XFER_F_OWNER | XFER_F_GROUP; /* fall through */
+	case 'D': o->c.x.flags |= XFER_F_SPECIALS | XFER_F_DEVICES; return 0;
+	case OPT_SPECIALS: o->c.x.flags |= XFER_F_SPECIALS; return 0;
+	case OPT_DEVICES: o->c.x.flags |= XFER_F_DEVICES; return 0;
 	case OPT_NUMERIC_IDS: o->c.x.flags |= XFER_F_NUMERIC_IDS; return 0;
 	case 'H':
 		o->c.x.flags |= XFER_F_HARD_LINKS;
@@ -436,7 +444,7 @@ static int send_parse(int argc, char **argv, struct send_cli *o,
 	o->c.connect_timeout_ms = 10000;
 	o->c.x.progress_ms = 250;
 	o->c.x.cancel = &cancelled;
-	r = opts_parse(&common_spec, "w:e:rqhnvcWHoga", long_opts, own_option,
+	r = opts_parse(&common_spec, "w:e:rqhnvcWHogaD", long_opts, own_option,
 		       o, argc, argv, &o->net, err);
 	if (r)
 		return r;
@@ -450,7 +458,10 @@ static int send_parse(int argc, char **argv, struct send_cli *o,
 	if (o->files_from && files_from(o, err))
 		return -EINVAL;
 	o->c.src.filter = o->filter.n || o->filter.list ? &o->filter : NULL;
+	o->c.src.specials = o->c.x.flags & XFER_F_SPECIALS; /* a push's walk */
+	o->c.src.devices = o->c.x.flags & XFER_F_DEVICES;
 	if (o->pull) { /* this side receives: deletes, keeps what is left out */
+		o->c.x.allow_devices = true; /* -D: the user's own consent */
 		o->c.x.filter = o->c.src.filter;
 		o->c.x.delete_root = o->c.src.contents != 0;
 	}

@@ -53,6 +53,9 @@ const char cmd_serve_usage[] =
 	"      --allow-setid          with --root: accept pushes asking to keep\n"
 	"                             setuid/setgid bits (send --keep-setid);\n"
 	"                             refused otherwise\n"
+	"      --allow-devices        with --root, as root: make the device\n"
+	"                             nodes of pushes (send --devices, -D);\n"
+	"                             each is refused otherwise\n"
 	"      --partial-max-age AGE  with --root: remove the partial files of\n"
 	"                             interrupted pushes (.NAME.lrpart and its\n"
 	"                             .lrjournal) unchanged for longer than AGE\n"
@@ -99,6 +102,7 @@ enum {
 	OPT_HANDSHAKE,
 	OPT_ALLOW_PLAINTEXT,
 	OPT_ALLOW_SETID,
+	OPT_ALLOW_DEVICES,
 	OPT_ROOT,
 	OPT_READ_ONLY,
 	OPT_IPERF3_PORT,
@@ -126,6 +130,7 @@ static const struct option long_opts[] = {
 	{ "handshake-timeout", required_argument, NULL, OPT_HANDSHAKE },
 	{ "allow-plaintext", no_argument, NULL, OPT_ALLOW_PLAINTEXT },
 	{ "allow-setid", no_argument, NULL, OPT_ALLOW_SETID },
+	{ "allow-devices", no_argument, NULL, OPT_ALLOW_DEVICES },
 	{ "root", required_argument, NULL, OPT_ROOT },
 	{ "read-only", no_argument, NULL, OPT_READ_ONLY },
 	{ "iperf3-port", required_argument, NULL, OPT_IPERF3_PORT },
@@ -263,6 +268,7 @@ static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 	case OPT_ROOT: o->root = optarg; return 0;
 	case OPT_READ_ONLY: o->s.read_only = true; return 0;
 	case OPT_ALLOW_SETID: o->s.allow_setid = true; return 0;
+	case OPT_ALLOW_DEVICES: o->s.allow_devices = true; return 0;
 	case OPT_IPERF3_PORT:
 		if (opts_uint("--iperf3-port", optarg, 0, 65535, &v, err))
 			return -EINVAL;
@@ -444,6 +450,8 @@ static int serve_security(struct serve_opts *o, struct lr_err *err)
 		return lr_err_set(err, -EINVAL, "--read-only needs --root");
 	if (o->s.allow_setid && !o->root)
 		return lr_err_set(err, -EINVAL, "--allow-setid needs --root");
+	if (o->s.allow_devices && !o->root)
+		return lr_err_set(err, -EINVAL, "--allow-devices needs --root");
 	return 0;
 }
 

@@ -58,7 +58,7 @@ typedef int (*opts_own_fn)(int c, char **argv, void *ctx, struct lr_err *err);
  * OPTS_MAX_LONG. 0 with optind at the first operand, 1 for --help, or
  * -EINVAL with err set.
  */
-#define OPTS_MAX_LONG 48
+#define OPTS_MAX_LONG 64
 int opts_parse(const struct opts_common_spec *spec, const char *own_shorts,
 	       const struct option *own_longs, opts_own_fn own, void *ctx,
 	       int argc, char **argv, struct opts_common *net,

@@ -291,6 +291,8 @@ enum proto_xfer_flag {
 	PROTO_XF_OWNER = 1u << 12,	 /* owners kept (-o, a root receiver) */
 	PROTO_XF_GROUP = 1u << 13,	 /* groups kept (-g) */
 	PROTO_XF_NUMERIC_IDS = 1u << 14, /* ids as they are, no names */
+	PROTO_XF_SPECIALS = 1u << 15,	 /* FIFOs and sockets (--specials) */
+	PROTO_XF_DEVICES = 1u << 16,	 /* device nodes (--devices) */
 };
 
 /* The flags of a LIST item */
@@ -347,7 +349,12 @@ enum proto_xfer_kind {
 	PROTO_XK_DIR = 2,
 	PROTO_XK_SYMLINK = 3,
 	PROTO_XK_HARDLINK = 4, /* HARD_LINKS only: a name of an earlier file */
+	PROTO_XK_FIFO = 5,     /* SPECIALS only */
+	PROTO_XK_SOCKET = 6,   /* SPECIALS only */
+	PROTO_XK_CHARDEV = 7,  /* DEVICES only: target major:u32 minor:u32 */
+	PROTO_XK_BLOCKDEV = 8, /* DEVICES only: the same */
 };
+#define PROTO_XFER_DEV_LEN 8u /* a device node's target: major, minor */
 
 /* entry flags */
 enum proto_xfer_eflag {

@@ -41,6 +41,7 @@ struct server_opts {
 	int64_t partial_sweep_ms;
 	bool read_only;	     /* serve pulls, refuse pushes */
 	bool allow_setid;    /* pushes may keep setuid/setgid bits */
+	bool allow_devices;  /* pushes may make device nodes (-D) */
 	bool push_only;	     /* accept pushes, refuse pulls (recv) */
 	uint32_t xfer_flags; /* enum xfer_flag, added to every push */
 	int outfd;	     /* with XFER_F_STDOUT: where the file goes */

@@ -59,6 +59,8 @@ enum xfer_flag {
 	XFER_F_OWNER = 1u << 12,       /* owners kept (root receiver): -o */
 	XFER_F_GROUP = 1u << 13,       /* groups kept: -g */
 	XFER_F_NUMERIC_IDS = 1u << 14, /* ids as they are: --numeric-ids */
+	XFER_F_SPECIALS = 1u << 15,    /* FIFOs and sockets: --specials */
+	XFER_F_DEVICES = 1u << 16,     /* device nodes: --devices */
 };
 
 /* What a sender sends: local paths (push) or paths below a root (pull). */
@@ -80,6 +82,9 @@ struct xfer_source {
 	/* -H: files with more than one name are announced once, their other
 	 * names in the transfer as hard links to it */
 	bool hard_links;
+	/* --specials, --devices: FIFOs and sockets, device nodes in a tree
+	 * are announced (else told and left out) */
+	bool specials, devices;
 };
 
 struct xfer_opts {
@@ -103,6 +108,9 @@ struct xfer_opts {
 	/* --timeout: silence of the peer that ends the session (ms); 0:
 	 * IDLE_MS */
 	int idle_ms;
+	/* receiver with XFER_F_DEVICES: it consents to make device nodes
+	 * (serve/recv --allow-devices; a pull's own client) */
+	bool allow_devices;
 };
 
 enum xfer_event_kind {

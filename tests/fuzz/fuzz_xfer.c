@@ -267,14 +267,18 @@ static void fuzz_item(const struct proto_xfer_iter *it, const uint8_t *body,
 	if (proto_xfer_get_entry(it, &e) == 0) {
 		ok++;
 		CHECK(it->tag == PROTO_T_ENTRY);
-		CHECK(e.kind >= PROTO_XK_FILE && e.kind <= PROTO_XK_HARDLINK);
+		CHECK(e.kind >= PROTO_XK_FILE && e.kind <= PROTO_XK_BLOCKDEV);
 		/* a hard link names an earlier entry; only a file is LINKED */
 		CHECK(e.kind != PROTO_XK_HARDLINK || e.link_to < e.idx);
 		CHECK(e.kind == PROTO_XK_FILE || !(e.eflags & PROTO_XE_LINKED));
 		CHECK(e.mode <= 07777 && e.mtime_nsec < 1000000000u);
 		CHECK(e.path_len >= 1 && e.path_len <= PROTO_XFER_MAX_PATH);
 		CHECK(inside(e.path, e.path_len, body, len));
-		CHECK((e.kind == PROTO_XK_SYMLINK) == (e.target_len > 0));
+		CHECK((e.kind == PROTO_XK_SYMLINK ||
+		       e.kind == PROTO_XK_CHARDEV ||
+		       e.kind == PROTO_XK_BLOCKDEV) == (e.target_len > 0));
+		CHECK(e.kind == PROTO_XK_SYMLINK || e.target_len == 0 ||
+		      e.target_len == PROTO_XFER_DEV_LEN);
 		CHECK(e.target_len <= PROTO_XFER_MAX_PATH);
 		CHECK(!e.target_len ||
 		      inside(e.target, e.target_len, body, len));

@@ -134,6 +134,18 @@ CASES = {
         modes={"own_suid": 0o755, "own_sgid_dir": 0o777},
         reason=[r"owner out of place \(only with -o or -g",
                 r"sent a malformed owner \(a name is 1\.\.32 bytes"]),
+    # -D: device nodes only with the receiver's consent (the test server
+    # runs as root without --allow-devices), a FIFO without setuid bits,
+    # nothing asked for without the options
+    "special_cases": dict(
+        present={"ok_special_cases": 10},
+        absent=["sp_dev", "sp_escape", "sp_unasked", "sp_dev2"],
+        modes={"sp_fifo": 0o666},
+        reason=[r"sp_dev: refused: device nodes need the receiver's "
+                r"consent",
+                REFUSED_PATH + r'"\." or "\.\." component',
+                r"announced a FIFO, socket or device node, which this "
+                r"transfer did not ask for"]),
     "more_files": dict(
         present={},
         absent=[f"more_files_{i}" for i in range(1, 5)],

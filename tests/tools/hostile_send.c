@@ -85,6 +85,7 @@ struct ent {
 	bool owned;
 	uint32_t uid, gid;
 	const char *user, *group;
+	uint32_t major, minor; /* a device node's */
 };
 
 struct act {
@@ -755,6 +756,7 @@ static int run_act(const struct act *a, unsigned no)
 			.link_to = e->link_to,
 		};
 		char pe_esc[FSIO_MAX_PATH * 4 + 1];
+		char devt[8];
 
 		if (e->owned) {
 			struct proto_xfer_owner o = { .idx = i,
@@ -767,6 +769,17 @@ static int run_act(const struct act *a, unsigned no)
 			memcpy(o.group, e->group ? e->group : "",
 			       strlen(e->group ? e->group : ""));
 			proto_put_xfer_owner(&b, &o);
+		}
+		if (e->kind == PROTO_XK_CHARDEV ||
+		    e->kind == PROTO_XK_BLOCKDEV) {
+			uint32_t mm[2] = { e->major, e->minor };
+			unsigned j;
+
+			for (j = 0; j < 8; j++)
+				devt[j] =
+					(char)(mm[j / 4] >> (24 - 8 * (j % 4)));
+			pe.target = devt;
+			pe.target_len = 8;
 		}
 		say("announce: entry %u kind %u '%s'%s%s size %llu", i, e->kind,
 		    esc(e->path, ent_len(e), pe_esc, sizeof(pe_esc)),
@@ -1451,6 +1464,41 @@ static int run_case(const char *name)
 				    .owned = true,
 				    .user = "root:x",
 				    .group = "../etc" } },
+			.nents = 1,
+		};
+	} else if (!strcmp(name, "special_cases")) {
+		acts[n++] = (struct act){
+			.what = "a device node 1:3 mode 0666 without the "
+				"receiver's consent, a FIFO, a device outside",
+			.flags = PROTO_XF_SPECIALS | PROTO_XF_DEVICES,
+			.ents = { { .kind = PROTO_XK_CHARDEV,
+				    .path = "sp_dev",
+				    .mode = 0666,
+				    .major = 1,
+				    .minor = 3 },
+				  { .kind = PROTO_XK_BLOCKDEV,
+				    .path = "../sp_escape",
+				    .mode = 0666,
+				    .major = 8 },
+				  { .kind = PROTO_XK_FIFO,
+				    .path = "sp_fifo",
+				    .mode = 04666 },
+				  FILE10("ok_special_cases") },
+			.nents = 4,
+		};
+		acts[n++] = (struct act){
+			.what = "a FIFO without --specials asked",
+			.ents = { { .kind = PROTO_XK_FIFO,
+				    .path = "sp_unasked" } },
+			.nents = 1,
+		};
+		acts[n++] = (struct act){
+			.what = "a device with --specials only",
+			.flags = PROTO_XF_SPECIALS,
+			.ents = { { .kind = PROTO_XK_CHARDEV,
+				    .path = "sp_dev2",
+				    .major = 1,
+				    .minor = 5 } },
 			.nents = 1,
 		};
 	} else if (!strcmp(name, "bad_sum")) {

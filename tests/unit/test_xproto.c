@@ -329,8 +329,20 @@ static void test_items_roundtrip(void **state)
 					 .path = "dir/hard",
 					 .path_len = 8,
 					 .link_to = 0 };
+	struct proto_xfer_entry fifo = { .idx = 5,
+					 .kind = PROTO_XK_FIFO,
+					 .mode = 0640,
+					 .path = "p",
+					 .path_len = 1 };
+	struct proto_xfer_entry dev = { .idx = 6,
+					.kind = PROTO_XK_CHARDEV,
+					.mode = 0600,
+					.path = "null",
+					.path_len = 4,
+					.target = "\0\0\0\x01\0\0\0\x03",
+					.target_len = 8 };
 	const struct proto_xfer_entry *entries[] = { &file, &pipe, &dir, &link,
-						     &hard };
+						     &hard, &fifo, &dev };
 	struct proto_xfer_plan plan = { 7, PROTO_XA_RESUME }, plan2;
 	struct proto_xfer_held held = { 7, 3, { 0xde, 0xad } }, held2;
 	struct proto_xfer_sum sum = { 7, 1ull << 33, 1024, 1000, { 1, 2, 3 } },
@@ -902,6 +914,7 @@ enum item {
 	I_DIR,
 	I_LINK,
 	I_HLINK,
+	I_DEV,
 	I_PLAN,
 	I_HELD,
 	I_SUM,
@@ -928,7 +941,14 @@ static const struct item_case item_cases[] = {
 	{ "symlink LINKED", I_LINK, 5, PROTO_XE_LINKED, 1, 0, 0 },
 	{ "hard link LINKED", I_HLINK, 5, PROTO_XE_LINKED, 1, 0, 0 },
 	{ "hard link SPARSE", I_HLINK, 5, PROTO_XE_SPARSE, 1, 0, 0 },
-	{ "entry kind 5", I_HLINK, 4, 5, 1, 0, 0 },
+	{ "entry kind 9", I_HLINK, 4, 9, 1, 0, 0 },
+	{ "FIFO with a target", I_HLINK, 4, PROTO_XK_FIFO, 1, 0, 0 },
+	{ "socket with a target", I_HLINK, 4, PROTO_XK_SOCKET, 1, 0, 0 },
+	{ "char device of 4 bytes", I_HLINK, 4, PROTO_XK_CHARDEV, 1, 0, 0 },
+	{ "block device of 9 bytes", I_DEV, 30, 9, 2, 1, 0 },
+	{ "device without a target", I_DEV, 30, 0, 2, -8, 0 },
+	{ "device with size", I_DEV, 8, 1, 8, 0, 0 },
+	{ "device LINKED", I_DEV, 5, PROTO_XE_LINKED, 1, 0, 0 },
 	{ "hard link without its file", I_HLINK, 30, 0, 2, -4, 0 },
 	{ "hard link target_len 5", I_HLINK, 30, 5, 2, 1, 0 },
 	{ "hard link target_len 3", I_HLINK, 30, 3, 2, -1, 0 },
@@ -998,6 +1018,13 @@ static void put_item(struct proto_buf *b, enum item item)
 		e.size = 0;
 		proto_put_xfer_entry(b, &e);
 		break;
+	case I_DEV:
+		e.kind = PROTO_XK_BLOCKDEV;
+		e.size = 0;
+		e.target = "\0\0\0\x07\0\0\0\x01";
+		e.target_len = 8;
+		proto_put_xfer_entry(b, &e);
+		break;
 	case I_HLINK:
 		e.kind = PROTO_XK_HARDLINK;
 		e.size = 0;
@@ -1051,7 +1078,8 @@ static int get_item(const struct proto_xfer_iter *it, enum item item)
 	case I_FILE:
 	case I_DIR:
 	case I_LINK:
-	case I_HLINK: return proto_xfer_get_entry(it, &u.e);
+	case I_HLINK:
+	case I_DEV: return proto_xfer_get_entry(it, &u.e);
 	case I_PLAN: return proto_xfer_get_plan(it, &u.p);
 	case I_HELD: return proto_xfer_get_held(it, &u.h);
 	case I_SUM: return proto_xfer_get_sum(it, &u.s);
@@ -1254,7 +1282,7 @@ static const struct rq_case rq_cases[] = {
 	  0,
 	  0,
 	  false },
-	{ "unknown flag bit", 1, 4, 0, 1u << 15, { "" }, 1, 0, 0, false },
+	{ "unknown flag bit", 1, 4, 0, 1u << 17, { "" }, 1, 0, 0, false },
 	{ "hard links", 1, 4, 0, PROTO_XF_HARD_LINKS, { "" }, 1, 0, 0, true },
 	{ "hard links into a pipe",
 	  2,

@@ -211,7 +211,7 @@ static bool item_is(const struct proto_xfer_iter *it, uint16_t tag, size_t vlen)
 /* The bounds of an entry (docs/PROTOCOL.md, the bounds table). */
 static bool entry_ok(const struct proto_xfer_entry *x)
 {
-	if (x->kind < PROTO_XK_FILE || x->kind > PROTO_XK_HARDLINK)
+	if (x->kind < PROTO_XK_FILE || x->kind > PROTO_XK_BLOCKDEV)
 		return false;
 	if (x->eflags & ~(unsigned)XE_ALL)
 		return false;
@@ -230,6 +230,11 @@ static bool entry_ok(const struct proto_xfer_entry *x)
 	} else if (x->kind == PROTO_XK_HARDLINK) {
 		/* an earlier entry's idx */
 		if (x->target_len != LINK_TO_LEN)
+			return false;
+	} else if (x->kind == PROTO_XK_CHARDEV ||
+		   x->kind == PROTO_XK_BLOCKDEV) {
+		/* major, minor */
+		if (x->target_len != PROTO_XFER_DEV_LEN)
 			return false;
 	} else if (x->target_len) {
 		return false;

@@ -244,6 +244,7 @@ static int run_engine(struct server_test *t,
 	xo.flags = (req->flags & ~(uint32_t)PROTO_XF_STDOUT) |
 		   srv->o.xfer_flags;
 	xo.rate = req->rate;
+	xo.allow_devices = srv->o.allow_devices;
 	xo.progress_ms = srv->o.progress_ms;
 	xo.cancel = srv->o.cancel ? srv->o.cancel : &srv->stopping;
 	if (req->op == PROTO_XFER_PUSH) {
@@ -257,6 +258,8 @@ static int run_engine(struct server_test *t,
 		src.contents = req->contents;
 		src.filter = filter->n || filter->list ? filter : NULL;
 		src.hard_links = req->flags & PROTO_XF_HARD_LINKS;
+		src.specials = req->flags & PROTO_XF_SPECIALS;
+		src.devices = req->flags & PROTO_XF_DEVICES;
 		xo.flags &= ~(uint32_t)PROTO_XF_STDOUT;
 		r = xfer_send(&cs, &src, &xo, srv->o.xfer_cb, &ev->xres, &e);
 		/* the client verified every file and finished; only its

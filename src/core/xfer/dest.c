@@ -17,6 +17,7 @@
 #include <time.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "net.h"
@@ -654,9 +655,18 @@ int xfer__late_add(struct late **head, const struct proto_xfer_entry *e)
 	l->mtime_nsec = e->mtime_nsec;
 	l->path = strndup(e->path, e->path_len);
 	l->link_to = e->link_to;
-	if (e->target_len)
+	if (e->kind == PROTO_XK_CHARDEV || e->kind == PROTO_XK_BLOCKDEV) {
+		const uint8_t *t = (const uint8_t *)e->target;
+
+		/* the decoder took exactly PROTO_XFER_DEV_LEN bytes */
+		l->dev_major = (uint32_t)t[0] << 24 | (uint32_t)t[1] << 16 |
+			       (uint32_t)t[2] << 8 | t[3];
+		l->dev_minor = (uint32_t)t[4] << 24 | (uint32_t)t[5] << 16 |
+			       (uint32_t)t[6] << 8 | t[7];
+	} else if (e->target_len) {
 		l->target = strndup(e->target, e->target_len);
-	if (!l->path || (e->target_len && !l->target)) {
+	}
+	if (!l->path || (e->kind == PROTO_XK_SYMLINK && !l->target)) {
 		free(l->path);
 		free(l->target);
 		free(l);
@@ -707,6 +717,66 @@ static void late_symlink(struct xsess *x, const struct late *l,
 		 fchownat(dfd, name, l->uid, l->gid, AT_SYMLINK_NOFOLLOW))
 		late_failed(x, l, -errno, "changing its owner failed", fb,
 			    failed_n);
+	else
+		utimensat(dfd, name, ts, AT_SYMLINK_NOFOLLOW);
+	if (dfd >= 0)
+		close(dfd);
+}
+
+/* A FIFO, socket or device node named name in dfd, of l's kind: made
+ * (mode 0600 until its owner and mode are set), or already that node (a
+ * re-run); another existing name is replaced only with OVERWRITE or
+ * UPDATE (never a directory). 0 or -errno. */
+static int node_make(struct xsess *x, const struct late *l, int dfd,
+		     const char *name)
+{
+	mode_t type = l->kind == PROTO_XK_FIFO	    ? S_IFIFO
+		      : l->kind == PROTO_XK_SOCKET  ? S_IFSOCK
+		      : l->kind == PROTO_XK_CHARDEV ? S_IFCHR
+						    : S_IFBLK;
+	dev_t rdev = (type == S_IFCHR || type == S_IFBLK)
+			     ? makedev(l->dev_major, l->dev_minor)
+			     : 0;
+	struct stat st;
+
+	if (!mknodat(dfd, name, type | 0600, rdev))
+		return 0;
+	if (errno != EEXIST)
+		return -errno;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW))
+		return -errno;
+	if ((st.st_mode & S_IFMT) == type && st.st_rdev == rdev)
+		return 0;
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
+	if (!(x->o->flags & (XFER_F_OVERWRITE | XFER_F_UPDATE)))
+		return -EEXIST;
+	if (unlinkat(dfd, name, 0) || mknodat(dfd, name, type | 0600, rdev))
+		return -errno;
+	return 0;
+}
+
+static void late_node(struct xsess *x, const struct late *l,
+		      struct proto_buf *fb, uint64_t *failed_n)
+{
+	char parent[FSIO_MAX_PATH + 1], name[FSIO_MAX_NAME + 1];
+	struct timespec ts[2] = { { .tv_nsec = UTIME_NOW },
+				  { l->mtime_sec, l->mtime_nsec } };
+	mode_t mode = l->mode &
+		      ((x->o->flags & XFER_F_KEEP_SETID) ? 07777 : 01777);
+	int dfd, e;
+
+	fsio_split(l->path, strlen(l->path), parent, name);
+	dfd = fsio_open_dir(x->rx.destfd, parent, true, 0755);
+	e = dfd < 0 ? dfd : node_make(x, l, dfd, name);
+	/* the owner before the mode, neither through a symlink */
+	if (!e && l->owned &&
+	    fchownat(dfd, name, l->uid, l->gid, AT_SYMLINK_NOFOLLOW))
+		e = -errno;
+	if (!e && fchmodat(dfd, name, mode, AT_SYMLINK_NOFOLLOW))
+		e = -errno;
+	if (e)
+		late_failed(x, l, e, NULL, fb, failed_n);
 	else
 		utimensat(dfd, name, ts, AT_SYMLINK_NOFOLLOW);
 	if (dfd >= 0)
@@ -807,6 +877,9 @@ void xfer__late_apply(struct xsess *x, struct late *l, struct proto_buf *fb,
 	/* hard links (in their order) and symlinks, then directories
 	 * children first: the list is in reverse order of announcement */
 	late_each(x, l, PROTO_XK_HARDLINK, late_hardlink, fb, failed_n);
+	for (i = l; i; i = i->next)
+		if (i->kind >= PROTO_XK_FIFO && i->kind <= PROTO_XK_BLOCKDEV)
+			late_node(x, i, fb, failed_n);
 	for (i = l; i; i = i->next)
 		if (i->kind == PROTO_XK_SYMLINK)
 			late_symlink(x, i, fb, failed_n);

@@ -354,6 +354,11 @@ static int on_entry(struct rxc *c, const struct proto_xfer_entry *e)
 		return lr_err_set(c->err, LR_EBADMSG,
 				  "the sender announced a hard link, which "
 				  "this transfer did not ask for");
+	if (xfer__node_unasked(c->x, e))
+		return lr_err_set(c->err, LR_EBADMSG,
+				  "the sender announced a FIFO, socket or "
+				  "device node, which this transfer did not "
+				  "ask for");
 	memcpy(path, e->path, e->path_len);
 	path[e->path_len] = 0;
 	/* the source has it, whatever comes of it here */
@@ -376,6 +381,10 @@ static int on_entry(struct rxc *c, const struct proto_xfer_entry *e)
 		return entry_symlink(c, f, e);
 	if (e->kind == PROTO_XK_HARDLINK)
 		return entry_hardlink(c, f, e);
+	if (e->kind != PROTO_XK_FILE) { /* a FIFO, socket or device node */
+		why = xfer__node_refused(c->x, e);
+		return why ? entry_refused(c, f, why) : entry_symlink(c, f, e);
+	}
 	return entry_file(c, f, e, path);
 }
 

@@ -255,9 +255,8 @@ static int ack_one(struct xsess *x, const struct proto_xfer_ack *a)
 					 true);
 		} else if (x->o->flags & XFER_F_DRY_RUN) /* would be made */
 			xfer__dry_event(x, f, false);
-		else if (f->kind == PROTO_XK_SYMLINK ||
-			 f->kind == PROTO_XK_HARDLINK)
-			r = xfer__link_keep(x, f); /* told at the end */
+		else if (f->kind != PROTO_XK_FILE && f->kind != PROTO_XK_DIR)
+			r = xfer__link_keep(x, f); /* made, told at the end */
 		else
 			xfer__file_event(x, f, true, false, NULL, 0);
 		xfer__tx_file_end(x, f);
@@ -348,7 +347,8 @@ static void entry_of(const struct wentry *e, const char *path, uint32_t idx,
 		    (uint64_t)e->st.st_blocks * 512 < (uint64_t)e->st.st_size)
 			pe->eflags |= PROTO_XE_SPARSE;
 	}
-	if (e->kind == PROTO_XK_SYMLINK) {
+	if (e->kind == PROTO_XK_SYMLINK || e->kind == PROTO_XK_CHARDEV ||
+	    e->kind == PROTO_XK_BLOCKDEV) {
 		pe->target = e->target;
 		pe->target_len = e->target_len;
 	}

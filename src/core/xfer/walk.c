@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/magic.h>
+#include <sys/sysmacros.h>
 #include <sys/statfs.h>
 
 #include "filelist.h"
@@ -95,6 +96,42 @@ static bool special(const struct stat *st)
 {
 	return !S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode) &&
 	       !S_ISLNK(st->st_mode);
+}
+
+/* A FIFO, socket or device node of a tree, when the options send it: its
+ * entry (a device's major and minor as its target). false: told and left
+ * out. */
+static bool fill_special(struct walker *w, struct wentry *e)
+{
+	mode_t m = e->st.st_mode;
+	bool dev = S_ISCHR(m) || S_ISBLK(m);
+
+	if (dev ? !w->src->devices
+		: !(w->src->specials && (S_ISFIFO(m) || S_ISSOCK(m))))
+		return false;
+	e->kind = S_ISFIFO(m)	? PROTO_XK_FIFO
+		  : S_ISSOCK(m) ? PROTO_XK_SOCKET
+		  : S_ISCHR(m)	? PROTO_XK_CHARDEV
+				: PROTO_XK_BLOCKDEV;
+	e->fd = -1;
+	e->is_stdin = false;
+	e->read_err = 0;
+	e->target_len = 0;
+	if (dev) {
+		uint8_t *t = (uint8_t *)e->target;
+		uint32_t ma = major(e->st.st_rdev), mi = minor(e->st.st_rdev);
+
+		t[0] = (uint8_t)(ma >> 24);
+		t[1] = (uint8_t)(ma >> 16);
+		t[2] = (uint8_t)(ma >> 8);
+		t[3] = (uint8_t)ma;
+		t[4] = (uint8_t)(mi >> 24);
+		t[5] = (uint8_t)(mi >> 16);
+		t[6] = (uint8_t)(mi >> 8);
+		t[7] = (uint8_t)mi;
+		e->target_len = PROTO_XFER_DEV_LEN;
+	}
+	return true;
 }
 
 static int fill_symlink(struct walker *w, int dirfd, const char *name,
@@ -667,8 +704,10 @@ int xfer__walk_next(struct walker *w, struct wentry *e)
 		}
 		if (left_out(w, &e->st))
 			continue;
-		if (special(&e->st)) /* devices, FIFOs, sockets: told */
-			return XFER_WALK_SPECIAL;
+		if (special(&e->st) && !fill_special(w, e))
+			return XFER_WALK_SPECIAL; /* not asked for: told */
+		if (special(&e->st))
+			return 1;
 		r = walk_fill(w, dirfd(f->d), de->d_name, e);
 		return r ? r : 1;
 	}

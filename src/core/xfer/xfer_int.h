@@ -81,7 +81,9 @@ _Static_assert(XFER__SAME(XFER_F_OVERWRITE, PROTO_XF_OVERWRITE) &&
 		       XFER__SAME(XFER_F_HARD_LINKS, PROTO_XF_HARD_LINKS) &&
 		       XFER__SAME(XFER_F_OWNER, PROTO_XF_OWNER) &&
 		       XFER__SAME(XFER_F_GROUP, PROTO_XF_GROUP) &&
-		       XFER__SAME(XFER_F_NUMERIC_IDS, PROTO_XF_NUMERIC_IDS),
+		       XFER__SAME(XFER_F_NUMERIC_IDS, PROTO_XF_NUMERIC_IDS) &&
+		       XFER__SAME(XFER_F_SPECIALS, PROTO_XF_SPECIALS) &&
+		       XFER__SAME(XFER_F_DEVICES, PROTO_XF_DEVICES),
 	       "enum xfer_flag is the wire's");
 _Static_assert(XFER__SAME(XFER_PUSH, PROTO_XFER_PUSH) &&
 		       XFER__SAME(XFER_PULL, PROTO_XFER_PULL),
@@ -810,6 +812,7 @@ struct late {
 	bool owned;	  /* -o/-g: uid and gid to give it (-1: as it is) */
 	uid_t uid;
 	gid_t gid;
+	uint32_t dev_major, dev_minor; /* a device node's */
 };
 
 int xfer__late_add(struct late **head, const struct proto_xfer_entry *e);
@@ -861,6 +864,17 @@ bool xfer__owner_take(struct xsess *x, uint32_t idx, uid_t *uid, gid_t *gid);
 /* A file found up to date (SKIP) whose owner or group differ: given
  * them. */
 void xfer__owner_fix(struct xsess *x, const struct xfile *f);
+
+/* ---- nodes.c: FIFOs, sockets and device nodes (-D) ---- */
+
+/* One the request did not
+ * ask for (the session ends), or why one is not made here (a receiver
+ * not running as root; a device without the receiver's consent), NULL
+ * when it is. */
+bool xfer__node_unasked(const struct xsess *x,
+			const struct proto_xfer_entry *e);
+const char *xfer__node_refused(const struct xsess *x,
+			       const struct proto_xfer_entry *e);
 
 /* ---- hardlink.c: -H ---- */
 

@@ -1,0 +1,142 @@
+# SPDX-License-Identifier: MIT
+"""--specials, --devices and -D (issue 20), between the namespace hosts:
+FIFOs and sockets in a tree made by a receiver running as root, device
+nodes only with its consent (serve --allow-devices), each refused in one
+line otherwise; without the options each is told and left out, as
+before; a receiver that is not root makes none. Compared with the source
+by lstat (type, device numbers, mode, mtime).
+"""
+
+import os
+import pwd
+import shutil
+import socket
+import stat
+import subprocess
+import tempfile
+
+import pytest
+
+from lrproc import describe
+from xferutil import end_event, env_without_token, output
+
+
+@pytest.fixture(autouse=True)
+def as_root():
+    if os.geteuid() != 0:
+        pytest.skip("device nodes are made only as root (run as root)")
+
+
+def special_tree(top):
+    """A file, a FIFO, a socket, a character device (1:3, as /dev/null)
+    in a subdirectory and a block device (7:200)."""
+    (top / "d").mkdir(parents=True)
+    (top / "f").write_text("f\n")
+    os.mkfifo(top / "fifo", 0o640)
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(str(top / "sock"))
+    s.close()
+    os.mknod(top / "d" / "null", 0o620 | stat.S_IFCHR, os.makedev(1, 3))
+    os.mknod(top / "blk", 0o600 | stat.S_IFBLK, os.makedev(7, 200))
+    for p in ("fifo", "sock", "d/null", "blk"):
+        os.utime(top / p, (1_600_000_000, 1_600_000_000),
+                 follow_symlinks=False)
+
+
+def nodes(top):
+    out = {}
+    for d, dirs, files in os.walk(top):
+        for n in dirs + files:
+            p = os.path.join(d, n)
+            st = os.lstat(p)
+            if stat.S_ISDIR(st.st_mode):
+                continue
+            out[os.path.relpath(p, top)] = (
+                stat.S_IFMT(st.st_mode), stat.S_IMODE(st.st_mode),
+                st.st_rdev if stat.S_ISCHR(st.st_mode) or
+                stat.S_ISBLK(st.st_mode) else 0,
+                int(st.st_mtime) if not stat.S_ISREG(st.st_mode) else 0)
+    return out
+
+
+def test_d_to_a_server_that_allows_devices(xsrv):
+    x = xsrv
+    x.start_server("--allow-devices")
+    top = x.src / "t"
+    special_tree(top)
+    res = x.send_ok("--json", "-D", str(top) + "/", x.dest("all"))
+    end = end_event(res.stdout)
+    assert end["files_failed"] == 0 and end["files_special"] == 0, end
+    assert nodes(x.root / "all") == nodes(top)
+    # a second run finds them made
+    x.send_ok("-q", "-D", str(top) + "/", x.dest("all"))
+    assert nodes(x.root / "all") == nodes(top)
+
+
+def test_devices_need_the_receivers_consent(xsrv):
+    """serve without --allow-devices: each device node is refused in
+    one line (exit 1), the FIFO and the socket are made."""
+    x = xsrv
+    top = x.src / "t"
+    special_tree(top)
+    res = x.send("-D", str(top) + "/", x.dest("c"))
+    assert res.returncode == 1, describe(res)
+    assert output(res).count("device nodes need the receiver's "
+                             "consent (serve --allow-devices") >= 2, \
+        describe(res)
+    got = nodes(x.root / "c")
+    assert set(got) == {"f", "fifo", "sock"}, got
+    assert got["fifo"] == nodes(top)["fifo"]
+    # --specials alone: no device is even sent; they are told, skipped
+    res = x.send_ok("--specials", str(top) + "/", x.dest("s"))
+    assert "skipping d/null (a character device, not sent)" in \
+        output(res), describe(res)
+    assert set(nodes(x.root / "s")) == {"f", "fifo", "sock"}
+
+
+def test_without_options_each_is_told_and_left_out(xsrv):
+    x = xsrv
+    top = x.src / "t"
+    special_tree(top)
+    res = x.send_ok("--json", str(top) + "/", x.dest("n"))
+    assert end_event(res.stdout)["files_special"] == 4
+    assert set(nodes(x.root / "n")) == {"f"}
+
+
+def test_pull_with_d(xsrv):
+    """get -D: the client, root here, makes them all (its own -D is its
+    consent)."""
+    x = xsrv
+    top = x.root / "t"
+    special_tree(top)
+    got = x.tmp / "got"
+    got.mkdir()
+    x.get_ok("-q", "-D", x.dest("t/"), got)
+    assert nodes(got) == nodes(top)
+
+
+def test_a_receiver_that_is_not_root_makes_none(xsrv):
+    x = xsrv
+    top = x.root / "t"
+    special_tree(top)
+    base = tempfile.mkdtemp(prefix="lr-specials-")
+    try:
+        os.chmod(base, 0o755)
+        dest = os.path.join(base, "got")
+        os.mkdir(dest)
+        nobody = pwd.getpwnam("nobody")
+        os.chown(dest, nobody.pw_uid, nobody.pw_gid)
+        tok = os.path.join(base, "token")
+        shutil.copy(x.token_file, tok)
+        os.chmod(tok, 0o644)
+        res = x.h.run_a(["setpriv", f"--reuid={nobody.pw_uid}",
+                         f"--regid={nobody.pw_gid}", "--clear-groups",
+                         x.bin, "get", "-p", str(x.srv.port),
+                         "--token-file", tok, "-D", x.dest("t/"), dest],
+                        stdin=subprocess.DEVNULL, capture_output=True,
+                        text=True, timeout=60, env=env_without_token())
+        assert res.returncode == 1, describe(res)
+        assert "made only by a receiver running as root" in output(res)
+        assert sorted(os.listdir(dest)) == ["d", "f"]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
