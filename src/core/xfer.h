@@ -185,6 +185,9 @@ struct xfer_result {
 	/* -H: names made as hard links to a file of the transfer (not in
 	 * files_ok: their data is the file's) */
 	uint64_t files_linked;
+	/* receiver, -o/-g: entries kept without the owner or group asked
+	 * (the receiver could not give it: no CAP_CHOWN, an unmapped id) */
+	uint64_t owners_failed;
 	uint64_t rate_limit; /* --limit (bytes/s) this end knows of; 0 none */
 	bool delete_skipped; /* --delete: skipped after a read error */
 	double seconds;

@@ -124,6 +124,8 @@ static void file_line(struct report_xfer *rx, const struct xfer_event *ev)
 		what = "would send";
 	else if (ev->skipped && ev->reason)
 		what = "skipping"; /* a FIFO, a device: always said */
+	else if (ev->ok && ev->reason)
+		what = rx->verb; /* kept without its owner: always said */
 	else if (ev->ok && (rx->verbose || rx->dry_run))
 		what = ev->skipped ? "up to date" : rx->verb;
 	if (!what)
@@ -427,6 +429,9 @@ static void summary_counts(struct report_xfer *rx,
 		fprintf(rx->out, ", %llu hard link%s",
 			(unsigned long long)res->files_linked,
 			res->files_linked == 1 ? "" : "s");
+	if (res->owners_failed)
+		fprintf(rx->out, ", %llu without their owner",
+			(unsigned long long)res->owners_failed);
 	if (res->bytes_held) {
 		units_fmt_bytes(b1, sizeof(b1), (double)res->bytes_held);
 		fprintf(rx->out, ", %s already there", b1);
@@ -464,6 +469,7 @@ void report_xfer_end(struct report_xfer *rx, const struct xfer_result *res,
 		report__add_num(o, "files_deleted", (double)res->files_deleted);
 		report__add_num(o, "files_special", (double)res->files_special);
 		report__add_num(o, "files_linked", (double)res->files_linked);
+		report__add_num(o, "owners_failed", (double)res->owners_failed);
 		report__add_num(o, "streams", res->streams);
 		report__add_num(o, "chunk_size", res->chunk_size);
 		/* a session that never began had no cipher, not "none" */

@@ -179,3 +179,83 @@ def test_numeric_ids_alone_is_a_usage_error(xsrv):
     res = xsrv.send("--numeric-ids", str(xsrv.src), xsrv.dest())
     assert res.returncode == 2, describe(res)
     assert "--numeric-ids goes with -o, -g or -a" in res.stderr
+
+
+def test_setuid_consented_stays_when_an_up_to_date_file_changes_group(
+        xsrv):
+    """A chown clears setuid bits: an up-to-date file given a new group
+    keeps the bits the receiver consented to."""
+    x = xsrv
+    x.start_server("--allow-setid")
+    top = x.src / "s"
+    top.mkdir()
+    (top / "tool").write_text("#!/bin/sh\n")
+    os.chown(top / "tool", 0, 0)
+    os.chmod(top / "tool", 0o4755)
+    x.send_ok("-q", "-a", "--keep-setid", str(top) + "/", x.dest("s"))
+    os.chown(top / "tool", 0, grp.getgrnam(GROUP).gr_gid)
+    os.chmod(top / "tool", 0o4755)  # the chown cleared it here too
+    res = x.send_ok("--json", "-a", "--keep-setid", str(top) + "/",
+                    x.dest("s"))
+    assert end_event(res.stdout)["files_skipped"] == 1
+    st = os.stat(x.root / "s" / "tool")
+    assert (st.st_gid, stat.S_IMODE(st.st_mode)) == \
+        (grp.getgrnam(GROUP).gr_gid, 0o4755)
+
+
+def test_update_leaves_the_owner_of_a_newer_copy(xsrv):
+    x = xsrv
+    top = x.src / "u"
+    top.mkdir()
+    (top / "f").write_text("old\n")
+    os.chown(top / "f", 1234, 1234)
+    os.utime(top / "f", (1_600_000_000, 1_600_000_000))
+    (x.root / "u").mkdir()
+    (x.root / "u" / "f").write_text("edited at the destination\n")
+    x.send_ok("-q", "-a", "--update", str(top) + "/", x.dest("u"))
+    st = os.stat(x.root / "u" / "f")
+    assert (st.st_uid, st.st_gid) == (0, 0)
+    assert (x.root / "u" / "f").read_text() == "edited at the destination\n"
+
+
+def test_an_up_to_date_file_with_another_name_is_not_given_an_owner(xsrv):
+    """Its inode may be outside the destination: a file there with two
+    names keeps its owner (a token holder must not change a file it did
+    not send, through a name below the root)."""
+    x = xsrv
+    top = x.src / "h"
+    top.mkdir()
+    (top / "secret").write_bytes(b"\0" * 18)
+    os.chown(top / "secret", 1234, 1234)
+    os.utime(top / "secret", (1_600_000_000, 1_600_000_000))
+    outside = x.tmp / "outside"
+    outside.mkdir()
+    (outside / "secret").write_bytes(b"\0" * 18)
+    os.chmod(outside / "secret", 0o600)
+    os.utime(outside / "secret", (1_600_000_000, 1_600_000_000))
+    (x.root / "h").mkdir()
+    os.link(outside / "secret", x.root / "h" / "secret")
+    res = x.send_ok("--json", "-a", str(top) + "/", x.dest("h"))
+    assert end_event(res.stdout)["files_skipped"] == 1
+    st = os.stat(outside / "secret")
+    assert (st.st_uid, st.st_gid) == (0, 0)
+
+
+def test_an_owner_that_cannot_be_given_keeps_the_entry(xsrv):
+    """Root in a user namespace of its own has no id 1234 to give: every
+    entry arrives all the same, each said in one line, counted in
+    owners_failed."""
+    x = xsrv
+    top = x.root / "t"
+    owned_tree(top)
+    got = x.tmp / "got"
+    got.mkdir()
+    argv = ["unshare", "-U", "-r", *x.client_argv("get", "--json", "-a",
+                                                    x.dest("t/"), got)]
+    res = x.h.run_a(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                    text=True, timeout=60, env=env_without_token())
+    assert res.returncode == 0, describe(res)
+    end = end_event(res.stdout)
+    assert end["files_ok"] == 2 and end["owners_failed"] >= 3, end
+    assert set(ids(got)) == set(ids(top))
+    assert "its owner and group could not be given" in res.stdout

@@ -108,6 +108,10 @@ static int decide_existing(struct xsess *x, struct xfile *f, int dirfd,
 	f->rx.have_st = true; /* -o/-g: what an up-to-date file has */
 	f->rx.st_uid = st->st_uid;
 	f->rx.st_gid = st->st_gid;
+	f->rx.st_dev = st->st_dev;
+	f->rx.st_ino = st->st_ino;
+	f->rx.st_mode = st->st_mode;
+	f->rx.st_nlink = st->st_nlink;
 	if (S_ISDIR(st->st_mode))
 		return refuse(f, plan, -EISDIR,
 			      "a directory of that name exists");
@@ -403,9 +407,12 @@ static int apply_meta(struct xsess *x, struct xfile *f, bool synced)
 	if ((f->from_pipe || f->rx.zeroed || (f->eflags & PROTO_XE_SPARSE)) &&
 	    ftruncate(f->fd, (off_t)f->size))
 		return failed(f, -errno, "truncate");
-	/* the owner first: a chown clears setuid and setgid bits */
+	/* the owner first: a chown clears setuid and setgid bits. One that
+	 * cannot be given (no CAP_CHOWN after all, an id the file system or
+	 * user namespace has not) leaves the verified file as it is: said,
+	 * not failed */
 	if (f->rx.owned && fchown(f->fd, f->rx.uid, f->rx.gid))
-		return failed(f, -errno, "chown");
+		f->rx.owner_err = -errno;
 	if ((mode != f->rx.cmode || !f->rx.cmode || f->rx.owned) &&
 	    fchmod(f->fd, mode))
 		return failed(f, -errno, "chmod");
@@ -713,12 +720,11 @@ static void late_symlink(struct xsess *x, const struct late *l,
 	e = dfd < 0 ? dfd : fsio_symlink_replace(dfd, name, l->target, replace);
 	if (e)
 		late_failed(x, l, e, NULL, fb, failed_n);
-	else if (l->owned &&
-		 fchownat(dfd, name, l->uid, l->gid, AT_SYMLINK_NOFOLLOW))
-		late_failed(x, l, -errno, "changing its owner failed", fb,
-			    failed_n);
-	else
+	else {
+		if (l->owned) /* the link made, never what it points to */
+			xfer__owner_node(x, l, dfd, name, S_IFLNK, NULL);
 		utimensat(dfd, name, ts, AT_SYMLINK_NOFOLLOW);
+	}
 	if (dfd >= 0)
 		close(dfd);
 }
@@ -727,13 +733,18 @@ static void late_symlink(struct xsess *x, const struct late *l,
  * (mode 0600 until its owner and mode are set), or already that node (a
  * re-run); another existing name is replaced only with OVERWRITE or
  * UPDATE (never a directory). 0 or -errno. */
+static mode_t type_of(const struct late *l)
+{
+	return l->kind == PROTO_XK_FIFO	     ? S_IFIFO
+	       : l->kind == PROTO_XK_SOCKET  ? S_IFSOCK
+	       : l->kind == PROTO_XK_CHARDEV ? S_IFCHR
+					     : S_IFBLK;
+}
+
 static int node_make(struct xsess *x, const struct late *l, int dfd,
 		     const char *name)
 {
-	mode_t type = l->kind == PROTO_XK_FIFO	    ? S_IFIFO
-		      : l->kind == PROTO_XK_SOCKET  ? S_IFSOCK
-		      : l->kind == PROTO_XK_CHARDEV ? S_IFCHR
-						    : S_IFBLK;
+	mode_t type = type_of(l);
 	dev_t rdev = (type == S_IFCHR || type == S_IFBLK)
 			     ? makedev(l->dev_major, l->dev_minor)
 			     : 0;
@@ -769,12 +780,10 @@ static void late_node(struct xsess *x, const struct late *l,
 	fsio_split(l->path, strlen(l->path), parent, name);
 	dfd = fsio_open_dir(x->rx.destfd, parent, true, 0755);
 	e = dfd < 0 ? dfd : node_make(x, l, dfd, name);
-	/* the owner before the mode, neither through a symlink */
-	if (!e && l->owned &&
-	    fchownat(dfd, name, l->uid, l->gid, AT_SYMLINK_NOFOLLOW))
-		e = -errno;
-	if (!e && fchmodat(dfd, name, mode, AT_SYMLINK_NOFOLLOW))
-		e = -errno;
+	/* the owner before the mode, on the node made (never through a
+	 * name that changed since, nor a symlink) */
+	if (!e)
+		e = xfer__owner_node(x, l, dfd, name, type_of(l), &mode);
 	if (e)
 		late_failed(x, l, e, NULL, fb, failed_n);
 	else
@@ -856,8 +865,14 @@ static void late_dir(struct xsess *x, const struct late *l)
 
 	if (dfd < 0)
 		return;
-	if (l->owned) /* before the mode: a chown clears setgid */
-		(void)fchown(dfd, l->uid, l->gid);
+	/* before the mode: a chown clears setgid */
+	if (l->owned && fchown(dfd, l->uid, l->gid)) {
+		int e = -errno;
+
+		xfer__lock(&x->lock);
+		xfer__owner_said(x, l->path, e);
+		xfer__unlock(&x->lock);
+	}
 	fchmod(dfd, l->mode & ((flags & XFER_F_KEEP_SETID) ? 07777 : 01777));
 	futimens(dfd, ts);
 	if (!(flags & XFER_F_NO_FSYNC))

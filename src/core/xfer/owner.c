@@ -56,35 +56,71 @@ static void cache_put(struct xown_cache *c, uint32_t id, const char *name,
 	snprintf(e->name, sizeof(e->name), "%s", name);
 }
 
+/* One getpwuid_r / getgrgid_r / getpwnam_r / getgrnam_r, its buffer
+ * grown while it is too small (a group of many members): 1 found (its
+ * name or id out), 0 not there, -errno when the look-up failed (not
+ * kept: the next entry asks again). */
+static int nss_lookup(bool group, bool by_name, const char *name, uint32_t id,
+		      char *name_out, uint32_t *id_out)
+{
+	size_t cap = 4096;
+	int r;
+
+	for (;;) {
+		char *buf = malloc(cap);
+		struct passwd pw, *pr = NULL;
+		struct group gr, *gp = NULL;
+
+		if (!buf)
+			return -ENOMEM;
+		if (group)
+			r = by_name ? getgrnam_r(name, &gr, buf, cap, &gp)
+				    : getgrgid_r((gid_t)id, &gr, buf, cap, &gp);
+		else
+			r = by_name ? getpwnam_r(name, &pw, buf, cap, &pr)
+				    : getpwuid_r((uid_t)id, &pw, buf, cap, &pr);
+		if (!r && (gp || pr)) {
+			snprintf(name_out, PROTO_XFER_MAX_IDNAME + 1, "%s",
+				 gp ? gp->gr_name : pr->pw_name);
+			*id_out = gp ? (uint32_t)gp->gr_gid
+				     : (uint32_t)pr->pw_uid;
+			r = gp ? strlen(gp->gr_name) : strlen(pr->pw_name);
+			r = r <= (int)PROTO_XFER_MAX_IDNAME ? 1 : 0;
+		} else if (!r || r == ENOENT || r == ESRCH) {
+			r = 0; /* not there */
+		} else if (r == ERANGE && cap < (1u << 24)) {
+			free(buf);
+			cap *= 4;
+			continue;
+		} else {
+			r = -r;
+		}
+		free(buf);
+		return r;
+	}
+}
+
 /* ---- the sender ---- */
 
 static void name_of(struct xown_cache *c, uint32_t id, bool group, char *out)
 {
 	struct xown_cell *e = cache_find_id(c, id);
-	char buf[NAME_BUF];
-	const char *name = NULL;
+	char name[PROTO_XFER_MAX_IDNAME + 1] = "";
+	uint32_t got;
+	int r;
 
 	if (!e) {
-		struct passwd pw, *pr = NULL;
-		struct group gr, *gp = NULL;
-
-		if (group) {
-			if (!getgrgid_r((gid_t)id, &gr, buf, sizeof(buf),
-					&gp) &&
-			    gp)
-				name = gp->gr_name;
-		} else if (!getpwuid_r((uid_t)id, &pw, buf, sizeof(buf), &pr) &&
-			   pr) {
-			name = pr->pw_name;
-		}
+		r = nss_lookup(group, false, NULL, id, name, &got);
 		/* a name the wire cannot carry goes as its id alone */
-		if (name && !proto_xfer_idname_ok(name, strlen(name)))
-			name = NULL;
-		cache_put(c, id, name ? name : "", name != NULL);
-		e = cache_find_id(c, id);
+		if (r == 1 && !proto_xfer_idname_ok(name, strlen(name)))
+			r = 0;
+		if (r >= 0)
+			cache_put(c, id, r == 1 ? name : "", r == 1);
+		snprintf(out, PROTO_XFER_MAX_IDNAME + 1, "%s",
+			 r == 1 ? name : "");
+		return;
 	}
-	snprintf(out, PROTO_XFER_MAX_IDNAME + 1, "%s",
-		 e && e->known ? e->name : "");
+	snprintf(out, PROTO_XFER_MAX_IDNAME + 1, "%s", e->known ? e->name : "");
 }
 
 bool xfer__owner_item(struct xsess *x, const struct stat *st, uint32_t idx,
@@ -113,37 +149,25 @@ size_t xfer__owner_size(const struct proto_xfer_owner *o)
 
 /* ---- the receiver ---- */
 
-/* The local id of name (the sent id when the name is not known here). */
+/* The local id of name (the sent id when the name is not known here, or
+ * cannot be looked up now). */
 static uint32_t id_of(struct xown_cache *c, const char *name, uint32_t sent,
 		      bool group)
 {
 	struct xown_cell *e;
-	char buf[NAME_BUF];
+	char found[PROTO_XFER_MAX_IDNAME + 1];
+	uint32_t id = 0;
+	int r;
 
 	if (!name[0])
 		return sent;
 	e = cache_find_name(c, name);
-	if (!e) {
-		struct passwd pw, *pr = NULL;
-		struct group gr, *gp = NULL;
-		uint32_t id = 0;
-		bool known = false;
-
-		if (group) {
-			if (!getgrnam_r(name, &gr, buf, sizeof(buf), &gp) &&
-			    gp) {
-				known = true;
-				id = (uint32_t)gp->gr_gid;
-			}
-		} else if (!getpwnam_r(name, &pw, buf, sizeof(buf), &pr) &&
-			   pr) {
-			known = true;
-			id = (uint32_t)pr->pw_uid;
-		}
-		cache_put(c, id, name, known);
-		e = cache_find_name(c, name);
-	}
-	return e && e->known ? e->id : sent;
+	if (e)
+		return e->known ? e->id : sent;
+	r = nss_lookup(group, true, name, 0, found, &id);
+	if (r >= 0)
+		cache_put(c, id, name, r == 1);
+	return r == 1 ? id : sent;
 }
 
 /* Whether this process may give a file group gid without being root. */
@@ -161,11 +185,19 @@ static bool my_group(struct xsess *x, gid_t gid)
 
 void xfer__owner_init(struct xsess *x)
 {
-	int n;
+	int n = getgroups(0, NULL);
 
 	x->own.root = geteuid() == 0;
-	n = getgroups(XOWN_MY_GROUPS, x->own.groups_of_mine);
+	x->own.groups_of_mine = n > 0 ? calloc((size_t)n, sizeof(gid_t)) : NULL;
+	n = x->own.groups_of_mine ? getgroups(n, x->own.groups_of_mine) : 0;
 	x->own.ngroups = n > 0 ? (unsigned)n : 0;
+}
+
+void xfer__owner_fini(struct xsess *x)
+{
+	free(x->own.groups_of_mine);
+	x->own.groups_of_mine = NULL;
+	x->own.ngroups = 0;
 }
 
 void xfer__owner_note(struct xsess *x, const struct proto_xfer_owner *o)
@@ -202,15 +234,73 @@ bool xfer__owner_take(struct xsess *x, uint32_t idx, uid_t *uid, gid_t *gid)
 	return have;
 }
 
+/* Mode m of the inode fd (an O_PATH descriptor) stands for. */
+static int chmod_fd(int fd, mode_t m)
+{
+	char p[32];
+
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	return chmod(p, m) ? -errno : 0;
+}
+
 void xfer__owner_fix(struct xsess *x, const struct xfile *f)
 {
 	const struct xfile_rx *r = &f->rx;
+	mode_t keep = (x->o->flags & XFER_F_KEEP_SETID) ? 07777 : 01777;
+	struct stat st;
+	int fd;
 
-	if (!r->owned || !r->have_st || (x->o->flags & XFER_F_DRY_RUN))
+	/* a copy --update keeps (newer) is not this file: left alone */
+	if (!r->owned || !r->have_st || r->kept_newer ||
+	    (x->o->flags & XFER_F_DRY_RUN))
 		return;
 	if ((r->uid == (uid_t)-1 || r->uid == r->st_uid) &&
 	    (r->gid == (gid_t)-1 || r->gid == r->st_gid))
 		return;
-	/* best effort, as its mtime for -c: the file is up to date */
-	(void)fchownat(r->dirfd, r->name, r->uid, r->gid, AT_SYMLINK_NOFOLLOW);
+	/* another name of the inode may be outside the destination */
+	if (r->st_nlink != 1)
+		return;
+	fd = openat(r->dirfd, r->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	/* the inode that was looked at, changed on its descriptor */
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_nlink == 1 &&
+	    st.st_dev == r->st_dev && st.st_ino == r->st_ino &&
+	    !fchownat(fd, "", r->uid, r->gid, AT_EMPTY_PATH) &&
+	    (st.st_mode & 06000))
+		(void)chmod_fd(fd, st.st_mode & keep & 07777);
+	close(fd);
+}
+
+int xfer__owner_node(struct xsess *x, const struct late *l, int dfd,
+		     const char *name, mode_t type, const mode_t *mode)
+{
+	struct stat st;
+	int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC), r = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || (st.st_mode & S_IFMT) != type)
+		r = -ESTALE; /* not the node that was made */
+	if (!r && l->owned && fchownat(fd, "", l->uid, l->gid, AT_EMPTY_PATH)) {
+		int e = -errno;
+
+		xfer__lock(&x->lock);
+		xfer__owner_said(x, l->path, e);
+		xfer__unlock(&x->lock);
+	}
+	if (!r && mode)
+		r = chmod_fd(fd, *mode);
+	close(fd);
+	return r;
+}
+
+void xfer__owner_said(struct xsess *x, const char *path, int e)
+{
+	char why[PROTO_MAX_TEXT];
+
+	snprintf(why, sizeof(why), "its owner and group could not be given: %s",
+		 lr_strerror(e));
+	x->res->owners_failed++;
+	xfer__path_event(x, path, true, why, 0);
 }

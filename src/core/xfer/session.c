@@ -90,6 +90,7 @@ void xfer__sess_fini(struct xsess *x)
 	xfer__window_fini(x);
 	xfer__evq_free(x);
 	xfer__links_free(x);
+	xfer__owner_fini(x);
 	free(x->tx.retries);
 	free(x->rx.acks);
 	free(x->rx.svc_buf);

@@ -211,6 +211,11 @@ struct xfile_rx {
 	bool owned, have_st;
 	uid_t uid, st_uid;
 	gid_t gid, st_gid;
+	dev_t st_dev;
+	ino_t st_ino;
+	mode_t st_mode;
+	nlink_t st_nlink;
+	int owner_err; /* -errno: the owner could not be given (kept) */
 	/* a pipe's short chunk (its end) before its SUM: index + 1, 0 for
 	 * none, and its length; every other chunk before the SUM is whole */
 	uint32_t pipe_end, pipe_end_len;
@@ -387,8 +392,7 @@ struct xrecv {
 };
 
 /* -o/-g: names and ids looked up, the last XOWN_CACHE of each kind */
-#define XOWN_CACHE     64
-#define XOWN_MY_GROUPS 64
+#define XOWN_CACHE 64
 struct xown_cache {
 	struct xown_cell {
 		uint32_t id;
@@ -399,8 +403,8 @@ struct xown_cache {
 };
 struct xowners {
 	struct xown_cache users, groups;
-	bool root; /* receiver: may give files any owner */
-	gid_t groups_of_mine[XOWN_MY_GROUPS];
+	bool root;	       /* receiver: may give files any owner */
+	gid_t *groups_of_mine; /* supplementary groups */
 	unsigned ngroups;
 	/* receiver: the OWNER item before the next entry, mapped here */
 	struct xown_pending {
@@ -859,11 +863,25 @@ size_t xfer__owner_size(const struct proto_xfer_owner *o); /* in a batch */
  * uid/gid set ((uid_t)-1: left as it is) when there is anything to
  * change. */
 void xfer__owner_init(struct xsess *x);
+void xfer__owner_fini(struct xsess *x);
 void xfer__owner_note(struct xsess *x, const struct proto_xfer_owner *o);
 bool xfer__owner_take(struct xsess *x, uint32_t idx, uid_t *uid, gid_t *gid);
 /* A file found up to date (SKIP) whose owner or group differ: given
- * them. */
+ * them on a descriptor of the inode that was looked at, its mode then
+ * set again (a chown clears setid bits; they stay under consent); not
+ * for a file with other names (its inode may be outside the
+ * destination). */
 void xfer__owner_fix(struct xsess *x, const struct xfile *f);
+/* A symlink or node l made at the end as name in dfd: opened without
+ * following it, checked to be of type type, given l's owner (when it has
+ * one; a failure said, not fatal) and, mode not NULL, that mode. 0 or
+ * -errno (the node is not what was made). */
+int xfer__owner_node(struct xsess *x, const struct late *l, int dfd,
+		     const char *name, mode_t type, const mode_t *mode);
+/* An owner or group that could not be given (e): counted in
+ * owners_failed, said in a file event (the entry itself is kept). Under
+ * lock. */
+void xfer__owner_said(struct xsess *x, const char *path, int e);
 
 /* ---- nodes.c: FIFOs, sockets and device nodes (-D) ---- */
 
