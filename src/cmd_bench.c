@@ -430,10 +430,10 @@ static int bench_linerate(struct bench_cli_opts *o, struct sshcli *sc,
 	/* (a port given names a server: nothing to start) */
 	if (r == -ECONNREFUSED && !o->via_ssh && !o->ssh.no_ssh &&
 	    !o->net.token_file && !o->net.have_port) {
-		fprintf(stderr,
-			"linerate: no linerate server on %s:%u; starting one "
-			"over ssh\n",
-			o->b.host, (unsigned)o->b.port);
+		report_msg(stderr,
+			   "no linerate server on %s:%u; starting one "
+			   "over ssh\n",
+			   o->b.host, (unsigned)o->b.port);
 		o->via_ssh = true;
 		memset(err, 0, sizeof(*err));
 		r = bench_ssh(o, sc, err);
@@ -467,14 +467,15 @@ int cmd_bench(int argc, char **argv)
 	if (r)
 		return usage_error(err.msg);
 	if (!o.iperf3 && o.b.cipher_wish == CRYPTO_NONE)
-		fprintf(stderr,
-			"linerate: warning: --cipher none: the data "
+		report_msg(
+			stderr,
+			"warning: --cipher none: the data "
 			"travels in clear; only the handshake and the control "
 			"messages are protected\n");
 	signal(SIGPIPE, SIG_IGN);
 	rp = report_new(stdout, o.fmt);
 	if (!rp) {
-		fprintf(stderr, "linerate: out of memory\n");
+		report_msg(stderr, "out of memory\n");
 		return EXIT_RUNTIME;
 	}
 	report_bench_callbacks(rp, &cb);

@@ -90,7 +90,7 @@ int cmd_crypto(int argc, char **argv)
 	if (r) {
 		if (o.json)
 			report_crypto_json_error(stdout, err.msg);
-		fprintf(stderr, "linerate: error - %s\n", err.msg);
+		fprintf(stderr, "%s: %s\n", report_prog(), err.msg);
 		return EXIT_RUNTIME;
 	}
 	if (!o.json) {
@@ -98,7 +98,7 @@ int cmd_crypto(int argc, char **argv)
 		return EXIT_OK;
 	}
 	if (report_crypto_json(stdout, &cpu, &res)) {
-		fprintf(stderr, "linerate: error - out of memory\n");
+		fprintf(stderr, "%s: out of memory\n", report_prog());
 		return EXIT_RUNTIME;
 	}
 	return EXIT_OK;

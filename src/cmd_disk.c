@@ -255,6 +255,6 @@ out_error:
 			have_info && info.is_file ? "" : ", test file removed");
 		return 128 + stop_signal;
 	}
-	fprintf(stderr, "linerate: error - %s\n", err.msg);
+	fprintf(stderr, "%s: %s\n", report_prog(), err.msg);
 	return EXIT_RUNTIME;
 }

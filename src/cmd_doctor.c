@@ -263,10 +263,10 @@ int cmd_doctor(int argc, char **argv)
 	    !o.net.have_port && !getenv("LINERATE_TOKEN") &&
 	    ssh_nothing_listens(o.d.host, o.d.port, o.d.family,
 				SSHCLI_CONNECT_MS)) {
-		fprintf(stderr,
-			"linerate: no linerate server on %s:%u; starting one "
-			"over ssh\n",
-			o.d.host, (unsigned)o.d.port);
+		report_msg(stderr,
+			   "no linerate server on %s:%u; starting one "
+			   "over ssh\n",
+			   o.d.host, (unsigned)o.d.port);
 		o.via_ssh = true;
 	}
 	if (!r)
@@ -279,7 +279,7 @@ int cmd_doctor(int argc, char **argv)
 	}
 	rep = calloc(1, sizeof(*rep));
 	if (!rep) {
-		fprintf(stderr, "linerate: out of memory\n");
+		report_msg(stderr, "out of memory\n");
 		return EXIT_RUNTIME;
 	}
 	signal(SIGPIPE, SIG_IGN);

@@ -242,6 +242,6 @@ out_unlink:
 out_free_gen:
 	gen_free(g);
 out_error:
-	fprintf(stderr, "linerate: error - %s\n", err.msg);
+	fprintf(stderr, "%s: %s\n", report_prog(), err.msg);
 	return EXIT_RUNTIME;
 }

@@ -522,7 +522,7 @@ int cmd_recv(int argc, char **argv)
 			       o.quiet, !o.json && isatty(fileno(out)),
 			       "received");
 	if (!o.rx) {
-		fprintf(stderr, "linerate: out of memory\n");
+		report_msg(stderr, "out of memory\n");
 		recv_close(&o);
 		return EXIT_RUNTIME;
 	}

@@ -121,10 +121,10 @@ static int split_remote(const char *arg, struct remote_addr *ra, char *buf,
 	if (remote_parse(arg, REMOTE_PATH, ra, err))
 		return -EINVAL;
 	if (ra->port_like)
-		fprintf(stderr,
-			"linerate: note: '%s' is a path on %s; a port goes "
-			"with -p\n",
-			ra->path, ra->host);
+		report_msg(stderr,
+			   "note: '%s' is a path on %s; a port goes "
+			   "with -p\n",
+			   ra->path, ra->host);
 	snprintf(buf, cap, "%s", ra->host);
 	*host = buf;
 	*path = ra->path;
@@ -560,9 +560,8 @@ static int exit_status(const struct send_cli *o, const struct xfer_result *res,
 {
 	if ((o->c.x.flags & XFER_F_DELETE) &&
 	    (res->files_unread || res->delete_skipped))
-		fprintf(stderr,
-			"linerate: --delete: nothing was deleted, since the "
-			"sender could not read everything\n");
+		report_msg(stderr, "--delete: nothing was deleted, since the "
+				   "sender could not read everything\n");
 	/* the session ran to its end and every failure was a source that
 	 * could not be read: rsync's "partial transfer due to error" */
 	if (r == -EIO && res->files_unread &&
@@ -678,8 +677,9 @@ static int run(int argc, char **argv, bool pull)
 		return r == LR_EAUTH ? EXIT_RUNTIME : EXIT_USAGE;
 	}
 	if (o.c.cipher_wish == CRYPTO_NONE)
-		fprintf(stderr,
-			"linerate: warning: --cipher none: file data travels "
+		report_msg(
+			stderr,
+			"warning: --cipher none: file data travels "
 			"in clear (checked by digests, not protected against "
 			"an attacker on the wire)\n");
 	if (pull && !(o.c.x.flags & XFER_F_STDOUT) &&
@@ -698,7 +698,7 @@ static int run(int argc, char **argv, bool pull)
 			     o.quiet, !o.json && isatty(fileno(out)),
 			     pull ? "received" : "sent");
 	if (!rx) {
-		fprintf(stderr, "linerate: out of memory\n");
+		report_msg(stderr, "out of memory\n");
 		return EXIT_RUNTIME;
 	}
 	report_xfer_set_mode(rx, o.verbose,

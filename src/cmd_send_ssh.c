@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include "cmd_send.h"
+#include "report.h"
 #include "banned.h"
 
 const char *send_clean_remote(const char *p)
@@ -244,8 +245,9 @@ bool send_fall_back(struct send_cli *o)
 		const char *p = o->pull ? o->raw[i] : o->ra.path;
 
 		if (p[0] == '/' || p[0] == '~') {
-			fprintf(stderr,
-				"linerate: no linerate server on %s:%u; over "
+			report_msg(
+				stderr,
+				"no linerate server on %s:%u; over "
 				"ssh '%s' would be that path of the far "
 				"machine, not one below a server's root: "
 				"write USER@%s: or -e to start one over ssh\n",
@@ -253,10 +255,10 @@ bool send_fall_back(struct send_cli *o)
 			return false;
 		}
 	}
-	fprintf(stderr,
-		"linerate: no linerate server on %s:%u; starting one over "
-		"ssh\n",
-		o->c.host, (unsigned)o->c.port);
+	report_msg(stderr,
+		   "no linerate server on %s:%u; starting one over "
+		   "ssh\n",
+		   o->c.host, (unsigned)o->c.port);
 	o->via_ssh = true;
 	return true;
 }

@@ -8,6 +8,7 @@
 #include "cmds.h"
 #include "core/cipher.h"
 #include "opts.h"
+#include "report.h"
 #include "banned.h"
 
 struct cmd {
@@ -118,5 +119,6 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
+	report_set_command(c->name);
 	return c->fn(argc - 1, argv + 1);
 }

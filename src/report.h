@@ -55,6 +55,14 @@ void report_sweep_line(FILE *out, const struct xfer_sweep *r,
 		       const struct xfer_partial_policy *pol);
 
 /* Write s with control and non-ASCII bytes escaped (\xNN). */
+/* The command running (main sets it): every message of it starts with
+ * report_prog(), "linerate CMD" ("linerate" before one is known). */
+void report_set_command(const char *cmd);
+const char *report_prog(void);
+/* A message of the command: report_prog(), ": ", then fmt. */
+void report_msg(FILE *out, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 void report_escaped(FILE *out, const char *s);
 
 /*

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "sshcli.h"
+#include "report.h"
 #include "banned.h"
 
 /* The far command as one string for the far shell: REMOTE_PATH ARGS;
@@ -173,17 +174,16 @@ static int send_self(struct sshcli *s, const struct sshcli_opts *o,
 		exe[k - 10] = '\0';
 	r = selfcopy_find(exe, o->copy_self_file, self, &pick, err);
 	if (r && pick.tried[0])
-		fprintf(stderr, "linerate: --copy-self looked at:\n%s",
-			pick.tried);
+		report_msg(stderr, "--copy-self looked at:\n%s", pick.tried);
 	if (r)
 		return r;
-	fprintf(stderr,
-		"linerate: no linerate on %s (%s); copying %s (%.1f MB%s) "
-		"there for this run\n",
-		s->host, self->machine, pick.path, (double)pick.size / 1e6,
-		pick.dynamic ? ", dynamically linked: it needs the same "
-			       "libraries there"
-			     : "");
+	report_msg(stderr,
+		   "no linerate on %s (%s); copying %s (%.1f MB%s) "
+		   "there for this run\n",
+		   s->host, self->machine, pick.path, (double)pick.size / 1e6,
+		   pick.dynamic ? ", dynamically linked: it needs the same "
+				  "libraries there"
+				: "");
 	snprintf(head, sizeof(head), "%llu\n", (unsigned long long)pick.size);
 	r = write_all(s->far.lifeline, head, strlen(head));
 	while (!r && off < pick.size) {
@@ -217,10 +217,10 @@ static int choose_path(struct sshcli *s, const struct sshcli_opts *o,
 		if (!ssh_try_connect(s->boot.addr, s->boot.port, AF_UNSPEC,
 				     SSHCLI_CONNECT_MS, &ce))
 			return 0;
-		fprintf(stderr,
-			"linerate: no direct connection to the far end (%s); "
-			"the data goes through ssh instead, slower\n",
-			ce.msg);
+		report_msg(stderr,
+			   "no direct connection to the far end (%s); "
+			   "the data goes through ssh instead, slower\n",
+			   ce.msg);
 	}
 	return relay_begin(s, err);
 }
@@ -299,8 +299,8 @@ static void relay_end(struct sshcli *s, bool ok)
 	relay_free(s->relay);
 	s->relay = NULL;
 	if (s->relay_err)
-		fprintf(stderr, "linerate: the connections through ssh: %s\n",
-			lr_strerror(-s->relay_err));
+		report_msg(stderr, "the connections through ssh: %s\n",
+			   lr_strerror(-s->relay_err));
 }
 
 int sshcli_finish(struct sshcli *s, bool ok, struct lr_err *err)
@@ -373,8 +373,8 @@ static void far_relay_run(const char *pre, size_t n)
 		e = relay_run(r);
 	}
 	if (e)
-		fprintf(stderr, "linerate: the connections through ssh: %s\n",
-			lr_strerror(-e));
+		report_msg(stderr, "the connections through ssh: %s\n",
+			   lr_strerror(-e));
 }
 
 /* The lifeline: standard input, which ssh closes when the near end

@@ -67,7 +67,7 @@ void report_bench_error(struct report *rp, FILE *err_out, const char *msg)
 		report__emit_stream_event(rp, "error", cJSON_CreateString(msg));
 	} else {
 		fflush(rp->out);
-		fprintf(err_out, "linerate: error - ");
+		fprintf(err_out, "%s: ", report_prog());
 		report_escaped(err_out, msg);
 		fputc('\n', err_out);
 	}

@@ -29,6 +29,29 @@ struct report *report_new(FILE *out, enum report_format fmt)
 	return rp;
 }
 
+/* "linerate CMD", the prefix of every message the command prints */
+static char prog[48] = "linerate";
+
+void report_set_command(const char *cmd)
+{
+	snprintf(prog, sizeof(prog), "linerate %s", cmd);
+}
+
+const char *report_prog(void)
+{
+	return prog;
+}
+
+void report_msg(FILE *out, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(out, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(out, fmt, ap);
+	va_end(ap);
+}
+
 void report_free(struct report *rp)
 {
 	if (!rp)

@@ -351,8 +351,8 @@ static void xfer_event_cb(void *ctx, const struct xfer_event *ev)
 		file_line(rx, ev);
 		if (!ev->ok) {
 			end_line(rx);
-			fprintf(rx->out, "linerate: %s: %s\n", ev->path,
-				ev->reason ? ev->reason : "failed");
+			fprintf(rx->out, "%s: %s: %s\n", report_prog(),
+				ev->path, ev->reason ? ev->reason : "failed");
 		}
 		break;
 	case XFER_EV_END:
@@ -495,7 +495,7 @@ void report_xfer_end(struct report_xfer *rx, const struct xfer_result *res,
 		return;
 	}
 	if (error) {
-		fprintf(rx->out, "linerate: error - ");
+		fprintf(rx->out, "%s: ", report_prog());
 		report_escaped(rx->out, error);
 		fputc('\n', rx->out);
 		if (!res->seconds)

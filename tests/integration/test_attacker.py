@@ -15,7 +15,7 @@ swap, replay, move to stream 2, splice over stream 2's record with the same
 sequence number, or cut the stream before its END record.  A few cases
 flip a bit in a CTRL record (type 1) of the control connection instead.
 
-For each attack the bench must fail (exit 1, one 'linerate: error - ' line
+For each attack the bench must fail (exit 1, one 'linerate bench: ' line
 naming the failed record or the cut), the server must log the test as
 failed, and a clean run straight to the server must work afterwards.
 """
@@ -35,7 +35,7 @@ from lrproc import bench_json, describe, run_bench, strict_json
 
 LOOP = "127.0.0.1"
 MIB = 1 << 20
-ERROR_PREFIX = "linerate: error - "
+ERROR_PREFIX = "linerate bench: "
 
 HS_INIT, HS_RESP = 0x20, 0x21
 REC_CTRL, REC_DATA, REC_END = 1, 2, 3

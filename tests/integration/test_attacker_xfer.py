@@ -22,7 +22,7 @@ Control connection (docs/PROTOCOL.md 7.1-7.9), records in order:
 (a side that sent nothing for a second sends XFER_ALIVE, section 7.9: on
 a slow run one may come between these; the attack still hits a record)
 
-For every attack: the client exits 1 with a 'linerate: error - ' line
+For every attack: the client exits 1 with a 'linerate send: ' line
 naming the failed record or the cut, the server logs the transfer as
 failed, no file exists under its final name unless it is byte-identical
 to the source (a file is named only after its digest is verified; an
@@ -48,7 +48,9 @@ from xferutil import MiB, env_without_token, same_file, write_random
 SIZE = 16 * MiB
 CHUNK = "64K"
 NAME = "f.bin"
-ERROR_PREFIX = "linerate: error - "
+# the session's error: "linerate send: ..." or "linerate get: ..." (a
+# failed file's own line names its path first)
+ERROR_PREFIX = ("linerate send: ", "linerate get: ")
 CLIENT_BOUND = 30      # seconds an attacked transfer may take to fail
 AUTH = "record failed authentication"
 DETECTED = r"record failed authentication|ended early \(cut\?\)|cut short"

@@ -478,7 +478,7 @@ def test_ipv6_loopback(serve, linerate_bin):
     res = run_bench(linerate_bin, "-4", "-t", "1", f"[::1]:{srv.port}",
                     timeout=30)
     assert res.returncode == 1, describe(res)
-    assert res.stderr.startswith("linerate: error - ")
+    assert res.stderr.startswith("linerate bench: ")
 
 
 def test_bind_address(serve, linerate_bin):
@@ -533,7 +533,7 @@ def test_busy_server_rejects_second_client(serve, linerate_bin):
         assert second.returncode == 1, describe(second)
         err = second.stderr.splitlines()
         assert len(err) == 1, second.stderr
-        assert err[0].startswith("linerate: error - server busy"), err
+        assert err[0].startswith("linerate bench: server busy"), err
         srv.wait_log(r"127\.0\.0\.1:\d+: rejected: server busy")
         res = first.finish(timeout=30)
     assert res.returncode == 0, describe(res)
@@ -583,7 +583,7 @@ def test_server_stopped_during_test(serve, linerate_bin):
     res = stop_server_mid_test(srv, linerate_bin, signal.SIGTERM)
     assert res.returncode == 1, describe(res)
     err = res.stderr.splitlines()
-    assert len(err) == 1 and err[0].startswith("linerate: error - "), err
+    assert len(err) == 1 and err[0].startswith("linerate bench: "), err
     assert srv.wait_exit(15) == 0  # SIGTERM is a clean stop
     srv.wait_log(r"test 1 from .*: failed: server shutting down$",
                  timeout=1)
@@ -603,7 +603,7 @@ def test_server_killed_during_test(serve, linerate_bin):
     # the control connection or a data stream notices first
     err = res.stderr.splitlines()
     assert len(err) == 1, res.stderr
-    assert re.match(r"linerate: error - (server closed the connection during "
+    assert re.match(r"linerate bench: (server closed the connection during "
                     r"the test|stream 1: )", err[0]), err
 
 

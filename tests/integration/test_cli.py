@@ -16,7 +16,8 @@ import pytest
 from lrproc import describe, run_bench
 
 LOOP = "127.0.0.1"
-ERROR_PREFIX = "linerate: error - "
+# every message of a command starts with "linerate CMD: "
+ERROR_RE = re.compile(r"linerate [a-z]+: ")
 
 
 def run_linerate(binary, *args, timeout=30):
@@ -28,8 +29,9 @@ def one_error_line(res):
     """The single stderr line of a failed run, without its prefix."""
     lines = res.stderr.splitlines()
     assert len(lines) == 1, describe(res)
-    assert lines[0].startswith(ERROR_PREFIX), describe(res)
-    return lines[0][len(ERROR_PREFIX):]
+    m = ERROR_RE.match(lines[0])
+    assert m, describe(res)
+    return lines[0][m.end():]
 
 
 @contextlib.contextmanager

@@ -95,7 +95,7 @@ def test_write_error_exit_1(linerate_bin):
         pytest.skip("no /dev/full")
     res = run_gen(linerate_bin, "--force", "/dev/full", "1M")
     assert res.returncode == 1
-    assert res.stderr.decode().startswith("linerate: error - write")
+    assert res.stderr.decode().startswith("linerate gen: write")
     assert os.path.exists("/dev/full")  # --force never deletes the target
 
 
@@ -109,7 +109,7 @@ def test_partial_file_removed(linerate_bin, tmp_path):
     res = run_gen(linerate_bin, str(out), "4M",
                   preexec_fn=_small_fsize_limit)
     assert res.returncode == 1, res.stderr
-    assert res.stderr.decode().startswith("linerate: error - write")
+    assert res.stderr.decode().startswith("linerate gen: write")
     assert not out.exists()
 
 

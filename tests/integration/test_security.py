@@ -31,7 +31,8 @@ from util import wait_until
 
 LOOP = "127.0.0.1"
 MIB = 1 << 20
-ERROR_PREFIX = "linerate: error - "
+# every message of a command starts with "linerate CMD: "
+ERROR_RE = re.compile(r"linerate [a-z]+: ")
 TOKEN_RE = re.compile(r"^[a-z2-7]{4}(?:-[a-z2-7]{4}){7}$")
 B32 = "abcdefghijklmnopqrstuvwxyz234567"
 
@@ -44,7 +45,7 @@ ERR_BAD_REQUEST = 3
 ERR_AUTH = 8
 
 OK_LINE = r"test (\d+) from 127\.0\.0\.1:\d+: .*: ok$"
-NONE_WARNING = ("linerate: warning: --cipher none: the data travels in "
+NONE_WARNING = ("linerate bench: warning: --cipher none: the data travels in "
                 "clear")
 
 
@@ -77,13 +78,14 @@ def run_linerate(binary, *args, timeout=30):
 
 
 def one_error_line(res):
-    """The single 'linerate: error - ' line of a failed run (warnings
+    """The single 'linerate CMD: ' line of a failed run (warnings
     aside), without its prefix."""
     lines = [ln for ln in res.stderr.splitlines()
-             if not ln.startswith("linerate: warning:")]
+             if not re.match(r"linerate [a-z]+: warning:", ln)]
     assert len(lines) == 1, describe(res)
-    assert lines[0].startswith(ERROR_PREFIX), describe(res)
-    return lines[0][len(ERROR_PREFIX):]
+    m = ERROR_RE.match(lines[0])
+    assert m, describe(res)
+    return lines[0][m.end():]
 
 
 def new_token(binary):

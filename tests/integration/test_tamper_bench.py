@@ -21,7 +21,7 @@ record comes it does one of:
 
 For each attack, in each mode (forward with -t and with -n, -P 4, --bidir
 with the attack on either direction, reverse), REPEAT runs: every one exits
-1 with one 'linerate: error - ' line naming the failure of the attacked
+1 with one 'linerate bench: ' line naming the failure of the attacked
 stream, within DETECT_S of the tampering; nothing of a result is printed
 (no sender/receiver summary, no "Done"); the server logs the test as failed
 with the same reason, never "ok".
@@ -49,7 +49,7 @@ CUT = 2            # cut: these last DATA records never arrive
 MID = 4            # mid-flip: this DATA record
 DETECT_S = 2.0     # from the tampering to the client's exit
 RUN_BOUND = 30     # seconds one bench may take at all
-ERROR_PREFIX = "linerate: error - "
+ERROR_PREFIX = "linerate bench: "
 AUTH = "record failed authentication"
 CUT_SHORT = "cut short"
 AFTER_END = "data after the stream's END"

@@ -31,7 +31,7 @@ from util import wait_until
 
 LOOP = "127.0.0.1"
 C2S, S2C = "c2s", "s2c"
-ERROR_PREFIX = "linerate: error - "
+ERROR_PREFIX = "linerate bench: "
 TAMPERED = "the connection was tampered with (preamble changed in transit)"
 WRONG = "wrong token, or the connection was tampered with"
 DETECT_BOUND = 2.0  # seconds from the change to the client's exit
