@@ -229,9 +229,10 @@ static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 	case 'W': o->c.x.flags |= XFER_F_WHOLE_FILE; return 0;
 	case 'o': o->c.x.flags |= XFER_F_OWNER; return 0;
 	case 'g': o->c.x.flags |= XFER_F_GROUP; return 0;
-	/* rsync's -a is -rlptgoD: linerate keeps the rest always */
-	case 'a':
-		o->c.x.flags |= XFER_F_OWNER | XFER_F_GROUP; /* fall through */
+	/* rsync's -a is -rlptgoD; linerate keeps -rlpt always, and -D is
+	 * asked apart: device nodes need the receiver's consent, and an
+	 * older receiver refuses what it does not know */
+	case 'a': o->c.x.flags |= XFER_F_OWNER | XFER_F_GROUP; return 0;
 	case 'D': o->c.x.flags |= XFER_F_SPECIALS | XFER_F_DEVICES; return 0;
 	case OPT_SPECIALS: o->c.x.flags |= XFER_F_SPECIALS; return 0;
 	case OPT_DEVICES: o->c.x.flags |= XFER_F_DEVICES; return 0;

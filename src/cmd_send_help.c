@@ -39,8 +39,8 @@
 	"  -o, --owner           keep owners (a receiver running as root), by\n"     \
 	"                        name: each machine's id of the name\n"              \
 	"  -g, --group           keep groups (root, or the receiver's own)\n"        \
-	"  -a, --archive         rsync's -a: -o, -g and -D (linerate keeps\n"        \
-	"                        modes, times and symlinks always)\n"                \
+	"  -a, --archive         rsync's -a: -o and -g (linerate keeps modes,\n"     \
+	"                        times and symlinks always; -D apart)\n"             \
 	"      --specials        send FIFOs and sockets of a tree (made by a\n"      \
 	"                        receiver running as root)\n"                        \
 	"      --devices         send device nodes of a tree (made by a root\n"      \

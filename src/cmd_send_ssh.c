@@ -91,6 +91,9 @@ static int ssh_push_words(struct send_cli *o, const char **words, char *qdir,
 	words[n++] = "--ssh";
 	if (o->c.cipher_wish == CRYPTO_NONE)
 		words[n++] = "--allow-plaintext";
+	/* the far end is the user's own login: -D is the consent */
+	if (o->c.x.flags & XFER_F_DEVICES)
+		words[n++] = "--allow-devices";
 	words[n++] = "--";
 	if (shell_safe(dir, err))
 		return -EINVAL;
@@ -198,7 +201,7 @@ static int ssh_pull_words(struct send_cli *o, const char **words, char *qroot,
 /* Start the far end and point the transfer at it. */
 int send_ssh_begin(struct send_cli *o, struct sshcli *sc, struct lr_err *err)
 {
-	const char *words[8];
+	const char *words[10];
 	char qdir[2 * XFER_MAX_PATH + 8];
 	int r;
 

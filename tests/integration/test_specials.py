@@ -140,3 +140,37 @@ def test_a_receiver_that_is_not_root_makes_none(xsrv):
         assert sorted(os.listdir(dest)) == ["d", "f"]
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_is_not_d(xsrv):
+    """-a keeps owners and groups; special files need -D, asked apart
+    (an older receiver, or one without consent, would refuse them)."""
+    x = xsrv
+    top = x.src / "t"
+    special_tree(top)
+    res = x.send_ok("--json", "-a", str(top) + "/", x.dest("a"))
+    assert end_event(res.stdout)["files_special"] == 4
+    assert set(nodes(x.root / "a")) == {"f"}
+
+
+def test_a_node_with_another_name_is_not_changed_in_place(xsrv):
+    """A FIFO there that is also a name outside the destination is not
+    given the sender's mode or owner: it is not "already made"."""
+    x = xsrv
+    top = x.src / "h"
+    top.mkdir()
+    os.mkfifo(top / "p", 0o666)
+    os.chmod(top / "p", 0o666)
+    outside = x.tmp / "outside.fifo"
+    os.mkfifo(outside, 0o600)
+    (x.root / "h").mkdir()
+    os.link(outside, x.root / "h" / "p")
+    res = x.send("-D", "-a", str(top) + "/", x.dest("h"))
+    assert res.returncode == 1 and "exists" in output(res), describe(res)
+    st = os.lstat(outside)
+    assert (stat.S_IMODE(st.st_mode), st.st_uid) == (0o600, 0)
+    # with --overwrite the name gets a node of its own, the other stays
+    x.send_ok("-q", "-D", "--overwrite", str(top) + "/", x.dest("h"))
+    assert stat.S_IMODE(os.lstat(x.root / "h" / "p").st_mode) == 0o666
+    assert not os.path.samefile(outside, x.root / "h" / "p")
+    assert stat.S_IMODE(os.lstat(outside).st_mode) == 0o600

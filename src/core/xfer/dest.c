@@ -722,17 +722,15 @@ static void late_symlink(struct xsess *x, const struct late *l,
 		late_failed(x, l, e, NULL, fb, failed_n);
 	else {
 		if (l->owned) /* the link made, never what it points to */
-			xfer__owner_node(x, l, dfd, name, S_IFLNK, NULL);
+			xfer__owner_node(
+				x, l, dfd, name,
+				&(struct xnode_meta){ .type = S_IFLNK });
 		utimensat(dfd, name, ts, AT_SYMLINK_NOFOLLOW);
 	}
 	if (dfd >= 0)
 		close(dfd);
 }
 
-/* A FIFO, socket or device node named name in dfd, of l's kind: made
- * (mode 0600 until its owner and mode are set), or already that node (a
- * re-run); another existing name is replaced only with OVERWRITE or
- * UPDATE (never a directory). 0 or -errno. */
 static mode_t type_of(const struct late *l)
 {
 	return l->kind == PROTO_XK_FIFO	     ? S_IFIFO
@@ -741,30 +739,50 @@ static mode_t type_of(const struct late *l)
 					     : S_IFBLK;
 }
 
+/* A FIFO, socket or device node named name in dfd, of l's kind: made
+ * (mode 0600 until its owner and mode are set), or already that node (a
+ * re-run; only when it has no other name, which may be outside the
+ * destination); another existing name is replaced only with OVERWRITE
+ * or UPDATE (never a directory), by a node made under the temporary name
+ * and renamed over it, so that a node that cannot be made leaves the old
+ * one. What was made (or found) into *made. 0 or -errno. */
 static int node_make(struct xsess *x, const struct late *l, int dfd,
-		     const char *name)
+		     const char *name, struct stat *made)
 {
 	mode_t type = type_of(l);
 	dev_t rdev = (type == S_IFCHR || type == S_IFBLK)
 			     ? makedev(l->dev_major, l->dev_minor)
 			     : 0;
+	char tmp[FSIO_MAX_NAME + 1];
 	struct stat st;
+	int e;
 
 	if (!mknodat(dfd, name, type | 0600, rdev))
-		return 0;
+		return fstatat(dfd, name, made, AT_SYMLINK_NOFOLLOW) ? -errno
+								     : 0;
 	if (errno != EEXIST)
 		return -errno;
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW))
 		return -errno;
-	if ((st.st_mode & S_IFMT) == type && st.st_rdev == rdev)
+	if ((st.st_mode & S_IFMT) == type && st.st_rdev == rdev &&
+	    st.st_nlink == 1) {
+		*made = st;
 		return 0;
+	}
 	if (S_ISDIR(st.st_mode))
 		return -EISDIR;
 	if (!(x->o->flags & (XFER_F_OVERWRITE | XFER_F_UPDATE)))
 		return -EEXIST;
-	if (unlinkat(dfd, name, 0) || mknodat(dfd, name, type | 0600, rdev))
+	fsio_temp_name(name, tmp);
+	unlinkat(dfd, tmp, 0); /* a stale one */
+	if (mknodat(dfd, tmp, type | 0600, rdev))
 		return -errno;
-	return 0;
+	if (renameat(dfd, tmp, dfd, name)) {
+		e = -errno;
+		unlinkat(dfd, tmp, 0);
+		return e;
+	}
+	return fstatat(dfd, name, made, AT_SYMLINK_NOFOLLOW) ? -errno : 0;
 }
 
 static void late_node(struct xsess *x, const struct late *l,
@@ -775,19 +793,20 @@ static void late_node(struct xsess *x, const struct late *l,
 				  { l->mtime_sec, l->mtime_nsec } };
 	mode_t mode = l->mode &
 		      ((x->o->flags & XFER_F_KEEP_SETID) ? 07777 : 01777);
+	struct xnode_meta m = { .type = type_of(l), .mode = &mode, .ts = ts };
+	struct stat made;
 	int dfd, e;
 
 	fsio_split(l->path, strlen(l->path), parent, name);
 	dfd = fsio_open_dir(x->rx.destfd, parent, true, 0755);
-	e = dfd < 0 ? dfd : node_make(x, l, dfd, name);
-	/* the owner before the mode, on the node made (never through a
-	 * name that changed since, nor a symlink) */
+	e = dfd < 0 ? dfd : node_make(x, l, dfd, name, &made);
+	/* owner, mode and times on the node made (never through a name
+	 * that changed since, nor a symlink) */
+	m.made = &made;
 	if (!e)
-		e = xfer__owner_node(x, l, dfd, name, type_of(l), &mode);
+		e = xfer__owner_node(x, l, dfd, name, &m);
 	if (e)
 		late_failed(x, l, e, NULL, fb, failed_n);
-	else
-		utimensat(dfd, name, ts, AT_SYMLINK_NOFOLLOW);
 	if (dfd >= 0)
 		close(dfd);
 }

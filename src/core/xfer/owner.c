@@ -273,14 +273,17 @@ void xfer__owner_fix(struct xsess *x, const struct xfile *f)
 }
 
 int xfer__owner_node(struct xsess *x, const struct late *l, int dfd,
-		     const char *name, mode_t type, const mode_t *mode)
+		     const char *name, const struct xnode_meta *m)
 {
 	struct stat st;
+	char p[32];
 	int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC), r = 0;
 
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) || (st.st_mode & S_IFMT) != type)
+	if (fstat(fd, &st) || (st.st_mode & S_IFMT) != m->type ||
+	    (m->made &&
+	     (st.st_dev != m->made->st_dev || st.st_ino != m->made->st_ino)))
 		r = -ESTALE; /* not the node that was made */
 	if (!r && l->owned && fchownat(fd, "", l->uid, l->gid, AT_EMPTY_PATH)) {
 		int e = -errno;
@@ -289,8 +292,12 @@ int xfer__owner_node(struct xsess *x, const struct late *l, int dfd,
 		xfer__owner_said(x, l->path, e);
 		xfer__unlock(&x->lock);
 	}
-	if (!r && mode)
-		r = chmod_fd(fd, *mode);
+	if (!r && m->mode)
+		r = chmod_fd(fd, *m->mode);
+	/* the node itself (a FIFO or device is not opened for it) */
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	if (!r && m->ts)
+		(void)utimensat(AT_FDCWD, p, m->ts, 0);
 	close(fd);
 	return r;
 }

@@ -199,12 +199,24 @@ static int walk_fill(struct walker *w, int dirfd, const char *name,
 		return fill_dir(w, dirfd, name, e);
 	e->kind = PROTO_XK_FILE;
 	if (w->open_files) {
-		fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		struct stat st;
+
+		/* never blocking on (nor opening as a device) a node renamed
+		 * over the file since its stat: O_NONBLOCK, then the same
+		 * regular file, or it is gone */
+		fd = openat(dirfd, name,
+			    O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK |
+				    O_NOCTTY);
 		if (fd < 0 && errno == ENOENT)
 			return XFER_WALK_VANISHED; /* gone since its stat */
 		if (fd < 0) {
 			lr_err_setc(&w->eerr, -errno, "could not be read");
 			return XFER_WALK_UNREADABLE;
+		}
+		if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+		    st.st_dev != e->st.st_dev || st.st_ino != e->st.st_ino) {
+			close(fd);
+			return XFER_WALK_VANISHED;
 		}
 		/* e->st came from fstatat a moment ago; a file that
 		 * changes size since is caught by its reads */
@@ -482,7 +494,11 @@ static int top_push_dot(struct walker *w, const char *arg, struct wentry *e)
 static int top_push_named(struct walker *w, int pfd, const char *name,
 			  const char *arg, struct wentry *e)
 {
-	int fd = openat(pfd, name, O_RDONLY | O_CLOEXEC), r;
+	/* O_NONBLOCK: a FIFO swapped in since the check never blocks (it is
+	 * refused by its type below) */
+	int fd = openat(pfd, name,
+			O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY),
+	    r;
 
 	if (fd < 0 && S_ISDIR(e->st.st_mode) && !contents_only(w) &&
 	    errno != ENOENT) {

@@ -873,11 +873,18 @@ bool xfer__owner_take(struct xsess *x, uint32_t idx, uid_t *uid, gid_t *gid);
  * destination). */
 void xfer__owner_fix(struct xsess *x, const struct xfile *f);
 /* A symlink or node l made at the end as name in dfd: opened without
- * following it, checked to be of type type, given l's owner (when it has
- * one; a failure said, not fatal) and, mode not NULL, that mode. 0 or
- * -errno (the node is not what was made). */
+ * following it, checked to be of m's type (and, made not NULL, that
+ * inode), given l's owner (when it has one; a failure said, not fatal)
+ * and, when not NULL, m's mode and times. 0 or -errno (the node is not
+ * what was made). */
+struct xnode_meta {
+	mode_t type;
+	const struct stat *made;
+	const mode_t *mode;
+	const struct timespec *ts;
+};
 int xfer__owner_node(struct xsess *x, const struct late *l, int dfd,
-		     const char *name, mode_t type, const mode_t *mode);
+		     const char *name, const struct xnode_meta *m);
 /* An owner or group that could not be given (e): counted in
  * owners_failed, said in a file event (the entry itself is kept). Under
  * lock. */
