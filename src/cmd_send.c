@@ -632,6 +632,14 @@ static void error_hints(const struct send_cli *o, int r,
 			      res->first_failure_code);
 	if (r)
 		opts_env_token_hint(&o->net, err);
+	/* the request's newer flags, unknown to an older far end */
+	if (r && strstr(err->msg, "malformed XFER_REQUEST") &&
+	    (o->c.x.flags & (XFER_F_HARD_LINKS | XFER_F_OWNER | XFER_F_GROUP |
+			     XFER_F_SPECIALS | XFER_F_DEVICES)))
+		snprintf(err->msg + strlen(err->msg),
+			 sizeof(err->msg) - strlen(err->msg),
+			 " (a far end older than -H, -o, -g, -a and -D refuses "
+			 "them: leave them out, or update it)");
 }
 
 static int run(int argc, char **argv, bool pull)
