@@ -683,7 +683,9 @@ static int run(int argc, char **argv, bool pull)
 	if (r) {
 		fprintf(stderr, "linerate %s: %s\nTry 'linerate %s --help'.\n",
 			name, err.msg, name);
-		return r == LR_EAUTH ? EXIT_RUNTIME : EXIT_USAGE;
+		/* a token missing or malformed alike: what the command line
+		 * (or LINERATE_TOKEN) must give, exit 2 */
+		return EXIT_USAGE;
 	}
 	if (o.c.cipher_wish == CRYPTO_NONE)
 		report_msg(

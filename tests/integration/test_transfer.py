@@ -388,8 +388,10 @@ def test_no_token(xsrv):
     x = xsrv
     src = write_random(x.src / "f.bin", 4096)
     res = x.send("-q", src, x.dest(), token=False, timeout=30)
-    assert res.returncode != 0, describe(res)
+    # a missing token is a usage error, as a malformed one is (exit 2)
+    assert res.returncode == 2, describe(res)
     assert re.search(r"token", output(res), re.I), output(res)
+    assert "Try 'linerate send --help'." in res.stderr, describe(res)
     assert tree_files(x.root) == []
 
 
