@@ -78,7 +78,7 @@ def fake_ids(where, uid, gid):
     """A passwd and a group file in which USER and GROUP have other ids."""
     pw = where / "passwd"
     gr = where / "group"
-    pw.write_text(f"root:x:0:0:root:/root:/bin/sh\n"
+    pw.write_text(f"root:x:0:0:root:/:/bin/sh\n"
                   f"{USER}:x:{uid}:{gid}:{USER}:/:/bin/false\n")
     gr.write_text(f"root:x:0:\n{GROUP}:x:{gid}:\n")
     return pw, gr
