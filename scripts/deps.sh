@@ -12,6 +12,8 @@ pkgs=(
 	openssh-server openssh-client passwd nftables
 	rsync # the filter tests compare with it
 	busybox # the --copy-self script under the shell tools of OpenWrt
+	zsh # the completion test runs its script
+	systemd # systemd-analyze verify checks the service unit
 )
 if [ "${1:-}" = "--bench" ]; then
 	pkgs+=(netcat-openbsd fio hyperfine time)

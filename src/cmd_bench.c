@@ -132,6 +132,12 @@ static const struct option long_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/* The letters of long_opts and the short-only ones, getopt's syntax. */
+#define BENCH_SHORTS "t:n:i:RO:l:w:C:M:Z::JhuT:b:e:"
+
+const struct cmd_opts cmd_bench_opts = { &common_spec, BENCH_SHORTS,
+					 long_opts };
+
 static int usage_error(const char *msg)
 {
 	fprintf(stderr, "linerate bench: %s\n", msg);
@@ -352,8 +358,8 @@ static int bench_parse(int argc, char **argv, struct bench_cli_opts *o,
 	q->streams = 1;
 	q->duration_ms = 10000;
 	q->blksize = BENCH_DEFAULT_BLKSIZE;
-	r = opts_parse(&common_spec, "t:n:i:RO:l:w:C:M:Z::JhuT:b:e:", long_opts,
-		       bench_own, o, argc, argv, &o->net, err);
+	r = opts_parse(&common_spec, BENCH_SHORTS, long_opts, bench_own, o,
+		       argc, argv, &o->net, err);
 	if (r)
 		return r;
 	if (bench_host(argc, argv, o, err))

@@ -7,6 +7,7 @@
 #include "cmds.h"
 #include "core/cryptobench.h"
 #include "opts.h"
+#include "opts_common.h"
 #include "report.h"
 #include "banned.h"
 
@@ -38,6 +39,11 @@ static const struct option long_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/* The letters of long_opts and the short-only ones, getopt's syntax. */
+#define CRYPTO_SHORTS "s:Jh"
+
+const struct cmd_opts cmd_crypto_opts = { NULL, CRYPTO_SHORTS, long_opts };
+
 /* 0, 1 for --help, or a negative errno with err filled. */
 static int crypto_parse(int argc, char **argv, struct crypto_cli_opts *o,
 			struct lr_err *err)
@@ -47,7 +53,8 @@ static int crypto_parse(int argc, char **argv, struct crypto_cli_opts *o,
 	o->ms = 500;
 	o->json = false;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":s:Jh", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":" CRYPTO_SHORTS, long_opts,
+				NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (opts_ms("--seconds", optarg, 50, 10000, &o->ms,

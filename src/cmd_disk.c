@@ -12,6 +12,7 @@
 #include "cmds.h"
 #include "core/disk.h"
 #include "opts.h"
+#include "opts_common.h"
 #include "report.h"
 #include "banned.h"
 
@@ -56,6 +57,11 @@ static const struct option long_opts[] = {
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
+
+/* The letters of long_opts and the short-only ones, getopt's syntax. */
+#define DISK_SHORTS "s:b:Jh"
+
+const struct cmd_opts cmd_disk_opts = { NULL, DISK_SHORTS, long_opts };
 
 struct disk_cli_opts {
 	const char *path;
@@ -131,8 +137,8 @@ static int disk_parse(int argc, char **argv, struct disk_cli_opts *o,
 	o->size = 256ull << 20;
 	o->bs = 1u << 20;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":s:b:Jh", long_opts, NULL)) !=
-	       -1) {
+	while ((c = getopt_long(argc, argv, ":" DISK_SHORTS, long_opts,
+				NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (opts_bytes("--size", optarg, DISK_MIN_BS,

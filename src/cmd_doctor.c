@@ -81,6 +81,12 @@ static const struct option long_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/* The letters of long_opts and the short-only ones, getopt's syntax. */
+#define DOCTOR_SHORTS "t:e:h"
+
+const struct cmd_opts cmd_doctor_opts = { &common_spec, DOCTOR_SHORTS,
+					  long_opts };
+
 struct doctor_cli {
 	struct doctor_opts d;
 	struct opts_common net;
@@ -167,8 +173,8 @@ static int doctor_parse(int argc, char **argv, struct doctor_cli *o,
 	o->d.size = 256ull << 20;
 	o->d.net_ms = 3000;
 	o->d.cancel = &cancelled;
-	r = opts_parse(&common_spec, "t:e:h", long_opts, own_option, o, argc,
-		       argv, &o->net, err);
+	r = opts_parse(&common_spec, DOCTOR_SHORTS, long_opts, own_option, o,
+		       argc, argv, &o->net, err);
 	if (r)
 		return r;
 	o->d.streams = o->net.streams ? o->net.streams : XFER_DEFAULT_STREAMS;

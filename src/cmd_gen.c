@@ -11,6 +11,7 @@
 #include "cmds.h"
 #include "core/gen.h"
 #include "opts.h"
+#include "opts_common.h"
 #include "report.h"
 #include "banned.h"
 
@@ -47,6 +48,11 @@ static const struct option long_opts[] = {
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
+
+/* The letters of long_opts and the short-only ones, getopt's syntax. */
+#define GEN_SHORTS "c:fqh"
+
+const struct cmd_opts cmd_gen_opts = { NULL, GEN_SHORTS, long_opts };
 
 struct gen_cli_opts {
 	const char *path;
@@ -99,7 +105,8 @@ static int gen_parse(int argc, char **argv, struct gen_cli_opts *o,
 
 	memset(o, 0, sizeof(*o));
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":c:fqh", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":" GEN_SHORTS, long_opts, NULL)) !=
+	       -1) {
 		switch (c) {
 		case 'c':
 			if (opts_uint("--compressible", optarg, 0, GEN_MAX_PCT,

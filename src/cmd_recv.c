@@ -85,6 +85,11 @@ static const struct option long_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/* The letters of long_opts and the short-only ones, getopt's syntax. */
+#define RECV_SHORTS "qh"
+
+const struct cmd_opts cmd_recv_opts = { &common_spec, RECV_SHORTS, long_opts };
+
 struct recv_cli {
 	struct server_opts s;
 	struct opts_common net;
@@ -218,8 +223,8 @@ static int recv_parse(int argc, char **argv, struct recv_cli *o,
 	o->s.progress_ms = 250;
 	o->s.cancel = &cancelled;
 	o->dir = ".";
-	r = opts_parse(&common_spec, "qh", long_opts, own_option, o, argc, argv,
-		       &o->net, err);
+	r = opts_parse(&common_spec, RECV_SHORTS, long_opts, own_option, o,
+		       argc, argv, &o->net, err);
 	if (r)
 		return r;
 	opts_common_addr(&o->net, LR_DEFAULT_PORT, &o->s.port, &o->s.family,

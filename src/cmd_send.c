@@ -105,6 +105,11 @@ static const struct option long_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/* The letters of long_opts and the short-only ones, getopt's syntax. */
+#define SEND_SHORTS "w:e:rqhnvcWHogaD"
+
+const struct cmd_opts cmd_send_opts = { &common_spec, SEND_SHORTS, long_opts };
+
 static _Atomic bool cancelled;
 
 static void on_signal(int sig)
@@ -445,8 +450,8 @@ static int send_parse(int argc, char **argv, struct send_cli *o,
 	o->c.connect_timeout_ms = 10000;
 	o->c.x.progress_ms = 250;
 	o->c.x.cancel = &cancelled;
-	r = opts_parse(&common_spec, "w:e:rqhnvcWHogaD", long_opts, own_option,
-		       o, argc, argv, &o->net, err);
+	r = opts_parse(&common_spec, SEND_SHORTS, long_opts, own_option, o,
+		       argc, argv, &o->net, err);
 	if (r)
 		return r;
 	opts_common_addr(&o->net, LR_DEFAULT_PORT, &o->c.port, &o->c.family,

@@ -19,6 +19,8 @@
 	"      --chunk SIZE      chunk size, 64K-8M (default 1M)\n"                  \
 	"      --size SIZE       send -: the size standard input will have, for\n"   \
 	"                        the progress line's % and ETA (pv's -s)\n"          \
+	"      --force-tty       get HOST:FILE -: write to a terminal even a\n"      \
+	"                        binary file\n"                                      \
 	"  -w, --window SIZE     socket buffer size (default: the kernel's)\n"       \
 	"      --connect-timeout MS  give up connecting after MS milliseconds\n"     \
 	"                        (as bench and iperf3; 5s works too; default 10s)\n" \

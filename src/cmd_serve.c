@@ -144,6 +144,12 @@ static const struct option long_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/* The letters of long_opts and the short-only ones, getopt's syntax. */
+#define SERVE_SHORTS "1h"
+
+const struct cmd_opts cmd_serve_opts = { &common_spec, SERVE_SHORTS,
+					 long_opts };
+
 /* The signal handler's only way to reach the servers. */
 static struct server *volatile the_server;
 static struct ip3srv *volatile the_ip3srv;
@@ -348,8 +354,8 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o,
 	o->s.partial.max_age_s = PARTIAL_DEFAULT_MAX_AGE_S;
 	o->ip3 = true;
 	o->ip3_port = LR_IP3_PORT;
-	r = opts_parse(&common_spec, "1h", long_opts, own_option, o, argc, argv,
-		       &o->net, err);
+	r = opts_parse(&common_spec, SERVE_SHORTS, long_opts, own_option, o,
+		       argc, argv, &o->net, err);
 	if (r)
 		return r;
 	opts_common_addr(&o->net, LR_DEFAULT_PORT, &o->s.port, &o->s.family,

@@ -13,6 +13,7 @@ int cmd_send(int argc, char **argv);
 int cmd_get(int argc, char **argv);
 int cmd_recv(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_completion(int argc, char **argv);
 
 /* Usage text of each subcommand. */
 extern const char cmd_bench_usage[];
@@ -25,5 +26,17 @@ extern const char cmd_send_usage[];
 extern const char cmd_get_usage[];
 extern const char cmd_recv_usage[];
 extern const char cmd_doctor_usage[];
+extern const char cmd_completion_usage[];
+
+/* Option tables of each (get reads send's), for completion and checks. */
+struct cmd_opts;
+extern const struct cmd_opts cmd_bench_opts;
+extern const struct cmd_opts cmd_serve_opts;
+extern const struct cmd_opts cmd_crypto_opts;
+extern const struct cmd_opts cmd_gen_opts;
+extern const struct cmd_opts cmd_disk_opts;
+extern const struct cmd_opts cmd_send_opts;
+extern const struct cmd_opts cmd_recv_opts;
+extern const struct cmd_opts cmd_doctor_opts;
 
 #endif

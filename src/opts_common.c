@@ -207,3 +207,75 @@ void opts_env_token_hint(const struct opts_common *net, struct lr_err *err)
 		 "`env -u LINERATE_TOKEN linerate ...` (or unset it) connects "
 		 "without one");
 }
+
+/* Whether letter is in getopt's syntax s as an option (not a ':'), and
+ * what it takes there. */
+static bool short_has(const char *s, int letter, int *has_arg)
+{
+	size_t i;
+
+	for (i = 0; s[i]; i++) {
+		if (s[i] == ':')
+			continue;
+		if (s[i] != letter)
+			continue;
+		*has_arg = s[i + 1] != ':'   ? no_argument
+			   : s[i + 2] == ':' ? optional_argument
+					     : required_argument;
+		return true;
+	}
+	return false;
+}
+
+/* Add one entry when there is room; the count either way. */
+static size_t entry_add(struct opts_entry *out, size_t n, size_t cap,
+			int letter, const char *name, int has_arg)
+{
+	if (n < cap) {
+		out[n].letter = letter;
+		out[n].name = name;
+		out[n].has_arg = has_arg;
+	}
+	return n + 1;
+}
+
+/* The letters of s that no long option of p carries. */
+static size_t short_only(const struct opts_parser *p, struct opts_entry *out,
+			 size_t n, size_t cap)
+{
+	const char *s = p->shorts;
+	size_t i, j;
+	int has_arg;
+
+	for (i = 0; s[i]; i++) {
+		if (s[i] == ':')
+			continue;
+		for (j = 0; p->longs[j].name; j++)
+			if (p->longs[j].val == s[i])
+				break;
+		if (!p->longs[j].name && short_has(s, s[i], &has_arg))
+			n = entry_add(out, n, cap, s[i], NULL, has_arg);
+	}
+	return n;
+}
+
+size_t opts_entries(const struct cmd_opts *t, struct opts_entry *out,
+		    size_t cap)
+{
+	static const struct opts_common_spec none = { 0 };
+	struct opts_parser p;
+	size_t i, n = 0;
+	int letter, has_arg;
+
+	if (parser_init(&p, t->common ? t->common : &none, t->shorts, t->longs))
+		return 0;
+	for (i = 0; p.longs[i].name; i++) {
+		letter = p.longs[i].val;
+		if (letter <= 0 || letter > 127 ||
+		    !short_has(p.shorts + 1, letter, &has_arg))
+			letter = 0;
+		n = entry_add(out, n, cap, letter, p.longs[i].name,
+			      p.longs[i].has_arg);
+	}
+	return short_only(&p, out, n, cap);
+}

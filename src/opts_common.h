@@ -64,6 +64,31 @@ int opts_parse(const struct opts_common_spec *spec, const char *own_shorts,
 	       int argc, char **argv, struct opts_common *net,
 	       struct lr_err *err);
 
+/*
+ * A command's option tables, as its parser reads them: the common ones it
+ * takes (common is NULL when it takes none), its own letters in getopt's
+ * syntax without the leading ':', its own long options ending with a zero
+ * entry. The completion scripts and the help checks read the same tables.
+ */
+struct cmd_opts {
+	const struct opts_common_spec *common;
+	const char *shorts;
+	const struct option *longs;
+};
+
+/* One option of a command: its letter (0 for a long-only one), its long
+ * name (NULL for a letter without one) and getopt's has_arg. */
+struct opts_entry {
+	int letter;
+	const char *name;
+	int has_arg;
+};
+
+/* The options of t, common ones first, up to cap of them into out; how
+ * many there are (more than cap when out is too small). */
+size_t opts_entries(const struct cmd_opts *t, struct opts_entry *out,
+		    size_t cap);
+
 /* Where to connect from or listen on, into the command's own options:
  * the port given, else dflt; the family; the -B address when bind_addr
  * is not NULL. */

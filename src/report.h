@@ -54,6 +54,12 @@ void report_partial_total(FILE *out, unsigned n, uint64_t bytes,
 void report_sweep_line(FILE *out, const struct xfer_sweep *r,
 		       const struct xfer_partial_policy *pol);
 
+/* `linerate completion`: the bash and zsh completion scripts and the
+ * option list, from the parsers' option tables. */
+void report_completion_bash(FILE *out);
+void report_completion_zsh(FILE *out);
+void report_completion_list(FILE *out);
+
 /* Write s with control and non-ASCII bytes escaped (\xNN). */
 /* The command running (main sets it): every message of it starts with
  * report_prog(), "linerate CMD" ("linerate" before one is known). */
