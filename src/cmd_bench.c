@@ -14,6 +14,7 @@
 #include "core/remote.h"
 #include "opts.h"
 #include "opts_common.h"
+#include "outopts.h"
 #include "report.h"
 #include "sshcli.h"
 #include "banned.h"
@@ -53,6 +54,15 @@ const char cmd_bench_usage[] =
 	"      --udp-counters-64bit  64-bit UDP sequence numbers (--iperf3)\n"
 	"  -J, --json             one JSON document at the end (iperf3 -J schema)\n"
 	"      --json-stream      one JSON object per line as results arrive\n"
+	"  -f, --format F         rates in F as iperf3: k, m, g, t (bits/s) or\n"
+	"                         K, M, G, T (bytes/s, 1024-based)\n"
+	"      --logfile FILE     append the output and the errors to FILE\n"
+	"      --timestamps[=FMT] start each line with the time (strftime's\n"
+	"                         FMT; default '%c ')\n"
+	"      --forceflush       write each line at once (into a pipe)\n"
+	"  -V, --verbose          version, system and the test's parameters\n"
+	"  -I, --pidfile FILE     this process's id in FILE, removed at the end\n"
+	"      --cport PORT       stream N connects from local port PORT+N-1\n"
 	"      --link-speed RATE  speed of the link (e.g. 1gbit) when /sys does not\n"
 	"                         know it; prints the TCP ceiling and the share reached\n"
 	"      --connect-timeout MS  give up connecting after MS milliseconds, as\n"
@@ -85,6 +95,7 @@ struct bench_cli_opts {
 	char hostbuf[256];
 	struct remote_addr ra;	/* HOST as given */
 	struct sshcli_opts ssh; /* -e, --remote-path, --no-ssh */
+	struct outopts out;	/* -f, --logfile, --timestamps, -V, -I */
 	bool via_ssh;		/* the far end started over ssh */
 };
 
@@ -96,6 +107,7 @@ enum {
 	OPT_IPERF3,
 	OPT_GET_SERVER_OUTPUT,
 	OPT_UDP_COUNTERS64,
+	OPT_CPORT,
 };
 
 static const struct opts_common_spec common_spec = {
@@ -127,13 +139,15 @@ static const struct option long_opts[] = {
 	{ "title", required_argument, NULL, 'T' },
 	{ "get-server-output", no_argument, NULL, OPT_GET_SERVER_OUTPUT },
 	{ "udp-counters-64bit", no_argument, NULL, OPT_UDP_COUNTERS64 },
+	{ "cport", required_argument, NULL, OPT_CPORT },
 	SSHCLI_LONG_OPTIONS,
+	OUTOPTS_LONG_OPTIONS,
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
 
 /* The letters of long_opts and the short-only ones, getopt's syntax. */
-#define BENCH_SHORTS "t:n:i:RO:l:w:C:M:Z::JhuT:b:e:"
+#define BENCH_SHORTS "t:n:i:RO:l:w:C:M:Z::JhuT:b:e:" OUTOPTS_SHORTS
 
 const struct cmd_opts cmd_bench_opts = { &common_spec, BENCH_SHORTS,
 					 long_opts };
@@ -277,6 +291,7 @@ static int report_option(int c, char **argv, struct bench_cli_opts *o,
 			 struct lr_err *err)
 {
 	uint64_t v;
+	int r;
 
 	switch (c) {
 	case 'i':
@@ -308,10 +323,18 @@ static int report_option(int c, char **argv, struct bench_cli_opts *o,
 		return 0;
 	case OPT_GET_SERVER_OUTPUT: o->ip3.get_server_output = true; return 0;
 	case OPT_UDP_COUNTERS64: o->ip3.counters64 = true; return 0;
+	case OPT_CPORT:
+		if (opts_uint("--cport", optarg, 1, 65535, &v, err))
+			return -EINVAL;
+		o->b.cport = (uint16_t)v;
+		return 0;
 	case 'h': return 1;
 	default:
 		if (!sshcli_option(c, optarg, &o->ssh))
 			return 0;
+		r = outopts_option(&o->out, c, optarg, err);
+		if (r <= 0)
+			return r;
 		return opts_getopt_error(c, argv, err);
 	}
 }
@@ -451,13 +474,42 @@ static int bench_linerate(struct bench_cli_opts *o, struct sshcli *sc,
 	return r;
 }
 
+/* The test, reported through rp: 0 or a negative errno with err set. */
+static int bench_run_reported(struct bench_cli_opts *o, struct report *rp,
+			      struct bench_result *res, struct lr_err *err)
+{
+	struct bench_callbacks cb = { 0 };
+	struct sshcli sc = { 0 };
+	int r;
+
+	report_bench_callbacks(rp, &cb);
+	if (o->ip3.title)
+		report_set_title(rp, o->ip3.title);
+	if (o->out.verbose && o->fmt == REPORT_HUMAN)
+		report_bench_verbose(stdout, &o->b.req, o->iperf3);
+	if (o->iperf3)
+		r = ip3_client_run(&o->b, &o->ip3, &cb, res, err);
+	else
+		r = bench_linerate(o, &sc, &cb, res, err);
+	if (!o->iperf3 && r == LR_EAUTH && !o->have_token &&
+	    isatty(STDIN_FILENO) && o->fmt == REPORT_HUMAN) {
+		/* the server wants a token we were not given: ask */
+		struct lr_err e2 = { 0 };
+
+		if (!opts_prompt_token("Token: ", o->psk, &e2)) {
+			o->have_token = true;
+			o->b.psk = o->psk;
+			r = bench_client_run(&o->b, &cb, res, err);
+		}
+	}
+	return r;
+}
+
 int cmd_bench(int argc, char **argv)
 {
 	struct bench_cli_opts o;
-	struct bench_callbacks cb = { 0 };
 	struct bench_result res;
 	struct lr_err err = { 0 };
-	struct sshcli sc = { 0 };
 	struct report *rp;
 	int r;
 
@@ -472,6 +524,10 @@ int cmd_bench(int argc, char **argv)
 		r = bench_security(&o, &err);
 	if (r)
 		return usage_error(err.msg);
+	if (outopts_start(&o.out, o.fmt != REPORT_HUMAN, &err)) {
+		report_msg(stderr, "%s\n", err.msg);
+		return EXIT_RUNTIME;
+	}
 	if (!o.iperf3 && o.b.cipher_wish == CRYPTO_NONE)
 		report_msg(
 			stderr,
@@ -482,35 +538,19 @@ int cmd_bench(int argc, char **argv)
 	rp = report_new(stdout, o.fmt);
 	if (!rp) {
 		report_msg(stderr, "out of memory\n");
+		outopts_end(&o.out);
 		return EXIT_RUNTIME;
 	}
-	report_bench_callbacks(rp, &cb);
-	if (o.ip3.title)
-		report_set_title(rp, o.ip3.title);
-	if (o.iperf3)
-		r = ip3_client_run(&o.b, &o.ip3, &cb, &res, &err);
-	else
-		r = bench_linerate(&o, &sc, &cb, &res, &err);
-	if (!o.iperf3 && r == LR_EAUTH && !o.have_token &&
-	    isatty(STDIN_FILENO) && o.fmt == REPORT_HUMAN) {
-		/* the server wants a token we were not given: ask */
-		struct lr_err e2 = { 0 };
-
-		if (!opts_prompt_token("Token: ", o.psk, &e2)) {
-			o.have_token = true;
-			o.b.psk = o.psk;
-			r = bench_client_run(&o.b, &cb, &res, &err);
-		}
-	}
+	r = bench_run_reported(&o, rp, &res, &err);
 	session_token_wipe(o.psk, sizeof(o.psk));
 	if (r) {
 		opts_env_token_hint(&o.net, &err);
 		report_bench_error(rp, stderr, err.msg);
-		report_free(rp);
-		return EXIT_RUNTIME;
+	} else {
+		report_bench_flush(rp);
+		bench_result_free(&res);
 	}
-	report_bench_flush(rp);
-	bench_result_free(&res);
 	report_free(rp);
-	return EXIT_OK;
+	outopts_end(&o.out);
+	return r ? EXIT_RUNTIME : EXIT_OK;
 }

@@ -20,6 +20,7 @@
 #include "core/xfer.h"
 #include "opts.h"
 #include "opts_common.h"
+#include "outopts.h"
 #include "report.h"
 #include "sshcli.h"
 #include "banned.h"
@@ -76,6 +77,16 @@ const char cmd_serve_usage[] =
 	"                             With --token-file, only when given: iperf3\n"
 	"                             clients have no token to show\n"
 	"      --no-iperf3            do not answer iperf3 clients\n"
+	"  -f, --format F             rates in the log as iperf3: k, m, g, t\n"
+	"                             (bits/s) or K, M, G, T (bytes/s)\n"
+	"      --logfile FILE         append the output and the log to FILE\n"
+	"      --timestamps[=FMT]     start each line with the time\n"
+	"                             (strftime's FMT; default '%c ')\n"
+	"      --forceflush           write each line at once (into a pipe)\n"
+	"  -V, --verbose              version and system at the start\n"
+	"  -I, --pidfile FILE         this process's id in FILE while it\n"
+	"                             runs; refused while another live one\n"
+	"                             holds it\n"
 	"  -h, --help                 this text\n"
 	"\n"
 	"One log line per test and per rejected connection goes to standard error.\n"
@@ -84,6 +95,7 @@ const char cmd_serve_usage[] =
 struct serve_opts {
 	struct server_opts s;
 	struct opts_common net;
+	struct outopts out; /* -f, --logfile, --timestamps, -V, -I */
 	const char *root;
 	uint8_t psk[SESSION_PSK_LEN];
 	bool list_partial, clean_partial;
@@ -140,12 +152,13 @@ static const struct option long_opts[] = {
 	{ "list-partial", no_argument, NULL, OPT_LIST_PARTIAL },
 	{ "clean-partial", no_argument, NULL, OPT_CLEAN_PARTIAL },
 	{ "ssh", no_argument, NULL, OPT_SSH },
+	OUTOPTS_LONG_OPTIONS,
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
 
 /* The letters of long_opts and the short-only ones, getopt's syntax. */
-#define SERVE_SHORTS "1h"
+#define SERVE_SHORTS "1h" OUTOPTS_SHORTS
 
 const struct cmd_opts cmd_serve_opts = { &common_spec, SERVE_SHORTS,
 					 long_opts };
@@ -252,6 +265,7 @@ static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 {
 	struct serve_opts *o = ctx;
 	uint64_t v;
+	int r;
 
 	switch (c) {
 	case '1': o->s.once = true; return 0;
@@ -288,7 +302,9 @@ static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 	case OPT_CLEAN_PARTIAL: o->clean_partial = true; return 0;
 	case OPT_SSH: o->ssh = true; return 0;
 	case 'h': return 1;
-	default: return opts_getopt_error(c, argv, err);
+	default:
+		r = outopts_option(&o->out, c, optarg, err);
+		return r <= 0 ? r : opts_getopt_error(c, argv, err);
 	}
 }
 
@@ -602,21 +618,27 @@ int cmd_serve(int argc, char **argv)
 			err.msg);
 		return EXIT_USAGE;
 	}
+	if (outopts_start(&o.out, false, &err)) {
+		fprintf(stderr, "linerate serve: %s\n", err.msg);
+		return EXIT_RUNTIME;
+	}
+	if (o.out.verbose)
+		report_verbose_system(stdout);
 	ip3_with_token(&o);
 	signal(SIGPIPE, SIG_IGN);
 	raise_nofile();
 	r = server_new(&o.s, &cb, &srv, &err);
 	if (r) {
 		fprintf(stderr, "linerate serve: %s\n", err.msg);
-		return EXIT_RUNTIME;
-	}
-	if (ip3_start(&o, &ip3)) {
+	} else if (ip3_start(&o, &ip3)) {
 		server_free(srv);
-		return EXIT_RUNTIME;
+		r = -EIO;
+	} else {
+		r = serve_both(srv, ip3);
+		ip3srv_free(ip3);
+		server_free(srv);
 	}
-	r = serve_both(srv, ip3);
-	ip3srv_free(ip3);
-	server_free(srv);
+	outopts_end(&o.out);
 	session_token_wipe(o.token, sizeof(o.token));
 	session_token_wipe(o.psk, sizeof(o.psk));
 	if (o.s.rootfd >= 0)

@@ -54,6 +54,16 @@ void report_partial_total(FILE *out, unsigned n, uint64_t bytes,
 void report_sweep_line(FILE *out, const struct xfer_sweep *r,
 		       const struct xfer_partial_policy *pol);
 
+/* -V (iperf3's): this program's version and library, the system (as
+ * uname -a) and the time; for bench, then the test's parameters. */
+void report_verbose_system(FILE *out);
+void report_bench_verbose(FILE *out, const struct proto_test_request *q,
+			  bool iperf3);
+
+/* iperf3's -f: the unit of bench's and serve's rates, 0 (adaptive bits)
+ * or one of kmgtKMGT (units_fmt_rate_as). */
+void report_set_rate_format(char format);
+
 /* `linerate completion`: the bash and zsh completion scripts and the
  * option list, from the parsers' option tables. */
 void report_completion_bash(FILE *out);

@@ -246,3 +246,33 @@ char *units_fmt_rate(char *buf, size_t cap, double bits_per_sec)
 
 	return fmt_scaled(buf, cap, bits_per_sec, 1000.0, labels, 5);
 }
+
+char *units_fmt_rate_as(char *buf, size_t cap, double bits_per_sec, char format)
+{
+	static const char *const bits[] = { "bits/sec", "Kbits/sec",
+					    "Mbits/sec", "Gbits/sec",
+					    "Tbits/sec" };
+	static const char *const bytes[] = { "Bytes/sec", "KBytes/sec",
+					     "MBytes/sec", "GBytes/sec",
+					     "TBytes/sec" };
+	static const char lower[] = "kmgt", upper[] = "KMGT";
+	const char *at = format ? strchr(lower, format) : NULL;
+	const char *At = format ? strchr(upper, format) : NULL;
+	double n = bits_per_sec;
+	int i, steps;
+	int prec;
+
+	if (!at && !At)
+		return units_fmt_rate(buf, cap, bits_per_sec);
+	if (!isfinite(n) || n < 0)
+		n = 0;
+	steps = at ? (int)(at - lower) + 1 : (int)(At - upper) + 1;
+	if (At)
+		n /= 8;
+	for (i = 0; i < steps; i++)
+		n /= At ? 1024.0 : 1000.0;
+	prec = n < 9.995 ? 2 : n < 99.95 ? 1 : 0;
+	snprintf(buf, cap, "%4.*f %s", prec, n,
+		 At ? bytes[steps] : bits[steps]);
+	return buf;
+}

@@ -46,5 +46,10 @@ int units_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
  */
 char *units_fmt_bytes(char *buf, size_t cap, double bytes);
 char *units_fmt_rate(char *buf, size_t cap, double bits_per_sec);
+/* As iperf3's -f: format k, m, g or t a rate in that many 1000s of bits
+ * per second, K, M, G or T in 1024s of bytes per second ("2573
+ * MBytes/sec"); any other (0) as units_fmt_rate. */
+char *units_fmt_rate_as(char *buf, size_t cap, double bits_per_sec,
+			char format);
 
 #endif

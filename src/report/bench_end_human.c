@@ -19,8 +19,8 @@ static void human_total_line(struct report *rp, const char *id, const char *tag,
 	report__print(rp, "[%s]%s %6.2f-%-6.2f sec  %s  %s", id, tag, 0.0,
 		      d->seconds,
 		      units_fmt_bytes(tb, sizeof(tb), (double)d->bytes),
-		      units_fmt_rate(rb, sizeof(rb),
-				     report__rate(d->bytes, d->seconds)));
+		      report__fmt_rate(rb, sizeof(rb),
+				       report__rate(d->bytes, d->seconds)));
 	if (rp->udp) {
 		/* iperf3: the sender's line has no jitter or loss, its
 		 * total is what it sent */
@@ -135,8 +135,8 @@ static void human_link(struct report *rp, const struct bench_result *res,
 				units_fmt_rate(rb, sizeof(rb),
 					       (double)res->link_speed_bps),
 				res->link_mtu,
-				units_fmt_rate(cb, sizeof(cb),
-					       res->link_ceiling_bps),
+				report__fmt_rate(cb, sizeof(cb),
+						 res->link_ceiling_bps),
 				rp->bidir ? (k ? "reverse " : "forward ") : "",
 				100.0 *
 					report__rate(rcv[k].bytes,

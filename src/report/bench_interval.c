@@ -66,8 +66,8 @@ static void human_iv_line(struct report *rp, const char *id, const char *tag,
 
 	report__print(rp, "[%s]%s %6.2f-%-6.2f sec  %s  %s", id, tag, iv->start,
 		      f->end, units_fmt_bytes(tb, sizeof(tb), (double)f->bytes),
-		      units_fmt_rate(rb, sizeof(rb),
-				     report__rate(f->bytes, secs)));
+		      report__fmt_rate(rb, sizeof(rb),
+				       report__rate(f->bytes, secs)));
 	if (rp->udp) {
 		human_udp_tail(rp, f, iv->omitted);
 		/* as iperf3 does for datagrams out of order; duplicates

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "config.h"
+#include "core/cipher.h"
 #include "report_int.h"
 #include "banned.h"
 
@@ -143,4 +144,44 @@ void report__cb_started(void *ctx, const struct bench_result *res)
 			      rport);
 	}
 	fflush(rp->out);
+}
+
+void report_verbose_system(FILE *out)
+{
+	struct utsname u;
+	char when[64];
+	time_t now = time(NULL);
+	struct tm tm;
+
+	fprintf(out, "linerate %s (%s)\n", LINERATE_VERSION,
+		crypto_library_version());
+	if (!uname(&u))
+		fprintf(out, "%s %s %s %s %s\n", u.sysname, u.nodename,
+			u.release, u.version, u.machine);
+	if (gmtime_r(&now, &tm) &&
+	    strftime(when, sizeof(when), "%a, %d %b %Y %H:%M:%S GMT", &tm))
+		fprintf(out, "Time: %s\n", when);
+	fflush(out);
+}
+
+void report_bench_verbose(FILE *out, const struct proto_test_request *q,
+			  bool iperf3)
+{
+	static const char *const modes[] = { "forward", "reverse",
+					     "bidirectional" };
+
+	report_verbose_system(out);
+	fprintf(out,
+		"Starting Test: protocol: %s, %u streams, %u byte blocks, "
+		"omitting %g seconds, ",
+		q->udp ? "UDP" : "TCP", (unsigned)q->streams,
+		(unsigned)q->blksize, (double)q->omit_ms / 1000.0);
+	if (q->bytes)
+		fprintf(out, "%llu bytes to send",
+			(unsigned long long)q->bytes);
+	else
+		fprintf(out, "%g second test", (double)q->duration_ms / 1000.0);
+	fprintf(out, ", %s, %s server\n", q->mode < 3 ? modes[q->mode] : "?",
+		iperf3 ? "iperf3" : "linerate");
+	fflush(out);
 }

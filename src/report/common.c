@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/units.h"
 #include "report_int.h"
 #include "banned.h"
 
@@ -188,4 +189,17 @@ void report__json_line(FILE *out, cJSON *o)
 		free(s);
 	}
 	cJSON_Delete(o);
+}
+
+/* -f of bench and serve: 0 or one of kmgtKMGT */
+static char rate_format;
+
+void report_set_rate_format(char format)
+{
+	rate_format = format;
+}
+
+char *report__fmt_rate(char *buf, size_t cap, double bits_per_sec)
+{
+	return units_fmt_rate_as(buf, cap, bits_per_sec, rate_format);
 }

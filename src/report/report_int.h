@@ -77,6 +77,9 @@ void report__text_out(FILE *out, const char *s);
 double report__json_num(double v);
 /* bits per second */
 double report__rate(uint64_t bytes, double seconds);
+/* A rate in the unit -f chose (report_set_rate_format), else iperf3's
+ * adaptive bits. */
+char *report__fmt_rate(char *buf, size_t cap, double bits_per_sec);
 void report__add_num(cJSON *o, const char *k, double v);
 /* One line of JSON_STREAM output: {"event": event, "data": data}. */
 void report__emit_stream_event(struct report *rp, const char *event,

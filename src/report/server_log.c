@@ -49,8 +49,8 @@ static void xfer_line(FILE *log, const char *ts, const struct server_event *ev)
 			x->files_ok == 1 ? "" : "s",
 			units_fmt_bytes(tb, sizeof(tb), (double)x->bytes),
 			x->seconds,
-			units_fmt_rate(rb, sizeof(rb),
-				       report__rate(x->bytes, x->seconds)),
+			report__fmt_rate(rb, sizeof(rb),
+					 report__rate(x->bytes, x->seconds)),
 			x->authenticated ? crypto_cipher_name(x->cipher)
 					 : "no token");
 	if (ev->ok && x->peer_end_lost) {
@@ -107,7 +107,7 @@ static void test_line(FILE *log, const char *ts, const struct server_event *ev)
 			units_fmt_bytes(rb, sizeof(rb),
 					(double)ev->bytes_received));
 	fprintf(log, " (%s)",
-		units_fmt_rate(tb, sizeof(tb), report__rate(b, ev->seconds)));
+		report__fmt_rate(tb, sizeof(tb), report__rate(b, ev->seconds)));
 	if (ev->overlap)
 		fprintf(log, ", overlapped %u other test%s", ev->overlap,
 			ev->overlap == 1 ? "" : "s");

@@ -261,6 +261,32 @@ static void fmt_rate_is(double v, const char *want)
 	assert_string_equal(buf, want);
 }
 
+static void fmt_rate_as_is(double v, char f, const char *want)
+{
+	char buf[32];
+
+	assert_ptr_equal(units_fmt_rate_as(buf, sizeof(buf), v, f), buf);
+	assert_string_equal(buf, want);
+}
+
+/* iperf3 -f: fixed units; lower case bits (1000s), upper case bytes
+ * (1024s): iperf3 printed "2573 MBytes/sec" for 2.51 GBytes in 1 s. */
+static void test_fmt_rate_as(void **state)
+{
+	(void)state;
+	fmt_rate_as_is(941e6, 0, " 941 Mbits/sec");
+	fmt_rate_as_is(941e6, 'm', " 941 Mbits/sec");
+	fmt_rate_as_is(941e6, 'k', "941000 Kbits/sec");
+	fmt_rate_as_is(941e6, 'g', "0.94 Gbits/sec");
+	fmt_rate_as_is(941e6, 't', "0.00 Tbits/sec");
+	fmt_rate_as_is(8.0 * 1048576 * 112, 'M', " 112 MBytes/sec");
+	fmt_rate_as_is(8.0 * 1024 * 5, 'K', "5.00 KBytes/sec");
+	fmt_rate_as_is(8.0 * 1073741824 * 2.5, 'G', "2.50 GBytes/sec");
+	fmt_rate_as_is(8.0 * 1099511627776.0 * 12, 'T', "12.0 TBytes/sec");
+	fmt_rate_as_is(-1, 'M', "0.00 MBytes/sec");
+	fmt_rate_as_is(1e9, 'x', "1.00 Gbits/sec"); /* not -f's: adaptive */
+}
+
 /*
  * iperf3's unit_snprintf: "%4.2f" below 9.995, "%4.1f" below 99.95,
  * "%4.0f" above, so a number takes at least four characters and gets a
@@ -379,6 +405,7 @@ int main(void)
 		cmocka_unit_test(test_age),
 		cmocka_unit_test(test_fmt_bytes),
 		cmocka_unit_test(test_fmt_rate),
+		cmocka_unit_test(test_fmt_rate_as),
 		cmocka_unit_test(test_fmt_rounding_edges),
 		cmocka_unit_test(test_fmt_bad_input),
 		cmocka_unit_test(test_fmt_truncates),

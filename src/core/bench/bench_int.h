@@ -332,6 +332,13 @@ int bench__client_dial(const struct bench_opts *o,
 		       struct bench_result *res, struct bench__dial *d,
 		       struct lr_err *err);
 
+/* Where stream i connects from: d's -B address (or none) with
+ * --cport, port cport + i (in tmp); -ERANGE past port 65535. */
+int bench__stream_bind(const struct net_addr *addr,
+		       const struct net_addr *bindp, uint16_t cport, unsigned i,
+		       struct net_addr *tmp, const struct net_addr **out,
+		       struct lr_err *err);
+
 /* The streams are connected: the result tables (res->streams, iv->s)
  * and the run's threads, ready for the clock. Before the server's go
  * (TEST_START), so that the clock starts on both sides at once. */

@@ -90,8 +90,14 @@ static int open_streams(const struct bench_opts *o, const struct net_addr *addr,
 	for (i = 0; i < run->nstreams; i++) {
 		struct bench_stream *s = &run->streams[i];
 		int64_t dl = net_now_ms() + CTRL_TIMEOUT_MS;
+		const struct net_addr *from;
+		struct net_addr tmp;
 
-		r = net_connect(addr, bind, &so, o->connect_timeout_ms, err);
+		r = bench__stream_bind(addr, bind, o->cport, i, &tmp, &from,
+				       err);
+		if (r)
+			return r;
+		r = net_connect(addr, from, &so, o->connect_timeout_ms, err);
 		if (r < 0)
 			return r;
 		s->fd = r;
@@ -144,9 +150,10 @@ static bool udp_answer_ok(int fd, const struct proto_data_open *want)
 }
 
 static int open_udp_streams(const struct net_addr *addr,
-			    const struct net_addr *bind, const char *where,
-			    const uint8_t *test_id, int ctrl_fd,
-			    struct bench_run *run, struct lr_err *err)
+			    const struct net_addr *bind, uint16_t cport,
+			    const char *where, const uint8_t *test_id,
+			    int ctrl_fd, struct bench_run *run,
+			    struct lr_err *err)
 {
 	struct pollfd *pf;
 	bool *ok;
@@ -160,7 +167,12 @@ static int open_udp_streams(const struct net_addr *addr,
 		goto out_free;
 	}
 	for (i = 0; i < run->nstreams; i++) {
-		r = net_udp_socket(bind, addr, err);
+		const struct net_addr *from;
+		struct net_addr tmp;
+
+		r = bench__stream_bind(addr, bind, cport, i, &tmp, &from, err);
+		if (!r)
+			r = net_udp_socket(from, addr, err);
 		if (r < 0)
 			goto out_free;
 		run->streams[i].fd = r;
@@ -322,8 +334,9 @@ static int open_test(void *arg, struct lr_err *err)
 	c->run_ok = true;
 	c->run.udp_counters64 = true; /* linerate's UDP tests always are */
 	if (o->req.udp)
-		r = open_udp_streams(&c->d.addr, c->d.bindp, c->d.where,
-				     c->acc.test_id, c->fd, &c->run, err);
+		r = open_udp_streams(&c->d.addr, c->d.bindp, o->cport,
+				     c->d.where, c->acc.test_id, c->fd, &c->run,
+				     err);
 	else
 		r = open_streams(o, &c->d.addr, c->d.bindp, c->d.where,
 				 c->acc.test_id, &c->run, err);

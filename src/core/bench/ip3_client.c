@@ -377,9 +377,15 @@ static int open_streams(const struct bench_opts *o, const struct net_addr *addr,
 	 * engine orders them */
 	for (i = 0; i < run->nstreams; i++) {
 		struct bench_stream *s = &run->streams[i];
+		const struct net_addr *from;
+		struct net_addr tmp;
 
+		r = bench__stream_bind(addr, bind, o->cport, i, &tmp, &from,
+				       err);
+		if (r)
+			return r;
 		if (o->req.udp) {
-			r = udp_stream_open(addr, bind, o->req.window,
+			r = udp_stream_open(addr, from, o->req.window,
 					    o->connect_timeout_ms, where, i + 1,
 					    err);
 			if (r < 0)
@@ -387,7 +393,7 @@ static int open_streams(const struct bench_opts *o, const struct net_addr *addr,
 			s->fd = r;
 			continue;
 		}
-		r = net_connect(addr, bind, &so, o->connect_timeout_ms, err);
+		r = net_connect(addr, from, &so, o->connect_timeout_ms, err);
 		if (r < 0)
 			return r;
 		s->fd = r;

@@ -178,6 +178,39 @@ int bench__client_dial(const struct bench_opts *o,
 			   err);
 }
 
+int bench__stream_bind(const struct net_addr *addr,
+		       const struct net_addr *bindp, uint16_t cport, unsigned i,
+		       struct net_addr *tmp, const struct net_addr **out,
+		       struct lr_err *err)
+{
+	unsigned port = (unsigned)cport + i;
+
+	*out = bindp;
+	if (!cport)
+		return 0;
+	if (port > 65535)
+		return lr_err_set(err, -ERANGE,
+				  "--cport %u: stream %u would need port %u",
+				  (unsigned)cport, i + 1, port);
+	if (bindp) {
+		*tmp = *bindp;
+	} else {
+		memset(tmp, 0, sizeof(*tmp));
+		tmp->ss.ss_family = addr->ss.ss_family;
+		tmp->len = addr->ss.ss_family == AF_INET6
+				   ? sizeof(struct sockaddr_in6)
+				   : sizeof(struct sockaddr_in);
+	}
+	if (tmp->ss.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&tmp->ss)->sin6_port =
+			htons((uint16_t)port);
+	else
+		((struct sockaddr_in *)&tmp->ss)->sin_port =
+			htons((uint16_t)port);
+	*out = tmp;
+	return 0;
+}
+
 int bench__client_ready(struct bench_run *run, struct bench_result *res,
 			struct bench_interval *iv, struct lr_err *err)
 {
