@@ -228,10 +228,7 @@ int cmd_gen(int argc, char **argv)
 			fputc('\n', stderr);
 	}
 	if (!o.quiet)
-		fprintf(stderr,
-			"linerate gen: %llu bytes in %.3f s, %.1f MB/s\n",
-			(unsigned long long)o.size, sec,
-			sec > 0 ? (double)o.size / sec / 1e6 : 0.0);
+		report_gen_done(stderr, o.size, sec);
 	return EXIT_OK;
 
 out_unlink:

@@ -13,16 +13,52 @@
 #include "core/units.h"
 #include "banned.h"
 
+/* Beyond this a bound is no bound a user meets: "at least MIN". */
+#define BOUND_NONE (1ull << 60)
+
+/* v as the option would take it: with the largest suffix of sfx (steps
+ * of base) that divides it ("64K", "8M", "940m"), else the number. */
+static void fmt_bound(char *buf, size_t cap, uint64_t v, uint64_t base,
+		      const char *sfx)
+{
+	uint64_t div = 1;
+	int i = -1;
+
+	while (sfx[i + 1] && v && v % (div * base) == 0) {
+		div *= base;
+		i++;
+	}
+	if (i < 0)
+		snprintf(buf, cap, "%llu", (unsigned long long)v);
+	else
+		snprintf(buf, cap, "%llu%c", (unsigned long long)(v / div),
+			 sfx[i]);
+}
+
+/* The range of a value that was out of it, in the value's own syntax. */
+static int report_range(int r, const char *opt, const char *val, uint64_t min,
+			uint64_t max, uint64_t base, const char *sfx,
+			const char *unit, struct lr_err *err)
+{
+	char lo[32], hi[32];
+
+	fmt_bound(lo, sizeof(lo), min, base, sfx);
+	fmt_bound(hi, sizeof(hi), max, base, sfx);
+	if (max >= BOUND_NONE)
+		return lr_err_set(err, r,
+				  "%s '%s' is out of range (at least "
+				  "%s%s)",
+				  opt, val, lo, unit);
+	return lr_err_set(err, r, "%s '%s' is out of range (%s to %s%s)", opt,
+			  val, lo, hi, unit);
+}
+
 static int report(int r, const char *opt, const char *val, const char *what,
 		  uint64_t min, uint64_t max, const char *unit,
 		  struct lr_err *err)
 {
 	if (r == -ERANGE)
-		return lr_err_set(err, r,
-				  "%s '%s' is out of range (%llu to "
-				  "%llu%s)",
-				  opt, val, (unsigned long long)min,
-				  (unsigned long long)max, unit);
+		return report_range(r, opt, val, min, max, 1, "", unit, err);
 	return lr_err_set(err, r, "%s '%s' is not %s", opt, val, what);
 }
 
@@ -31,8 +67,12 @@ int opts_bytes(const char *opt, const char *val, uint64_t min, uint64_t max,
 {
 	int r = units_parse_bytes(val, min, max, out);
 
+	if (r == -ERANGE)
+		return report_range(r, opt, val, min, max, 1024, "KMGT",
+				    min < 1024 && max < 1024 ? " bytes" : "",
+				    err);
 	return r ? report(r, opt, val, "a size such as 128K, 10M or 1G", min,
-			  max, " bytes", err)
+			  max, "", err)
 		 : 0;
 }
 
@@ -41,8 +81,11 @@ int opts_rate(const char *opt, const char *val, uint64_t min, uint64_t max,
 {
 	int r = units_parse_rate(val, min, max, out);
 
+	if (r == -ERANGE)
+		return report_range(r, opt, val, min, max, 1000, "kmgt",
+				    " bits/s", err);
 	return r ? report(r, opt, val, "a rate such as 940m or 1gbit", min, max,
-			  " bits/s", err)
+			  "", err)
 		 : 0;
 }
 

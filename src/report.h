@@ -114,6 +114,8 @@ void report_disk_progress(FILE *out, enum disk_phase phase, uint64_t done,
 
 /* linerate gen's progress line: done, elapsed, rate, percent of size and
  * ETA. Redrawn in place when tty, else one line each call. */
+/* gen's summary: the size in MiB (and exact), the time, the rate. */
+void report_gen_done(FILE *out, uint64_t size, double sec);
 void report_gen_progress(FILE *out, uint64_t done, uint64_t size, double sec,
 			 bool tty);
 

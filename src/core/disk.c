@@ -16,6 +16,7 @@
 #include "disk.h"
 #include "gen.h"
 #include "sysfs.h"
+#include "units.h"
 #include "banned.h"
 
 /* Not all of these are in every linux/magic.h. */
@@ -403,12 +404,17 @@ static int check_room(const char *dir, uint64_t size, uint32_t bs,
 				  (unsigned long long)size, bs);
 	if (statvfs(dir, &vfs))
 		return lr_err_setc(err, -errno, "statvfs %s", dir);
-	if ((uint64_t)vfs.f_bavail * vfs.f_frsize < size)
-		return lr_err_set(
-			err, -ENOSPC,
-			"%s has %llu bytes free, the test needs %llu", dir,
-			(unsigned long long)vfs.f_bavail * vfs.f_frsize,
-			(unsigned long long)size);
+	if ((uint64_t)vfs.f_bavail * vfs.f_frsize < size) {
+		char have[32], need[32];
+
+		units_fmt_iec(have, sizeof(have),
+			      (double)vfs.f_bavail * vfs.f_frsize);
+		units_fmt_iec(need, sizeof(need), (double)size);
+		return lr_err_set(err, -ENOSPC,
+				  "%s has %s free, the test needs %s (-s "
+				  "sets less)",
+				  dir, have, need);
+	}
 	return 0;
 }
 

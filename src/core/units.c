@@ -276,3 +276,31 @@ char *units_fmt_rate_as(char *buf, size_t cap, double bits_per_sec, char format)
 		 At ? bytes[steps] : bits[steps]);
 	return buf;
 }
+
+/* n in 1024 steps with the IEC names, 3 significant digits, no padding. */
+static char *fmt_iec(char *buf, size_t cap, double n, const char *suffix)
+{
+	static const char *const names[] = { "B",   "KiB", "MiB",
+					     "GiB", "TiB", "PiB" };
+	int i = 0, prec;
+
+	if (!isfinite(n) || n < 0)
+		n = 0;
+	while (n >= 1023.5 && i < 5) {
+		n /= 1024.0;
+		i++;
+	}
+	prec = i == 0 ? 0 : n < 9.995 ? 2 : n < 99.95 ? 1 : 0;
+	snprintf(buf, cap, "%.*f %s%s", prec, n, names[i], suffix);
+	return buf;
+}
+
+char *units_fmt_iec(char *buf, size_t cap, double bytes)
+{
+	return fmt_iec(buf, cap, bytes, "");
+}
+
+char *units_fmt_iec_rate(char *buf, size_t cap, double bytes_per_sec)
+{
+	return fmt_iec(buf, cap, bytes_per_sec, "/s");
+}

@@ -49,6 +49,11 @@ char *units_fmt_rate(char *buf, size_t cap, double bits_per_sec);
 /* As iperf3's -f: format k, m, g or t a rate in that many 1000s of bits
  * per second, K, M, G or T in 1024s of bytes per second ("2573
  * MBytes/sec"); any other (0) as units_fmt_rate. */
+/* The file commands' units (send, get, recv, gen, disk, serve's transfer
+ * lines), as pv and rsync -h: bytes in powers of 1024 with the IEC names,
+ * three significant digits ("28.6 MiB", "112 MiB/s", "512 B"). */
+char *units_fmt_iec(char *buf, size_t cap, double bytes);
+char *units_fmt_iec_rate(char *buf, size_t cap, double bytes_per_sec);
 char *units_fmt_rate_as(char *buf, size_t cap, double bits_per_sec,
 			char format);
 

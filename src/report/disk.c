@@ -9,14 +9,10 @@
 #include "report_int.h"
 #include "banned.h"
 
+/* MiB/s, as the other file commands (units.h). */
 static void disk_fmt_rate(char *buf, size_t cap, double bytes_per_sec)
 {
-	if (bytes_per_sec >= 1e9)
-		snprintf(buf, cap, "%.1f GB/s", bytes_per_sec / 1e9);
-	else if (bytes_per_sec >= 1e6)
-		snprintf(buf, cap, "%.0f MB/s", bytes_per_sec / 1e6);
-	else
-		snprintf(buf, cap, "%.0f kB/s", bytes_per_sec / 1e3);
+	units_fmt_iec_rate(buf, cap, bytes_per_sec);
 }
 
 static double disk_rate_of(uint64_t bytes, double sec)
@@ -61,13 +57,13 @@ void report_disk_human(FILE *out, const struct disk_info *d,
 void report_disk_progress(FILE *out, enum disk_phase phase, uint64_t done,
 			  uint64_t size, double sec, bool tty)
 {
-	char bytes[32];
+	char bytes[32], r[32];
 	double rate = sec > 0 ? (double)done / sec : 0;
 
-	units_fmt_bytes(bytes, sizeof(bytes), (double)done);
-	fprintf(out, "%s%-5s %12s %6.1f s [%8.1f MB/s] %3.0f%%%s",
-		tty ? "\r" : "", phase == DISK_PHASE_WRITE ? "write" : "read",
-		bytes, sec, rate / 1e6,
+	units_fmt_iec(bytes, sizeof(bytes), (double)done);
+	units_fmt_iec_rate(r, sizeof(r), rate);
+	fprintf(out, "%s%-5s %10s %6.1f s [%11s] %3.0f%%%s", tty ? "\r" : "",
+		phase == DISK_PHASE_WRITE ? "write" : "read", bytes, sec, r,
 		size ? 100.0 * (double)done / (double)size : 100.0,
 		tty ? "\033[K" : "\n");
 	fflush(out);

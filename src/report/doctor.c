@@ -50,7 +50,7 @@ void report_doctor_human(FILE *out, const struct doctor_report *r)
 	char b[32];
 	unsigned i;
 
-	fprintf(out, "Stage                         MB/s\n");
+	fprintf(out, "Stage                         MB/s (10^6 bytes/s)\n");
 	for (i = 0; i < DOCTOR_NSTAGES; i++) {
 		const struct doctor_stage *s = &r->stage[i];
 

@@ -11,7 +11,7 @@
 /* A byte count without iperf3's padding. */
 static const char *fmt_size(char *buf, size_t cap, uint64_t bytes)
 {
-	const char *p = units_fmt_bytes(buf, cap, (double)bytes);
+	const char *p = units_fmt_iec(buf, cap, (double)bytes);
 
 	while (*p == ' ')
 		p++;
@@ -39,7 +39,7 @@ void report_partial(FILE *out, const struct xfer_partial *p, int64_t now)
 	char age[32], size[32];
 
 	fprintf(out, "%10s  %12s  ", fmt_age(age, sizeof(age), now - p->mtime),
-		units_fmt_bytes(size, sizeof(size), (double)p->bytes));
+		units_fmt_iec(size, sizeof(size), (double)p->bytes));
 	report_escaped(out, p->path);
 	fprintf(out, "%s%s\n", p->journal ? "" : " (no journal: not resumable)",
 		p->in_use ? " (in use: a transfer is writing it)" : "");

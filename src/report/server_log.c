@@ -47,10 +47,10 @@ static void xfer_line(FILE *log, const char *ts, const struct server_event *ev)
 		fprintf(log, ", %llu file%s, %s in %.2f s (%s), %s",
 			(unsigned long long)x->files_ok,
 			x->files_ok == 1 ? "" : "s",
-			units_fmt_bytes(tb, sizeof(tb), (double)x->bytes),
+			units_fmt_iec(tb, sizeof(tb), (double)x->bytes),
 			x->seconds,
-			report__fmt_rate(rb, sizeof(rb),
-					 report__rate(x->bytes, x->seconds)),
+			units_fmt_iec_rate(rb, sizeof(rb),
+					   x->bytes / x->seconds),
 			x->authenticated ? crypto_cipher_name(x->cipher)
 					 : "no token");
 	if (ev->ok && x->peer_end_lost) {

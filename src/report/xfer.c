@@ -50,8 +50,8 @@ static void end_stats(struct report_xfer *rx, const struct xfer_result *res)
 
 	if (!rx->stats)
 		return;
-	units_fmt_bytes(b1, sizeof(b1), (double)res->bytes);
-	units_fmt_bytes(b2, sizeof(b2), (double)res->bytes_held);
+	units_fmt_iec(b1, sizeof(b1), (double)res->bytes);
+	units_fmt_iec(b2, sizeof(b2), (double)res->bytes_held);
 	fprintf(rx->out,
 		"files considered: %llu\n"
 		"  %s: %llu\n"
@@ -161,13 +161,10 @@ void report_xfer_free(struct report_xfer *rx)
 	free(rx);
 }
 
-/* Decimal MB/s as pv and rsync users read it. */
+/* Rates as pv and rsync -h print them: MiB/s (units.h). */
 static void fmt_mbs(char *buf, size_t cap, double bytes_per_sec)
 {
-	if (bytes_per_sec >= 1e9)
-		snprintf(buf, cap, "%.2f GB/s", bytes_per_sec / 1e9);
-	else
-		snprintf(buf, cap, "%.1f MB/s", bytes_per_sec / 1e6);
+	units_fmt_iec_rate(buf, cap, bytes_per_sec);
 }
 
 static cJSON *progress_json(const char *event, const struct xfer_progress *p)
@@ -208,9 +205,9 @@ static void progress_fields(const struct xfer_progress *p, char f[PFIELDS][48])
 	char done[24], total[24], r[24], t[16];
 	double avg = p->elapsed > 0 ? (double)p->bytes_done / p->elapsed : 0;
 
-	units_fmt_bytes(done, sizeof(done), (double)p->bytes_done);
+	units_fmt_iec(done, sizeof(done), (double)p->bytes_done);
 	if (p->total_known) {
-		units_fmt_bytes(total, sizeof(total), (double)p->bytes_total);
+		units_fmt_iec(total, sizeof(total), (double)p->bytes_total);
 		snprintf(f[0], 48, "%10s / %-10s %3.0f%%", done, total,
 			 p->bytes_total ? 100.0 * (double)p->bytes_done /
 						  (double)p->bytes_total
@@ -433,7 +430,7 @@ static void summary_counts(struct report_xfer *rx,
 		fprintf(rx->out, ", %llu without their owner",
 			(unsigned long long)res->owners_failed);
 	if (res->bytes_held) {
-		units_fmt_bytes(b1, sizeof(b1), (double)res->bytes_held);
+		units_fmt_iec(b1, sizeof(b1), (double)res->bytes_held);
 		fprintf(rx->out, ", %s already there", b1);
 	}
 }
@@ -510,7 +507,7 @@ void report_xfer_end(struct report_xfer *rx, const struct xfer_result *res,
 		end_stats(rx, res);
 		return;
 	}
-	units_fmt_bytes(b1, sizeof(b1), (double)res->bytes);
+	units_fmt_iec(b1, sizeof(b1), (double)res->bytes);
 	fmt_mbs(b2, sizeof(b2), bps);
 	fprintf(rx->out, "%s %s in %.2f s: %s", rx->verb, b1, res->seconds, b2);
 	if (ceiling > 0) {

@@ -294,6 +294,40 @@ def test_help_lists_every_bench_option(linerate_bin):
         assert opt in out, opt
 
 
+@pytest.mark.parametrize("args,want", [
+    (["send", "--chunk", "16M", "x", "h:"], "(64K to 8M)"),
+    (["bench", "-w", "100", "h"], "(1K to 256M)"),
+    (["bench", "-n", "0", "h"], "(at least 1)"),
+    (["bench", "--link-speed", "5", "h"], "(at least 1k bits/s)"),
+    (["disk", "-s", "3", "."], "(4K to 1T)"),
+])
+def test_ranges_in_the_options_own_units(linerate_bin, args, want):
+    """A value out of range is told the range as the option takes it,
+    never as a raw byte count such as 9223372036854775807."""
+    res = run_linerate(linerate_bin, *args, timeout=10)
+    assert res.returncode == 2, describe(res)
+    line = res.stderr.splitlines()[0]
+    assert line.endswith("is out of range " + want), line
+    assert not re.search(r"\d{7,}", line), line
+
+
+def test_disk_space_said_in_mib(linerate_bin, tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a small tmpfs")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs",
+                    str(mnt)], check=True)
+    try:
+        res = run_linerate(linerate_bin, "disk", "-s", "4M", str(mnt),
+                           timeout=30)
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=True)
+    assert res.returncode == 1, describe(res)
+    assert re.search(r"has 1\.00 MiB free, the test needs 4\.00 MiB",
+                     res.stderr), res.stderr
+
+
 def _commands(linerate_bin):
     """The commands `linerate --help` lists, in its order."""
     out = run_linerate(linerate_bin, "--help", timeout=10).stdout

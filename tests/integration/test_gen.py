@@ -87,7 +87,7 @@ def test_progress_forced(linerate_bin, tmp_path):
     out = tmp_path / "data"
     res = run_gen(linerate_bin, "--progress", str(out), "1M")
     assert res.returncode == 0, res.stderr
-    assert b"bytes in" in res.stderr
+    assert b"1.00 MiB (1048576 bytes) in" in res.stderr, res.stderr
 
 
 def test_write_error_exit_1(linerate_bin):

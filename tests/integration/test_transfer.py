@@ -345,6 +345,8 @@ def test_destination_full(xenv):
         res = x.send("-q", src, x.dest(), timeout=60)
         assert res.returncode == 1, describe(res)
         assert re.search(r"no space", output(res), re.I), output(res)
+        # the size in the file commands' unit, not a raw byte count
+        assert "(40.0 MiB needed)" in output(res), output(res)
         assert tree_files(small) == [], tree_files(small)
 
 
@@ -648,8 +650,11 @@ def test_limit_is_named_as_what_held_it(xsrv, tmp_path, mode):
         jres = x.get_ok("--json", "--limit", "2M", x.dest("capped.bin"),
                         tmp_path)
     text = res.stdout + res.stderr
-    assert re.search(r"limited by: your --limit \([0-9.]+ MB/s\)", text), \
-        text
+    # said in the unit it was given in: 2M is 2 MiB/s, not "2.1 MB/s"
+    assert "limited by: your --limit (2.00 MiB/s)" in text, text
+    # the summary's amount and rate in the same (binary) units
+    assert re.search(r"(sent|received) 3\.00 MiB in [\d.]+ s: [\d.]+ "
+                     r"[KM]iB/s", text), text
     end = end_event(jres.stdout)
     assert end["limited_by"] == "your --limit", end
     assert 0.85 <= end["limited_by_share"] <= 1.0, end
@@ -873,7 +878,7 @@ def _progress_in_pty(x, src, cols, resize_to=None):
     # the progress line's redraws only (the end's lines are text that
     # a terminal wraps)
     return [(a, seg) for a, seg in out
-            if re.match(r"^ *[0-9.]+ \w*Bytes( / +[0-9.]+ \w*Bytes +[0-9]+%)?"
+            if re.match(r"^ *[0-9.]+ [KMGT]?i?B( / +[0-9.]+ [KMGT]?i?B +[0-9]+%)?"
                         r"( |$)", seg)]
 
 

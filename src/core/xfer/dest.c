@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "net.h"
+#include "units.h"
 #include "xfer_int.h"
 #include "banned.h"
 
@@ -231,6 +232,7 @@ static int plan_create(struct xsess *x, struct xfile *f,
 		       struct proto_xfer_plan *plan)
 {
 	bool not_waited = anon_fits(x, f); /* xfer__plan_file's choice */
+	char need[32];
 	int r;
 
 	/* created with its final permissions when the umask allows (no
@@ -259,10 +261,11 @@ static int plan_create(struct xsess *x, struct xfile *f,
 		unlinkat(f->rx.dirfd, f->rx.tmp, 0);
 	close(f->fd);
 	f->fd = -1;
-	return refuse(f, plan, r, "%s (%llu bytes needed)",
+	units_fmt_iec(need, sizeof(need), (double)e->size);
+	return refuse(f, plan, r, "%s (%s needed)",
 		      r == -ENOSPC ? "no space left on the destination"
 				   : lr_strerror(r),
-		      (unsigned long long)e->size);
+		      need);
 }
 
 /* DRY_RUN: what would be done, looked up without making or writing
