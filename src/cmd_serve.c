@@ -77,7 +77,7 @@ const char cmd_serve_usage[] =
 	"                             With --token-file, only when given: iperf3\n"
 	"                             clients have no token to show\n"
 	"      --no-iperf3            do not answer iperf3 clients\n"
-	"  -f, --format F             rates in the log as iperf3: k, m, g, t\n"
+	"  -f, --format F             test rates in the log as iperf3: k, m, g, t\n"
 	"                             (bits/s) or K, M, G, T (bytes/s)\n"
 	"      --logfile FILE         append the output and the log to FILE\n"
 	"      --timestamps[=FMT]     start each line with the time\n"

@@ -121,12 +121,17 @@ enum xfer_event_kind {
 };
 
 struct xfer_progress {
-	uint64_t bytes_done; /* acknowledged written and verified */
+	uint64_t bytes_done; /* acknowledged written and verified, and
+				bytes_held */
+	uint64_t bytes_held; /* of those, already at the destination (a
+				resume, --update's unchanged chunks): not moved */
 	uint64_t bytes_total;
 	bool total_known; /* false when a pipe is among the sources */
+	/* entries (files, directories, symlinks, ...) done, of all */
 	uint64_t files_done, files_total;
 	double elapsed;	 /* seconds since start */
-	double rate_now; /* bytes/s over the last period */
+	double rate_now; /* bytes moved per second over the last period */
+	bool rate_known; /* rate_now measured (not at the first tick) */
 };
 
 struct xfer_event {

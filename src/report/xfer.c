@@ -18,11 +18,12 @@ struct report_xfer {
 	bool quiet, tty;
 	const char *verb; /* "sent" or "received" */
 	int64_t last_plain_ms;
-	bool line_open; /* a progress line waits for its end */
-	bool verbose;	/* -v: every file as it is done */
-	bool dry_run;	/* -n: what would be done */
-	bool stats;	/* --stats: the counts, one a line, at the end */
-	int progress;	/* -1 --no-progress, 0 on a terminal, 1 --progress */
+	bool line_open;	  /* a progress line waits for its end */
+	bool verbose;	  /* -v: every file as it is done */
+	bool dry_run;	  /* -n: what would be done */
+	bool stats;	  /* --stats: the counts, one a line, at the end */
+	int progress;	  /* -1 --no-progress, 0 on a terminal, 1 --progress */
+	uint64_t entries; /* the end's entries: files, directories, links */
 	pthread_mutex_t lock;
 };
 
@@ -175,6 +176,7 @@ static cJSON *progress_json(const char *event, const struct xfer_progress *p)
 		return NULL;
 	cJSON_AddStringToObject(o, "event", event);
 	report__add_num(o, "bytes_done", (double)p->bytes_done);
+	report__add_num(o, "bytes_already_held", (double)p->bytes_held);
 	if (p->total_known)
 		report__add_num(o, "bytes_total", (double)p->bytes_total);
 	report__add_num(o, "files_done", (double)p->files_done);
@@ -195,15 +197,25 @@ static int term_width(FILE *out)
 	return ws.ws_col;
 }
 
-#define PFIELDS 6
+#define PFIELDS 7
+
+/* Bytes per second this run moved (what was there already is not). */
+static double moved_rate(const struct xfer_progress *p)
+{
+	return p->elapsed > 0
+		       ? (double)(p->bytes_done - p->bytes_held) / p->elapsed
+		       : 0;
+}
 
 /* The progress line's fields, most needed first: amount (and share),
- * rate now, ETA, average, elapsed, files. A line too wide for the
- * terminal drops them from the last (as pv does). */
+ * rate now, ETA, average, elapsed, entries, what was already there. A
+ * line too wide for the terminal drops them from the last (as pv does).
+ * The amount counts what is at the destination, the rates only what
+ * this run moved. */
 static void progress_fields(const struct xfer_progress *p, char f[PFIELDS][48])
 {
 	char done[24], total[24], r[24], t[16];
-	double avg = p->elapsed > 0 ? (double)p->bytes_done / p->elapsed : 0;
+	double avg = moved_rate(p);
 
 	units_fmt_iec(done, sizeof(done), (double)p->bytes_done);
 	if (p->total_known) {
@@ -215,7 +227,8 @@ static void progress_fields(const struct xfer_progress *p, char f[PFIELDS][48])
 	} else {
 		snprintf(f[0], 48, "%10s", done);
 	}
-	fmt_mbs(r, sizeof(r), p->rate_now);
+	/* before a second sample there is no rate of the moment yet */
+	fmt_mbs(r, sizeof(r), p->rate_known ? p->rate_now : avg);
 	snprintf(f[1], 48, "%11s", r);
 	f[2][0] = '\0';
 	if (p->total_known && avg > 0) {
@@ -226,7 +239,8 @@ static void progress_fields(const struct xfer_progress *p, char f[PFIELDS][48])
 				: 0);
 		snprintf(f[2], 48, "ETA %s", t);
 	} else if (p->total_known) {
-		snprintf(f[2], 48, "ETA -:--");
+		snprintf(f[2], 48, "ETA %s",
+			 p->bytes_done >= p->bytes_total ? "0:00" : "-:--");
 	}
 	fmt_mbs(r, sizeof(r), avg);
 	snprintf(f[3], 48, "avg %11s", r);
@@ -234,9 +248,14 @@ static void progress_fields(const struct xfer_progress *p, char f[PFIELDS][48])
 	snprintf(f[4], 48, "%s", t);
 	f[5][0] = '\0';
 	if (p->total_known)
-		snprintf(f[5], 48, "files %llu/%llu",
+		snprintf(f[5], 48, "entries %llu/%llu",
 			 (unsigned long long)p->files_done,
 			 (unsigned long long)p->files_total);
+	f[6][0] = '\0';
+	if (p->bytes_held) {
+		units_fmt_iec(r, sizeof(r), (double)p->bytes_held);
+		snprintf(f[6], 48, "%s already there", r);
+	}
 }
 
 /* The fields that fit in width - 1 columns (the last one stays empty,
@@ -353,14 +372,14 @@ static void xfer_event_cb(void *ctx, const struct xfer_event *ev)
 		}
 		break;
 	case XFER_EV_END:
+		rx->entries = ev->p.files_total;
 		if (rx->progress >= 0 &&
 		    (rx->tty || (rx->progress > 0 && ev->p.elapsed >= 5))) {
 			struct xfer_progress p = ev->p;
 
 			/* the last line: the average, not the last instant */
-			p.rate_now = p.elapsed > 0
-					     ? (double)p.bytes_done / p.elapsed
-					     : 0;
+			p.rate_now = moved_rate(&p);
+			p.rate_known = true;
 			progress_human(rx, &p);
 		}
 		if (rx->line_open)
@@ -408,8 +427,18 @@ static void summary_counts(struct report_xfer *rx,
 {
 	char b1[32];
 
+	uint64_t files = res->files_ok + res->files_skipped +
+			 res->files_failed + res->files_special +
+			 res->files_linked;
+
 	fprintf(rx->out, "; %llu file%s", (unsigned long long)res->files_ok,
 		res->files_ok == 1 ? "" : "s");
+	/* the progress line's entries: said where they are more */
+	if (rx->entries > files)
+		fprintf(rx->out,
+			" (of %llu entries with the directories "
+			"and symlinks)",
+			(unsigned long long)rx->entries);
 	if (res->files_skipped)
 		fprintf(rx->out, ", %llu up to date",
 			(unsigned long long)res->files_skipped);

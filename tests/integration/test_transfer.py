@@ -827,10 +827,11 @@ def test_command_line_sources_that_are_not_files(xsrv):
     assert not os.path.lexists(x.root / "y")
 
 
-def _progress_in_pty(x, src, cols, resize_to=None):
-    """`send --limit 2M SRC` with its output on a pty of COLS columns
-    (resized to RESIZE_TO after 1 s, with SIGWINCH): [(seconds, text
-    drawn)] of every redraw, escape sequences taken out."""
+def _progress_in_pty(x, src, cols, resize_to=None, args=None, whole=False):
+    """`send --limit 2M SRC` (or `send ARGS SRC`) with its output on a pty
+    of COLS columns (resized to RESIZE_TO after 1 s, with SIGWINCH):
+    [(seconds, text drawn)] of every redraw, escape sequences taken out;
+    with WHOLE, all that was drawn as one text."""
     import fcntl
     import pty
     import struct
@@ -841,8 +842,9 @@ def _progress_in_pty(x, src, cols, resize_to=None):
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, n,
                                                            0, 0))
     size(cols)
-    argv = x.client_argv("send", "--limit", "2M", "--overwrite", "-W", src,
-                         x.dest())
+    if args is None:
+        args = ["--limit", "2M", "--overwrite", "-W"]
+    argv = x.client_argv("send", *args, src, x.dest())
     proc = x.h.popen_a(argv, stdin=subprocess.DEVNULL, stdout=slave,
                        stderr=slave, env=env_without_token())
     os.close(slave)
@@ -866,6 +868,9 @@ def _progress_in_pty(x, src, cols, resize_to=None):
         os.close(master)
         proc.wait(timeout=60)
     assert proc.returncode == 0
+    if whole:
+        return re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "",
+                      "".join(c for _, c in got if c != "\x00RESIZED"))
     out, after = [], False
     for t, chunk in got:
         if chunk == "\x00RESIZED":
@@ -882,6 +887,47 @@ def _progress_in_pty(x, src, cols, resize_to=None):
                         r"( |$)", seg)]
 
 
+def test_progress_rates_count_what_this_run_moved(xsrv):
+    """A send that finds most of the file already there (--update, one
+    changed chunk) under --limit 1M: the progress line's rates are what
+    this run moved, as the summary's, never the bytes already there
+    taken as moved; the first redraw's rate agrees with its average; the
+    amount there is said."""
+    x = xsrv
+    src = write_random(x.src / "held.bin", 6 * MiB)
+    x.send_ok("-q", src, x.dest())
+    with open(src, "r+b") as f:
+        f.seek(5 * MiB)
+        f.write(os.urandom(MiB))
+    st = os.stat(src)
+    os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
+    text = _progress_in_pty(x, src, 200, args=["--update", "--limit", "1M"],
+                            whole=True)
+    lines = [seg for seg in re.split(r"[\r\n]", text) if seg.strip()]
+    rates = [re.search(r"%\s+([\d.]+ \w?i?B)/s\s+ETA \S+\s+avg\s+"
+                       r"([\d.]+ \w?i?B)/s", seg) for seg in lines]
+    rates = [m for m in rates if m]
+    assert rates, text
+
+    def mib(v):
+        n, u = v.split()
+        return float(n) * {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20,
+                           "GiB": 1 << 30}[u] / MiB
+    # the first redraw has no rate of the moment yet: it shows the
+    # average, never "0 B/s" beside a higher one
+    assert rates[0].group(1) == rates[0].group(2), rates[0].group(0)
+    for m in rates:
+        assert mib(m.group(2)) <= 1.3, m.group(0)  # not 6 MiB/s
+    assert any("5.00 MiB already there" in seg for seg in lines), text
+    summary = [seg for seg in lines if seg.startswith("sent ")]
+    assert summary, text
+    m = re.match(r"sent ([\d.]+ \w?i?B) in [\d.]+ s: ([\d.]+ \w?i?B)/s",
+                 summary[0])
+    assert m and mib(m.group(1)) == 1.0, summary[0]
+    assert mib(m.group(2)) <= 1.3, summary[0]
+    assert "5.00 MiB already there" in summary[0], summary[0]
+
+
 @pytest.mark.parametrize("cols", [50, 132])
 def test_progress_line_fits_the_terminal(xsrv, cols):
     """No progress line reaches the terminal's width (it would wrap and
@@ -895,9 +941,9 @@ def test_progress_line_fits_the_terminal(xsrv, cols):
     assert all(len(s) < cols for _, s in segs), \
         [s for _, s in segs if len(s) >= cols]
     if cols >= 132:
-        assert any("files 0/1" in s for s in progress), progress
+        assert any("entries 0/1" in s for s in progress), progress
     else:
-        assert not any("files" in s for s in progress), progress
+        assert not any("entries" in s for s in progress), progress
 
 
 def test_progress_line_follows_a_resize(xsrv):

@@ -210,6 +210,7 @@ void xfer__progress_fill(struct xsess *x, struct xfer_progress *p,
 {
 	xfer__lock(&x->lock);
 	p->bytes_done = x->bytes_done + x->bytes_held;
+	p->bytes_held = x->bytes_held;
 	p->files_done = x->files_done;
 	xfer__unlock(&x->lock);
 	/* a pipe's size as the user expects it (--size): a total for the
@@ -245,11 +246,13 @@ void xfer__progress_tick(struct xsess *x, struct pclock *pc, int64_t now,
 		pc->n--;
 	}
 	pc->ms[pc->n] = now;
-	pc->bytes[pc->n] = ev.p.bytes_done;
+	pc->bytes[pc->n] = ev.p.bytes_done - ev.p.bytes_held; /* moved */
 	pc->n++;
-	if (pc->n > 1 && now > pc->ms[0])
-		ev.p.rate_now = (double)(ev.p.bytes_done - pc->bytes[0]) *
+	if (pc->n > 1 && now > pc->ms[0]) {
+		ev.p.rate_now = (double)(pc->bytes[pc->n - 1] - pc->bytes[0]) *
 				1000.0 / (double)(now - pc->ms[0]);
+		ev.p.rate_known = true;
+	}
 	if (x->o->progress_ms)
 		xfer__emit(x, &ev);
 	pc->next = now + period;
