@@ -92,6 +92,8 @@ tsan_tests=(
 	"tests/integration/test_ssh.py::test_push_a_file_with_user_at_host"
 	"tests/integration/test_ssh.py::test_client_killed_the_far_end_exits_and_resume"
 	"tests/integration/test_ssh.py::test_a_firewall_sends_the_data_through_ssh"
+	"tests/integration/test_outopts.py::test_timestamps_on_every_line_but_not_in_json"
+	"tests/integration/test_outopts.py::test_timestamps_keep_output_and_errors_in_order"
 )
 [ -f build-tsan/build.ninja ] ||
 	CC=clang meson setup build-tsan --buildtype=debug -Db_sanitize=thread \

@@ -207,6 +207,14 @@ static int bench_opts_check(struct bench_cli_opts *o, struct lr_err *err)
 	q->mode = o->bidir     ? BENCH_MODE_BIDIR
 		  : o->reverse ? BENCH_MODE_REVERSE
 			       : BENCH_MODE_FORWARD;
+	if (o->b.cport &&
+	    (unsigned)o->b.cport + bench_conn_count(q) - 1 > 65535)
+		return lr_err_set(err, -EINVAL,
+				  "--cport %u: %u streams need ports up to "
+				  "%u (at most 65535)",
+				  (unsigned)o->b.cport, bench_conn_count(q),
+				  (unsigned)o->b.cport + bench_conn_count(q) -
+					  1);
 	if ((uint64_t)bench_conn_count(q) * bench_recv_buf(q) >
 	    BENCH_MAX_TEST_MEM)
 		return lr_err_set(err, -EINVAL,
@@ -528,6 +536,7 @@ int cmd_bench(int argc, char **argv)
 		report_msg(stderr, "%s\n", err.msg);
 		return EXIT_RUNTIME;
 	}
+	outopts_end_on_signal(&o.out);
 	if (!o.iperf3 && o.b.cipher_wish == CRYPTO_NONE)
 		report_msg(
 			stderr,

@@ -167,9 +167,13 @@ const struct cmd_opts cmd_serve_opts = { &common_spec, SERVE_SHORTS,
 static struct server *volatile the_server;
 static struct ip3srv *volatile the_ip3srv;
 
+/* A stop asked before the servers ran (while starting). */
+static volatile sig_atomic_t stop_asked;
+
 static void on_signal(int sig)
 {
 	(void)sig;
+	stop_asked = 1;
 	if (the_server)
 		server_stop(the_server);
 	if (the_ip3srv)
@@ -346,6 +350,12 @@ static int serve_ssh(struct serve_opts *o, struct lr_err *err)
 				  "--ssh takes none of --token-file, "
 				  "--iperf3-port, --list-partial, "
 				  "--clean-partial");
+	/* its standard output carries the start line to the near end */
+	if (o->out.logfile || o->out.ts_fmt || o->out.verbose)
+		return lr_err_set(err, -EINVAL,
+				  "--ssh takes none of --logfile, "
+				  "--timestamps, -V: its output is the near "
+				  "end's");
 	r = sshcli_far_addr(o->ssh_addr, sizeof(o->ssh_addr), err);
 	if (r)
 		return r;
@@ -556,22 +566,35 @@ static int ip3_start(struct serve_opts *o, struct ip3srv **out)
 	return 0;
 }
 
-/* Both servers until a signal (or --once); the iperf3 one in a thread. */
-static int serve_both(struct server *srv, struct ip3srv *ip3)
+/* SIGINT, SIGTERM and SIGHUP end the server the clean way (the pid
+ * file removed), from before its first line. */
+static void serve_signals(void)
 {
-	struct lr_err err = { 0 };
 	struct sigaction sa;
-	pthread_t ip3_thread;
-	bool ip3_running = false;
-	int r;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
-	the_server = srv;
-	the_ip3srv = ip3;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+/* Both servers until a signal (or --once); the iperf3 one in a thread. */
+static int serve_both(struct server *srv, struct ip3srv *ip3)
+{
+	struct lr_err err = { 0 };
+	pthread_t ip3_thread;
+	bool ip3_running = false;
+	int r;
+
+	the_server = srv;
+	the_ip3srv = ip3;
+	if (stop_asked) {
+		server_stop(srv);
+		if (ip3)
+			ip3srv_stop(ip3);
+	}
 	if (ip3 && pthread_create(&ip3_thread, NULL, ip3_main, ip3) == 0)
 		ip3_running = true;
 	else if (ip3)
@@ -618,6 +641,7 @@ int cmd_serve(int argc, char **argv)
 			err.msg);
 		return EXIT_USAGE;
 	}
+	serve_signals();
 	if (outopts_start(&o.out, false, &err)) {
 		fprintf(stderr, "linerate serve: %s\n", err.msg);
 		return EXIT_RUNTIME;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,10 +48,15 @@ static pid_t pidfile_read(const char *path)
 	char buf[32];
 	ssize_t n;
 	long v;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 
 	if (fd < 0)
 		return 0;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return 0;
+	}
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
@@ -60,8 +66,40 @@ static pid_t pidfile_read(const char *path)
 	return v > 0 && v < 1L << 30 ? (pid_t)v : 0;
 }
 
+/* -I: the pid file opened (never through a symlink, never a FIFO or a
+ * device) and locked; -errno with err set. */
+static int pidfile_open(struct outopts *o, struct lr_err *err)
+{
+	struct stat st;
+	int fd = open(o->pidfile,
+		      O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
+		      0644);
+
+	if (fd < 0)
+		return lr_err_setc(err, -errno, "--pidfile %s", o->pidfile);
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return lr_err_set(err, -EINVAL,
+				  "--pidfile %s: not a regular file",
+				  o->pidfile);
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		int e = -errno;
+
+		close(fd);
+		if (e == -EWOULDBLOCK)
+			return lr_err_set(err, -EEXIST,
+					  "--pidfile %s: another process "
+					  "holds it",
+					  o->pidfile);
+		return lr_err_setc(err, e, "--pidfile %s", o->pidfile);
+	}
+	return fd;
+}
+
 /* -I: this process's pid into the file, as iperf3 writes it; refused
- * while the pid it holds is a live process's. */
+ * while another process holds it (locked, or its pid a live process's).
+ * The file stays open and locked until outopts_end. */
 static int pidfile_write(struct outopts *o, struct lr_err *err)
 {
 	pid_t old = pidfile_read(o->pidfile);
@@ -73,12 +111,10 @@ static int pidfile_write(struct outopts *o, struct lr_err *err)
 				  "--pidfile %s: process %ld (in it) is "
 				  "running",
 				  o->pidfile, (long)old);
-	fd = open(o->pidfile,
-		  O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return lr_err_setc(err, -errno, "--pidfile %s", o->pidfile);
+	if ((fd = pidfile_open(o, err)) < 0)
+		return fd;
 	n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
-	if (write(fd, buf, (size_t)n) != n) {
+	if (ftruncate(fd, 0) || pwrite(fd, buf, (size_t)n, 0) != n) {
 		int e = -errno;
 
 		close(fd);
@@ -86,7 +122,7 @@ static int pidfile_write(struct outopts *o, struct lr_err *err)
 		return lr_err_setc(err, e ? e : -EIO, "--pidfile %s",
 				   o->pidfile);
 	}
-	close(fd);
+	o->pid_fd = fd;
 	o->pid_written = true;
 	return 0;
 }
@@ -96,17 +132,25 @@ static int logfile_open(struct outopts *o, struct lr_err *err)
 {
 	int fd = open(o->logfile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
 		      0644);
+	int saved;
 
 	if (fd < 0)
 		return lr_err_setc(err, -errno, "--logfile %s", o->logfile);
 	fflush(stdout);
 	fflush(stderr);
+	saved = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
 	if (dup2(fd, STDOUT_FILENO) < 0 || dup2(fd, STDERR_FILENO) < 0) {
 		int e = -errno;
 
+		if (saved >= 0)
+			dup2(saved, STDOUT_FILENO); /* the error seen */
 		close(fd);
+		if (saved >= 0)
+			close(saved);
 		return lr_err_setc(err, e, "--logfile %s", o->logfile);
 	}
+	if (saved >= 0)
+		close(saved);
 	close(fd);
 	return 0;
 }
@@ -127,106 +171,228 @@ static void write_all(int fd, const char *buf, size_t n)
 	}
 }
 
-/* The stamp of a line starting now. */
-static void stamp(int fd, const char *fmt)
+/* The stamp of a line starting now, into buf; its length. */
+static size_t stamp(char *buf, size_t cap, const char *fmt)
 {
-	char buf[256];
 	struct tm tm;
 	time_t now = time(NULL);
-	size_t n;
 
 	if (!localtime_r(&now, &tm))
-		return;
+		return 0;
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
-	n = strftime(buf, sizeof(buf), fmt, &tm); /* the user's, as iperf3 */
+	return strftime(buf, cap, fmt, &tm); /* the user's, as iperf3 */
 #pragma GCC diagnostic pop
-	write_all(fd, buf, n);
 }
 
-/* A pump's thread: the pipe's bytes to where the stream went, a stamp
+#define PUMP_IN	   4096
+#define PUMP_STAMP 256
+
+/* One read's bytes to where the streams went, a stamp before each line
+ * that starts. A line's stamp and its bytes go out in one write (unless
+ * the line is longer than the buffer), so no other line comes between. */
+static void pump_out(struct outopts_pump *p, const char *in, size_t n,
+		     bool *line_start)
+{
+	char out[2 * PUMP_IN];
+	size_t o = 0, i;
+
+	for (i = 0; i < n; i++) {
+		if (*line_start) {
+			if (sizeof(out) - o < PUMP_STAMP + 1) {
+				write_all(p->saved, out, o);
+				o = 0;
+			}
+			o += stamp(out + o, PUMP_STAMP, p->fmt);
+			*line_start = false;
+		}
+		if (o == sizeof(out)) {
+			write_all(p->saved, out, o);
+			o = 0;
+		}
+		out[o++] = in[i];
+		if (in[i] == '\n')
+			*line_start = true;
+	}
+	write_all(p->saved, out, o);
+}
+
+/* A pump's thread: the pipe's bytes to where the streams went, a stamp
  * before each line, until every writer closed the pipe. */
 static void *pump_run(void *arg)
 {
 	struct outopts_pump *p = arg;
-	char buf[4096];
+	char in[PUMP_IN];
 	bool line_start = true;
-	ssize_t n, i, from;
+	ssize_t n;
 
-	while ((n = read(p->in, buf, sizeof(buf))) != 0) {
+	for (;;) {
+		atomic_store(&p->in_read, true);
+		n = read(p->in, in, sizeof(in));
+		atomic_store(&p->in_read, false);
+		atomic_fetch_add(&p->reads, 1);
+		if (n == 0)
+			break;
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
-		for (i = 0, from = 0; i < n; i++) {
-			if (line_start) {
-				write_all(p->saved, buf + from,
-					  (size_t)(i - from));
-				from = i;
-				stamp(p->saved, p->fmt);
-				line_start = false;
-			}
-			if (buf[i] == '\n')
-				line_start = true;
-		}
-		write_all(p->saved, buf + from, (size_t)(n - from));
+		pump_out(p, in, (size_t)n, &line_start);
 	}
 	sem_post(&p->done);
 	return NULL;
 }
 
-/* Put a pump in the place of fd. */
-static int pump_start(struct outopts_pump *p, int fd, const char *fmt,
-		      struct lr_err *err)
+/* The pipe's write end in the place of fd (and fd2 with it). */
+static int pump_redirect(struct outopts_pump *p, int wr)
 {
-	int pp[2];
-
-	p->fd = fd;
-	p->fmt = fmt;
-	p->saved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-	if (p->saved < 0)
-		return lr_err_setc(err, -errno, "--timestamps");
-	if (pipe2(pp, O_CLOEXEC) || sem_init(&p->done, 0, 0)) {
+	if (dup2(wr, p->fd) < 0)
+		return -errno;
+	if (p->fd2 >= 0 && dup2(wr, p->fd2) < 0) {
 		int e = -errno;
 
-		close(p->saved);
-		p->saved = -1;
-		return lr_err_setc(err, e, "--timestamps");
+		dup2(p->saved, p->fd);
+		return e;
 	}
-	p->in = pp[0];
-	if (dup2(pp[1], fd) < 0 || pthread_create(&p->th, NULL, pump_run, p)) {
-		dup2(p->saved, fd);
-		close(pp[0]);
-		close(pp[1]);
-		close(p->saved);
-		sem_destroy(&p->done);
-		p->saved = -1;
-		return lr_err_set(err, -EAGAIN, "--timestamps: no thread");
-	}
-	close(pp[1]);
-	pthread_detach(p->th);
 	return 0;
 }
 
-/* The stream back where it went; the pump's last bytes written (waited
- * for a bounded time: a child may still hold the pipe). */
-static void pump_stop(struct outopts_pump *p)
+/* The streams back where they went. */
+static void pump_restore(struct outopts_pump *p)
+{
+	dup2(p->saved, p->fd);
+	if (p->fd2 >= 0)
+		dup2(p->saved2, p->fd2);
+}
+
+static void pump_close_saved(struct outopts_pump *p)
+{
+	close(p->saved);
+	if (p->fd2 >= 0)
+		close(p->saved2);
+	p->saved = p->saved2 = -1;
+}
+
+/* Put a pump in the place of fd (and of fd2, >= 0, with it). */
+static int pump_start(struct outopts_pump *p, int fd, int fd2, const char *fmt,
+		      struct lr_err *err)
+{
+	int pp[2], e;
+
+	p->fd = fd;
+	p->fd2 = fd2;
+	p->fmt = fmt;
+	atomic_init(&p->reads, 0);
+	atomic_init(&p->in_read, false);
+	p->saved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	p->saved2 = fd2 >= 0 ? fcntl(fd2, F_DUPFD_CLOEXEC, 3) : -1;
+	if (p->saved < 0 || (fd2 >= 0 && p->saved2 < 0)) {
+		e = -errno;
+		goto fail_saved;
+	}
+	if (pipe2(pp, O_CLOEXEC)) {
+		e = -errno;
+		goto fail_saved;
+	}
+	if (sem_init(&p->done, 0, 0)) {
+		e = -errno;
+		goto fail_pipe;
+	}
+	p->in = pp[0];
+	if ((e = pump_redirect(p, pp[1])))
+		goto fail_sem;
+	if (pthread_create(&p->th, NULL, pump_run, p)) {
+		e = -EAGAIN;
+		pump_restore(p);
+		goto fail_sem;
+	}
+	close(pp[1]);
+	return 0;
+fail_sem:
+	sem_destroy(&p->done);
+fail_pipe:
+	close(pp[0]);
+	close(pp[1]);
+fail_saved:
+	if (p->saved >= 0)
+		close(p->saved);
+	if (p->saved2 >= 0)
+		close(p->saved2);
+	p->saved = p->saved2 = -1;
+	return lr_err_setc(err, e, "--timestamps");
+}
+
+/* The pump's last bytes through. It ends when every writer closed the
+ * pipe; while it writes (to a slow reader) it is waited for as long as
+ * that takes, but a pipe still held open by a child that outlives us
+ * (idle for PUMP_DRAIN_S) is left to the thread, never closed under it. */
+static bool pump_drained(struct outopts_pump *p)
 {
 	struct timespec until;
-	int r;
+	int idle_ticks = 0, last = -1, now;
 
+	for (;;) {
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 100 * 1000 * 1000;
+		if (until.tv_nsec >= 1000 * 1000 * 1000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000 * 1000 * 1000;
+		}
+		if (!sem_timedwait(&p->done, &until))
+			return true;
+		if (errno == EINTR)
+			continue;
+		now = atomic_load(&p->reads);
+		if (atomic_load(&p->in_read) && now == last)
+			idle_ticks++;
+		else
+			idle_ticks = 0;
+		last = now;
+		if (idle_ticks >= PUMP_DRAIN_S * 10)
+			return false;
+	}
+}
+
+/* The streams back where they went; the pump's last bytes written. */
+static void pump_stop(struct outopts_pump *p)
+{
 	if (p->saved < 0)
 		return;
-	dup2(p->saved, p->fd);
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += PUMP_DRAIN_S;
-	while ((r = sem_timedwait(&p->done, &until)) && errno == EINTR)
-		;
-	close(p->saved);
+	pump_restore(p);
+	if (!pump_drained(p)) {
+		/* a child holds the pipe: the thread keeps what it uses */
+		pthread_detach(p->th);
+		p->saved = -1;
+		return;
+	}
+	pthread_join(p->th, NULL);
+	sem_destroy(&p->done);
+	close(p->in);
+	pump_close_saved(p);
+}
+
+/* Whether standard output and error are the same open file (a log
+ * file, a terminal): then one pump keeps their lines in order. */
+static bool same_file(int a, int b)
+{
+	struct stat sa, sb;
+
+	return !fstat(a, &sa) && !fstat(b, &sb) && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}
+
+static int pumps_start(struct outopts *o, struct lr_err *err)
+{
+	int r;
+
+	if (same_file(STDOUT_FILENO, STDERR_FILENO))
+		return pump_start(&o->pumps[0], STDOUT_FILENO, STDERR_FILENO,
+				  o->ts_fmt, err);
+	r = pump_start(&o->pumps[0], STDOUT_FILENO, -1, o->ts_fmt, err);
 	if (!r)
-		close(p->in);
-	p->saved = -1;
+		r = pump_start(&o->pumps[1], STDERR_FILENO, -1, o->ts_fmt, err);
+	return r;
 }
 
 int outopts_start(struct outopts *o, bool json, struct lr_err *err)
@@ -242,11 +408,7 @@ int outopts_start(struct outopts *o, bool json, struct lr_err *err)
 	if (o->forceflush || (o->ts_fmt && !json))
 		setvbuf(stdout, NULL, _IOLBF, 0);
 	if (o->ts_fmt && !json) {
-		r = pump_start(&o->pumps[0], STDOUT_FILENO, o->ts_fmt, err);
-		if (!r)
-			r = pump_start(&o->pumps[1], STDERR_FILENO, o->ts_fmt,
-				       err);
-		if (r)
+		if ((r = pumps_start(o, err)))
 			goto fail;
 	}
 	return 0;
@@ -263,5 +425,32 @@ void outopts_end(struct outopts *o)
 	pump_stop(&o->pumps[1]);
 	if (o->pid_written && pidfile_read(o->pidfile) == getpid())
 		unlink(o->pidfile);
+	if (o->pid_written)
+		close(o->pid_fd);
 	o->pid_written = false;
+}
+
+/* The pid file to remove when a signal ends the process. */
+static char pid_path[4096];
+
+static void pid_on_signal(int sig)
+{
+	unlink(pid_path); /* async-signal-safe */
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+void outopts_end_on_signal(const struct outopts *o)
+{
+	struct sigaction sa;
+
+	if (!o->pid_written || strlen(o->pidfile) >= sizeof(pid_path))
+		return;
+	memcpy(pid_path, o->pidfile, strlen(o->pidfile) + 1);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = pid_on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 }

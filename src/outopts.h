@@ -13,19 +13,25 @@
 #include <getopt.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "core/err.h"
 
-/* One stream (standard output or error) whose lines get a timestamp: a
- * pipe in its place and a thread that copies it to where it went. */
+/* The streams (standard output, and error with it when both go to the
+ * same file) whose lines get a timestamp: a pipe in their place and a
+ * thread that copies it to where they went. */
 struct outopts_pump {
-	int fd;	   /* 1 or 2 */
-	int saved; /* where fd went before; -1 when not started */
-	int in;	   /* the pipe's read end */
+	int fd;	    /* 1 or 2 */
+	int fd2;    /* 2 when it shares the pump (one order for both), or -1 */
+	int saved;  /* where fd went before; -1 when not started */
+	int saved2; /* where fd2 went before */
+	int in;	    /* the pipe's read end */
 	const char *fmt;
 	pthread_t th;
-	sem_t done;
+	sem_t done;	     /* posted when every writer closed the pipe */
+	atomic_int reads;    /* reads that returned, to see it still moves */
+	atomic_bool in_read; /* waiting for bytes, not writing them */
 };
 
 struct outopts {
@@ -36,6 +42,7 @@ struct outopts {
 	bool verbose;	     /* -V */
 	const char *pidfile; /* -I, --pidfile FILE */
 	bool pid_written;
+	int pid_fd; /* the pid file, open and locked while written */
 	struct outopts_pump pumps[2];
 };
 
@@ -73,5 +80,9 @@ int outopts_start(struct outopts *o, bool json, struct lr_err *err);
 /* The last lines through, the streams back, the pid file removed (when
  * it still holds this process's pid). */
 void outopts_end(struct outopts *o);
+
+/* For a command that a signal ends at once (bench): SIGINT, SIGTERM and
+ * SIGHUP remove the pid file first, then end the process as they would. */
+void outopts_end_on_signal(const struct outopts *o);
 
 #endif

@@ -84,6 +84,14 @@ int net_apply_sockopts(int fd, const struct net_sockopts *o, struct lr_err *err)
 	return 0;
 }
 
+/* The port of an address (0: any). */
+static uint16_t addr_port(const struct net_addr *a)
+{
+	if (a->ss.ss_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)&a->ss)->sin6_port);
+	return ntohs(((const struct sockaddr_in *)&a->ss)->sin_port);
+}
+
 int net_connect(const struct net_addr *addr, const struct net_addr *bind_to,
 		const struct net_sockopts *opts, int timeout_ms,
 		struct lr_err *err)
@@ -98,6 +106,11 @@ int net_connect(const struct net_addr *addr, const struct net_addr *bind_to,
 		    SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return lr_err_setc(err, -errno, "socket");
+	/* a chosen local port (bench --cport) may still be in TIME_WAIT
+	 * from the run before: that does not stop a new connection */
+	if (bind_to && addr_port(bind_to))
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &(int){ 1 },
+			   sizeof(int));
 	if (bind_to &&
 	    bind(fd, (const struct sockaddr *)&bind_to->ss, bind_to->len)) {
 		char b[NET_ADDRSTR];

@@ -138,6 +138,10 @@ void report_completion_bash(FILE *out)
 		"\tlocal cur=${COMP_WORDS[COMP_CWORD]} prev= names\n"
 		"\tlocal opts= vals= files= dirs= ciphers= cmds=\n"
 		"\t((COMP_CWORD > 0)) && prev=${COMP_WORDS[COMP_CWORD-1]}\n"
+		/* --opt=value: bash splits it at the '=' */
+		"\tif [[ $cur == = ]]; then\n\t\tcur=\n"
+		"\telif [[ $prev == = ]] && ((COMP_CWORD > 1)); then\n"
+		"\t\tprev=${COMP_WORDS[COMP_CWORD-2]}\n\tfi\n"
 		"\tnames='");
 	for (i = 0; i < n; i++)
 		fprintf(out, "%s ", cmds[i].name);
@@ -159,18 +163,22 @@ void report_completion_bash(FILE *out)
 	fprintf(out,
 		"\tesac\n"
 		"\tcase \"$files\" in *\" $prev \"*)\n"
+		"\t\tlocal IFS=$'\\n'\n"
 		"\t\tCOMPREPLY=($(compgen -f -- \"$cur\")); return ;; esac\n"
 		"\tcase \"$dirs\" in *\" $prev \"*)\n"
+		"\t\tlocal IFS=$'\\n'\n"
 		"\t\tCOMPREPLY=($(compgen -d -- \"$cur\")); return ;; esac\n"
 		"\tcase \"$ciphers\" in *\" $prev \"*)\n"
 		"\t\tCOMPREPLY=($(compgen -W '" CIPHER_NAMES "' -- "
 		"\"$cur\")); return ;; esac\n"
 		"\tcase \"$cmds\" in *\" $prev \"*)\n"
+		"\t\tlocal IFS=$'\\n'\n"
 		"\t\tCOMPREPLY=($(compgen -c -- \"$cur\")); return ;; esac\n"
 		"\tcase \"$vals\" in *\" $prev \"*) return ;; esac\n"
 		"\tif [[ $cur == -* ]]; then\n"
 		"\t\tCOMPREPLY=($(compgen -W \"$opts\" -- \"$cur\"))\n"
 		"\t\treturn\n\tfi\n"
+		"\tlocal IFS=$'\\n'\n"
 		"\tCOMPREPLY=($(compgen -f -- \"$cur\"))\n"
 		"}\n"
 		"complete -o filenames -F _linerate linerate\n");
@@ -187,6 +195,19 @@ static void zsh_escaped(FILE *out, const char *s, bool colon)
 		else
 			fputc(*s, out);
 	}
+}
+
+/* Options given more than once add up (rsync's filter rules). */
+static bool repeatable(const struct opts_entry *e)
+{
+	static const char *const names[] = { "exclude", "include",
+					     "exclude-from", "include-from" };
+	size_t i;
+
+	for (i = 0; e->name && i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(e->name, names[i]))
+			return true;
+	return false;
 }
 
 /* zsh: _arguments' spec of one option, one quoted word (or a quoted
@@ -207,7 +228,11 @@ static void zsh_option(FILE *out, const struct opts_entry *e)
 	char shrt[3], lng[64];
 
 	words_of(e, shrt, lng);
-	if (*shrt && *lng)
+	if (repeatable(e))
+		fprintf(out, "\t\t\t'*%s%s%s%s' \\\n", *lng ? lng : shrt,
+			*lng ? long_arg[e->has_arg] : shrt_arg[e->has_arg], opt,
+			act);
+	else if (*shrt && *lng)
 		fprintf(out, "\t\t\t'(%s %s)'{%s%s,%s%s}'%s%s' \\\n", shrt, lng,
 			shrt, shrt_arg[e->has_arg], lng, long_arg[e->has_arg],
 			opt, act);

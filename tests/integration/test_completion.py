@@ -104,7 +104,7 @@ def bash_complete(script, words, cwd):
     res = subprocess.run(["bash", "--norc", "--noprofile", "-c", prog],
                          capture_output=True, text=True, timeout=20, cwd=cwd)
     assert res.returncode == 0, describe(res)
-    return set(res.stdout.split())
+    return {line for line in res.stdout.splitlines() if line}
 
 
 def test_bash_completes_every_option_and_its_value(linerate_bin, tmp_path):
@@ -129,6 +129,17 @@ def test_bash_completes_every_option_and_its_value(linerate_bin, tmp_path):
     got = bash_complete(script, ["linerate", "serve", "--root", "a"],
                         tmp_path)
     assert got == {"adir"}, got
+    # a name with spaces is one completion; --opt=value as bash splits it
+    (tmp_path / "my token.txt").write_text("x\n")
+    got = bash_complete(script, ["linerate", "send", "--token-file", "m"],
+                        tmp_path)
+    assert got == {"my token.txt"}, got
+    got = bash_complete(script, ["linerate", "bench", "--logfile", "=",
+                                 "to"], tmp_path)
+    assert got == {"tok.txt"}, got
+    got = bash_complete(script, ["linerate", "bench", "--cipher", "="],
+                        tmp_path)
+    assert "chacha20-poly1305" in got, got
     # a value that is not a file: nothing offered
     got = bash_complete(script, ["linerate", "send", "--limit", ""],
                         tmp_path)
@@ -153,8 +164,12 @@ def test_zsh_script_gives_every_option_to_arguments(linerate_bin, tmp_path):
         res = subprocess.run(["zsh", "-f", "-c", prog], capture_output=True,
                              text=True, timeout=20)
         assert res.returncode == 0, describe(res)
-        specs = {re.sub(r"^\([^)]*\)", "", s)
-                 for s in res.stdout.splitlines()}
+        lines = res.stdout.splitlines()
+        specs = {re.sub(r"^\*|^\([^)]*\)", "", s) for s in lines}
+        # filter rules add up: zsh offers them again
+        for rule in ("--exclude=", "--include=", "--exclude-from="):
+            if any(n == rule[2:-1] for _, n, _ in opts):
+                assert any(s.startswith("*" + rule) for s in lines), rule
         for letter, name, takes in opts:
             for opt, sep, osep in ((letter, "+", "-"), (name, "=", "=-")):
                 if not opt:

@@ -5,6 +5,7 @@
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 
@@ -215,3 +216,81 @@ def test_cport_against_stock_iperf3(linerate_bin, iperf3, tmp_path):
     ports = sorted(c["remote_port"] for c in doc["start"]["connected"])
     assert ports == [port, port + 1], ports
 
+
+
+def test_timestamps_keep_output_and_errors_in_order(linerate_bin, tmp_path):
+    """-V's lines (standard output) come before the error (standard
+    error) in the one log, each line stamped once."""
+    log = tmp_path / "bench.log"
+    for _ in range(5):
+        res = bench(linerate_bin, 9, "-V", "--no-ssh", "--logfile", str(log),
+                    "--timestamps=[s] ")
+        assert res.returncode == 1, describe(res)
+    lines = log.read_text().splitlines()
+    assert all(line.startswith("[s] ") and not line.startswith("[s] [s]")
+               for line in lines), lines
+    runs = [i for i, line in enumerate(lines)
+            if re.match(r"\[s\] linerate \d", line)]
+    assert len(runs) == 5, lines
+    for start, end in zip(runs, runs[1:] + [len(lines)]):
+        run = lines[start:end]
+        assert "linerate bench: " in run[-1], run
+        assert not any("linerate bench: " in line for line in run[:-1]), run
+
+
+def test_pidfile_is_never_a_fifo_nor_a_symlink(linerate_bin, tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    res = bench(linerate_bin, 9, "--no-ssh", "-I", str(fifo), timeout=20)
+    assert res.returncode == 1, describe(res)
+    assert "not a regular file" in res.stderr, res.stderr
+    target = tmp_path / "target"
+    target.write_text("keep\n")
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    res = bench(linerate_bin, 9, "--no-ssh", "-I", str(link), timeout=20)
+    assert res.returncode == 1, describe(res)
+    assert target.read_text() == "keep\n"
+
+
+def test_pidfile_removed_when_a_signal_ends_it(serve, linerate_bin,
+                                                tmp_path):
+    srv = serve()
+    pid = tmp_path / "bench.pid"
+    proc = subprocess.Popen([linerate_bin, "bench", "-p", str(srv.port),
+                             "-t", "30", "-i", "0.2", "--forceflush", "-I",
+                             str(pid), LOOP], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out = LineCollector(proc.stdout, "bench stdout")
+    try:
+        out.wait_for(r"0\.00-0\.20\s+sec", 20)
+        assert pid.read_text() == f"{proc.pid}\n"
+        proc.terminate()
+        proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+        out.join(5)
+    assert not pid.exists()
+    # serve: SIGHUP ends it the clean way too
+    spid = tmp_path / "serve.pid"
+    srv2 = serve("-I", str(spid))
+    assert spid.exists()
+    srv2.proc.send_signal(signal.SIGHUP)
+    srv2.proc.wait(timeout=20)
+    assert srv2.proc.returncode == 0, srv2.proc.returncode
+    assert not spid.exists()
+
+
+def test_cport_bounds_and_a_second_run_from_the_same_ports(serve,
+                                                           linerate_bin):
+    res = bench(linerate_bin, 9, "--cport", "65535", "-P", "2")
+    assert res.returncode == 2, describe(res)
+    assert "65536" in res.stderr and "Try" in res.stderr, res.stderr
+    srv = serve()
+    port = free_ports(2)
+    for _ in range(2):
+        res = bench(linerate_bin, srv.port, "-t", "0.5", "-P", "2",
+                    "--cport", str(port))
+        assert res.returncode == 0, describe(res)

@@ -87,7 +87,8 @@ def test_systemd_unit_runs_as_its_own_user_inside_its_root(linerate_bin):
     env = dict(w.split("=", 1)
                for v in unit_values(text, "Environment")
                for w in shlex.split(v))
-    assert unit_values(text, "ReadWritePaths") == [env["ROOT"]]
+    # "-": a missing root does not stop the unit; serve names it
+    assert unit_values(text, "ReadWritePaths") == ["-" + env["ROOT"]]
     for key, want in (("ProtectSystem", "strict"),
                       ("NoNewPrivileges", "yes"), ("ProtectHome", "yes"),
                       ("CapabilityBoundingSet", "")):
@@ -96,7 +97,8 @@ def test_systemd_unit_runs_as_its_own_user_inside_its_root(linerate_bin):
 
 def test_systemd_unit_command_serves_a_push(linerate_bin, tmp_path):
     """ExecStart with its variables as systemd fills them: ${ROOT},
-    ${PORT} (0 here: any free port) and %d, the credentials directory
+    ${PORT} (0 here: any free port) and ${CREDENTIALS_DIRECTORY}, the
+    credentials directory
     holding the token LoadCredential= copies."""
     text = unit_text(linerate_bin)
     root = tmp_path / "srv"
@@ -109,7 +111,7 @@ def test_systemd_unit_command_serves_a_push(linerate_bin, tmp_path):
     (creds / cred.split(":", 1)[0]).write_text(token + "\n")
     cmd = unit_values(text, "ExecStart")[0]
     cmd = (cmd.replace("${ROOT}", str(root)).replace("${PORT}", "0")
-           .replace("%d", str(creds)))
+           .replace("${CREDENTIALS_DIRECTORY}", str(creds)))
     argv = shlex.split(cmd) + ["--no-iperf3"]
     assert argv[0] == str(pathlib.Path(linerate_bin).parent / "linerate")
     argv[0] = linerate_bin
@@ -172,7 +174,7 @@ def test_procd_script_makes_a_token_and_serves(linerate_bin, tmp_path):
     root.mkdir()
     tokfile = tmp_path / "etc" / "token"
     rc, args, err = run_init(tmp_path, linerate_bin, {
-        "root": root, "port": "0", "token_file": tokfile,
+        "root": root, "port": "0", "token_file": tokfile, "mount": "0",
         "extra_args": "--no-iperf3 --max-tests 2"})
     assert rc == 0, err
     mode = stat.S_IMODE(tokfile.stat().st_mode)
@@ -185,7 +187,7 @@ def test_procd_script_makes_a_token_and_serves(linerate_bin, tmp_path):
     assert got == b"served by the service's command line\n"
     # a second start keeps the token
     rc, args2, err = run_init(tmp_path, linerate_bin, {
-        "root": root, "port": "0", "token_file": tokfile})
+        "root": root, "port": "0", "token_file": tokfile, "mount": "0"})
     assert rc == 0, err
     assert tokfile.read_text().strip() == token
 
@@ -195,7 +197,8 @@ def test_procd_script_options_and_refusals(linerate_bin, tmp_path):
     root.mkdir()
     tok = tmp_path / "token"
     rc, args, err = run_init(tmp_path, linerate_bin, {
-        "root": root, "token_file": tok, "read_only": "1", "iperf3": "0"})
+        "root": root, "token_file": tok, "read_only": "1", "iperf3": "0",
+        "mount": "0"})
     assert rc == 0, err
     assert "--read-only" in args and "--no-iperf3" in args, args
     # disabled: no instance
@@ -207,3 +210,13 @@ def test_procd_script_options_and_refusals(linerate_bin, tmp_path):
         "root": tmp_path / "nothere", "token_file": tok})
     assert rc != 0 and args == [], (args, err)
     assert "not a directory" in err
+    # a directory that is not a mount point (the disk not plugged in):
+    # not started unless mount is '0'
+    rc, args, err = run_init(tmp_path, linerate_bin, {
+        "root": root, "token_file": tok})
+    assert rc != 0 and args == [], (args, err)
+    assert "not mounted" in err
+    # a mount point: started
+    rc, args, err = run_init(tmp_path, linerate_bin, {
+        "root": "/proc/", "token_file": tok})
+    assert rc == 0 and "/proc/" in args, (args, err)
