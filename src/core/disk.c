@@ -507,10 +507,12 @@ static int read_phase(struct disk_job *j, struct lr_err *err)
 	return 0;
 }
 
-int disk_run(const char *dir, uint64_t size, uint32_t bs,
-	     const volatile sig_atomic_t *stop,
-	     void (*progress)(enum disk_phase phase, uint64_t done, void *arg),
-	     void *arg, struct disk_result *out, struct lr_err *err)
+/* disk_run and disk_run_buffered: direct I/O tried or never. */
+static int run_job(const char *dir, uint64_t size, uint32_t bs, bool direct,
+		   const volatile sig_atomic_t *stop,
+		   void (*progress)(enum disk_phase phase, uint64_t done,
+				    void *arg),
+		   void *arg, struct disk_result *out, struct lr_err *err)
 {
 	struct disk_job j = {
 		.bs = bs, .stop = stop, .progress = progress, .arg = arg
@@ -535,7 +537,7 @@ int disk_run(const char *dir, uint64_t size, uint32_t bs,
 		return r;
 	}
 	/* fcntl refuses O_DIRECT where the file system has no direct I/O. */
-	j.res.write_direct = !set_direct(j.fd, true);
+	j.res.write_direct = direct && !set_direct(j.fd, true);
 	r = write_phase(&j, err);
 	if (!r)
 		r = read_phase(&j, err);
@@ -548,6 +550,23 @@ int disk_run(const char *dir, uint64_t size, uint32_t bs,
 	j.res.bytes = size;
 	*out = j.res;
 	return 0;
+}
+
+int disk_run(const char *dir, uint64_t size, uint32_t bs,
+	     const volatile sig_atomic_t *stop,
+	     void (*progress)(enum disk_phase phase, uint64_t done, void *arg),
+	     void *arg, struct disk_result *out, struct lr_err *err)
+{
+	return run_job(dir, size, bs, true, stop, progress, arg, out, err);
+}
+
+int disk_run_buffered(const char *dir, uint64_t size, uint32_t bs,
+		      const volatile sig_atomic_t *stop,
+		      void (*progress)(enum disk_phase phase, uint64_t done,
+				       void *arg),
+		      void *arg, struct disk_result *out, struct lr_err *err)
+{
+	return run_job(dir, size, bs, false, stop, progress, arg, out, err);
 }
 
 /* path opened for reading, a regular file, not through a symlink; *total
@@ -653,11 +672,12 @@ static int read_file_phase(struct disk_job *j, uint64_t total,
 	return 0;
 }
 
-int disk_read_file(const char *path, uint64_t size_limit, uint32_t bs,
-		   const volatile sig_atomic_t *stop,
-		   void (*progress)(enum disk_phase phase, uint64_t done,
-				    void *arg),
-		   void *arg, struct disk_result *out, struct lr_err *err)
+/* disk_read_file and disk_read_file_buffered: direct I/O tried or never */
+static int read_file_job(const char *path, uint64_t size_limit, uint32_t bs,
+			 bool direct, const volatile sig_atomic_t *stop,
+			 void (*progress)(enum disk_phase phase, uint64_t done,
+					  void *arg),
+			 void *arg, struct disk_result *out, struct lr_err *err)
 {
 	struct disk_job j = { .name = path,
 			      .bs = bs,
@@ -680,7 +700,7 @@ int disk_read_file(const char *path, uint64_t size_limit, uint32_t bs,
 	/* fcntl refuses O_DIRECT where the file system has no direct I/O;
 	 * without it only clean pages go: nothing is written to make more
 	 * so. */
-	j.res.read_direct = !set_direct(j.fd, true);
+	j.res.read_direct = direct && !set_direct(j.fd, true);
 	r = j.res.read_direct ? 0
 			      : posix_fadvise(j.fd, 0, 0, POSIX_FADV_DONTNEED);
 	if (r)
@@ -695,4 +715,25 @@ int disk_read_file(const char *path, uint64_t size_limit, uint32_t bs,
 	j.res.read_only = true;
 	*out = j.res;
 	return 0;
+}
+
+int disk_read_file(const char *path, uint64_t size_limit, uint32_t bs,
+		   const volatile sig_atomic_t *stop,
+		   void (*progress)(enum disk_phase phase, uint64_t done,
+				    void *arg),
+		   void *arg, struct disk_result *out, struct lr_err *err)
+{
+	return read_file_job(path, size_limit, bs, true, stop, progress, arg,
+			     out, err);
+}
+
+int disk_read_file_buffered(const char *path, uint64_t size_limit, uint32_t bs,
+			    const volatile sig_atomic_t *stop,
+			    void (*progress)(enum disk_phase phase,
+					     uint64_t done, void *arg),
+			    void *arg, struct disk_result *out,
+			    struct lr_err *err)
+{
+	return read_file_job(path, size_limit, bs, false, stop, progress, arg,
+			     out, err);
 }

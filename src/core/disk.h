@@ -119,6 +119,19 @@ int disk_run(const char *dir, uint64_t size, uint32_t bs,
 	     void *arg, struct disk_result *out, struct lr_err *err);
 
 /*
+ * disk_run the way a transfer uses the disk: never direct I/O. The write
+ * goes through the page cache in bs-byte writes and is timed up to the
+ * end of its fdatasync, as a receiver writes a file (chunk-size writes,
+ * synced before its rename); the read drops the pages first and reads
+ * through the page cache, as a sender reads a file not in memory.
+ */
+int disk_run_buffered(const char *dir, uint64_t size, uint32_t bs,
+		      const volatile sig_atomic_t *stop,
+		      void (*progress)(enum disk_phase phase, uint64_t done,
+				       void *arg),
+		      void *arg, struct disk_result *out, struct lr_err *err);
+
+/*
  * Read the existing regular file path sequentially, bs bytes per call,
  * from offset 0 up to size_limit bytes (0: the whole file; a file shorter
  * than the limit is read whole), the last block possibly short. Nothing is
@@ -136,5 +149,14 @@ int disk_read_file(const char *path, uint64_t size_limit, uint32_t bs,
 		   void (*progress)(enum disk_phase phase, uint64_t done,
 				    void *arg),
 		   void *arg, struct disk_result *out, struct lr_err *err);
+
+/* disk_read_file as a sender reads a file not in memory: its pages
+ * dropped, then read through the page cache, never O_DIRECT. */
+int disk_read_file_buffered(const char *path, uint64_t size_limit, uint32_t bs,
+			    const volatile sig_atomic_t *stop,
+			    void (*progress)(enum disk_phase phase,
+					     uint64_t done, void *arg),
+			    void *arg, struct disk_result *out,
+			    struct lr_err *err);
 
 #endif

@@ -281,3 +281,22 @@ def test_help(linerate_bin):
     res = run_disk(linerate_bin, "--help")
     assert res.returncode == 0
     assert b"usage: linerate disk" in res.stdout
+
+
+def test_buffered_goes_through_the_page_cache(linerate_bin, tmp_path):
+    """--buffered: the way a transfer uses the disk, never O_DIRECT."""
+    res = run_disk(linerate_bin, str(tmp_path), "--size", "8M", "--json",
+                   "--buffered")
+    doc = check_json(res, 8 * MiB)
+    assert doc["write"]["mode"] == "buffered+fdatasync", doc
+    assert doc["read"]["mode"] == "fadvise_dontneed", doc
+    assert leftovers(tmp_path) == []
+    f = tmp_path / "source.bin"
+    before = make_file(f, 4 * MiB)
+    res = run_disk(linerate_bin, str(f), "--json", "--buffered")
+    doc = check_file_json(res, 4 * MiB, f)
+    assert doc["read"]["mode"] == "fadvise_dontneed", doc
+    assert fingerprint(f) == before
+    res = run_disk(linerate_bin, str(tmp_path), "--buffered")
+    assert res.returncode == 0, res.stderr
+    assert "(buffered + fdatasync)" in res.stdout.decode(), res.stdout
