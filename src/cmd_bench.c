@@ -15,6 +15,7 @@
 #include "opts.h"
 #include "opts_common.h"
 #include "outopts.h"
+#include "results.h"
 #include "report.h"
 #include "sshcli.h"
 #include "banned.h"
@@ -62,6 +63,10 @@ const char cmd_bench_usage[] =
 	"      --forceflush       write each line at once (into a pipe)\n"
 	"  -V, --verbose          version, system and the test's parameters\n"
 	"  -I, --pidfile FILE     this process's id in FILE, removed at the end\n"
+	"      --save LABEL       keep the run, its JSON and both ends' facts,\n"
+	"                         in the results file (linerate results)\n"
+	"      --results FILE     that file instead of\n"
+	"                         ~/.local/share/linerate/results.jsonl\n"
 	"      --cport PORT       stream N connects from local port PORT+N-1\n"
 	"      --link-speed RATE  speed of the link (e.g. 1gbit) when /sys does not\n"
 	"                         know it; prints the TCP ceiling and the share reached\n"
@@ -93,10 +98,11 @@ struct bench_cli_opts {
 	uint8_t psk[SESSION_PSK_LEN];
 	enum report_format fmt;
 	char hostbuf[256];
-	struct remote_addr ra;	/* HOST as given */
-	struct sshcli_opts ssh; /* -e, --remote-path, --no-ssh */
-	struct outopts out;	/* -f, --logfile, --timestamps, -V, -I */
-	bool via_ssh;		/* the far end started over ssh */
+	struct remote_addr ra;	  /* HOST as given */
+	struct sshcli_opts ssh;	  /* -e, --remote-path, --no-ssh */
+	struct outopts out;	  /* -f, --logfile, --timestamps, -V, -I */
+	struct results_opts save; /* --save LABEL, --results FILE */
+	bool via_ssh;		  /* the far end started over ssh */
 };
 
 enum {
@@ -142,6 +148,7 @@ static const struct option long_opts[] = {
 	{ "cport", required_argument, NULL, OPT_CPORT },
 	SSHCLI_LONG_OPTIONS,
 	OUTOPTS_LONG_OPTIONS,
+	RESULTS_LONG_OPTIONS,
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -341,6 +348,8 @@ static int report_option(int c, char **argv, struct bench_cli_opts *o,
 		if (!sshcli_option(c, optarg, &o->ssh))
 			return 0;
 		r = outopts_option(&o->out, c, optarg, err);
+		if (r == 1)
+			r = results_option(&o->save, c, optarg, err);
 		if (r <= 0)
 			return r;
 		return opts_getopt_error(c, argv, err);
@@ -484,13 +493,21 @@ static int bench_linerate(struct bench_cli_opts *o, struct sshcli *sc,
 
 /* The test, reported through rp: 0 or a negative errno with err set. */
 static int bench_run_reported(struct bench_cli_opts *o, struct report *rp,
-			      struct bench_result *res, struct lr_err *err)
+			      struct report *cap, struct bench_result *res,
+			      struct lr_err *err)
 {
-	struct bench_callbacks cb = { 0 };
+	struct bench_callbacks cb = { 0 }, cb1 = { 0 }, cb2 = { 0 };
+	struct results_bench_tee tee;
 	struct sshcli sc = { 0 };
 	int r;
 
-	report_bench_callbacks(rp, &cb);
+	report_bench_callbacks(rp, &cb1);
+	cb = cb1;
+	if (cap) {
+		/* --save: the JSON document made beside the output */
+		report_bench_callbacks(cap, &cb2);
+		results_bench_tee(&tee, &cb1, &cb2, &cb);
+	}
 	if (o->ip3.title)
 		report_set_title(rp, o->ip3.title);
 	if (o->out.verbose && o->fmt == REPORT_HUMAN)
@@ -513,12 +530,38 @@ static int bench_run_reported(struct bench_cli_opts *o, struct report *rp,
 	return r;
 }
 
+/* --save: the run (its JSON in cap) appended to the results file, the
+ * server's facts asked for when it took our token. */
+static void bench_save(struct bench_cli_opts *o, const struct bench_result *res,
+		       struct report *cap, struct results_capture *txt,
+		       int argc, char **argv)
+{
+	struct report_saved_run run = { .argc = argc - 1, .argv = argv + 1 };
+	struct proto_probe_result far;
+	struct lr_err err = { 0 };
+	struct link_info link;
+
+	report_bench_flush(cap);
+	results_from_bench(res, o->b.host, &run, &link);
+	run.run = results_capture_text(txt);
+	if (!o->iperf3 && !o->via_ssh && o->have_token &&
+	    !results_far_facts(o->b.host, o->b.port, o->b.family, o->b.psk,
+			       o->b.cipher_wish, &far)) {
+		run.remote = &far;
+		run.remote_cores = far.centicores / 100.0;
+	}
+	if (results_save(&o->save, &run, NULL,
+			 o->fmt == REPORT_HUMAN ? stdout : stderr, &err))
+		report_msg(stderr, "--save: %s\n", err.msg);
+}
+
 int cmd_bench(int argc, char **argv)
 {
 	struct bench_cli_opts o;
 	struct bench_result res;
 	struct lr_err err = { 0 };
-	struct report *rp;
+	struct results_capture txt = { 0 };
+	struct report *rp, *cap = NULL;
 	int r;
 
 	r = bench_parse(argc, argv, &o, &err);
@@ -550,16 +593,30 @@ int cmd_bench(int argc, char **argv)
 		outopts_end(&o.out);
 		return EXIT_RUNTIME;
 	}
-	r = bench_run_reported(&o, rp, &res, &err);
-	session_token_wipe(o.psk, sizeof(o.psk));
+	if (o.save.label && (results_capture_open(&txt) ||
+			     !(cap = report_new(txt.f, REPORT_JSON)))) {
+		report_msg(stderr, "out of memory\n");
+		results_capture_close(&txt);
+		report_free(rp);
+		outopts_end(&o.out);
+		return EXIT_RUNTIME;
+	}
+	r = bench_run_reported(&o, rp, cap, &res, &err);
 	if (r) {
 		opts_env_token_hint(&o.net, &err);
 		report_bench_error(rp, stderr, err.msg);
 	} else {
 		report_bench_flush(rp);
+		if (cap)
+			bench_save(&o, &res, cap, &txt, argc, argv);
 		bench_result_free(&res);
 	}
+	session_token_wipe(o.psk, sizeof(o.psk));
 	report_free(rp);
+	if (cap) {
+		report_free(cap);
+		results_capture_close(&txt);
+	}
 	outopts_end(&o.out);
 	return r ? EXIT_RUNTIME : EXIT_OK;
 }

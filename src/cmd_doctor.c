@@ -18,6 +18,7 @@
 #include "opts.h"
 #include "opts_common.h"
 #include "report.h"
+#include "results.h"
 #include "sshcli.h"
 #include "banned.h"
 
@@ -45,6 +46,9 @@ const char cmd_doctor_usage[] =
 	"  -t, --time SEC        seconds of each network direction (default 3)\n"
 	"      --link-speed RATE the link's speed when /sys does not know it\n"
 	"      --json            one JSON document\n"
+	"      --save LABEL      keep the report and both ends' facts in the\n"
+	"                        results file (linerate results)\n"
+	"      --results FILE    that file, not ~/.local/share/linerate/...\n"
 	"  -e, --rsh CMD         start the far end with CMD (default ssh)\n"
 	"      --remote-path P   the far end's linerate (default: on its PATH)\n"
 	"      --no-ssh          never start the far end over ssh\n"
@@ -77,6 +81,7 @@ static const struct option long_opts[] = {
 	{ "link-speed", required_argument, NULL, OPT_LINK_SPEED },
 	{ "json", no_argument, NULL, OPT_JSON },
 	SSHCLI_LONG_OPTIONS,
+	RESULTS_LONG_OPTIONS,
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -93,9 +98,10 @@ struct doctor_cli {
 	bool json, have_token;
 	char hostbuf[256];
 	uint8_t psk[SESSION_PSK_LEN];
-	struct remote_addr ra;	/* HOST as given */
-	struct sshcli_opts ssh; /* -e, --remote-path, --no-ssh */
-	bool via_ssh;		/* the far end started over ssh */
+	struct remote_addr ra;	  /* HOST as given */
+	struct sshcli_opts ssh;	  /* -e, --remote-path, --no-ssh */
+	struct results_opts save; /* --save LABEL, --results FILE */
+	bool via_ssh;		  /* the far end started over ssh */
 };
 
 static _Atomic bool cancelled;
@@ -120,6 +126,8 @@ static void on_stage(void *ctx, const char *what)
 static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 {
 	struct doctor_cli *o = ctx;
+	int r;
+
 	switch (c) {
 	case 't': return opts_ms("-t", optarg, 500, 60000, &o->d.net_ms, err);
 	case OPT_SOURCE: o->d.source = optarg; return 0;
@@ -134,8 +142,43 @@ static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 	default:
 		if (!sshcli_option(c, optarg, &o->ssh))
 			return 0;
+		r = results_option(&o->save, c, optarg, err);
+		if (r <= 0)
+			return r;
 		return opts_getopt_error(c, argv, err);
 	}
+}
+
+/* --save: the report's JSON and both ends' facts appended to the results
+ * file. */
+static void doctor_save(const struct doctor_cli *o,
+			const struct doctor_report *rep, int argc, char **argv)
+{
+	struct report_saved_run run = { .argc = argc - 1, .argv = argv + 1 };
+	struct results_capture txt;
+	struct lr_err err = { 0 };
+
+	if (!rep->xfer_done || results_capture_open(&txt))
+		return;
+	report_doctor_json(txt.f, rep, NULL);
+	run.command = "doctor";
+	run.direction = "send";
+	run.host = o->d.host;
+	run.bytes = rep->xfer_bytes;
+	run.bytes_per_second = rep->xfer_bps;
+	run.seconds =
+		rep->xfer_bps > 0 ? (double)rep->xfer_bytes / rep->xfer_bps : 0;
+	run.cpu_s_per_gb[0] = run.cpu_s_per_gb[1] = -1;
+	run.cipher = crypto_cipher_name(rep->cipher);
+	if (rep->link_known)
+		run.link = &rep->link;
+	run.remote = &rep->remote.p;
+	run.remote_cores = rep->remote.cores;
+	run.run = results_capture_text(&txt);
+	if (results_save(&o->save, &run, o->d.source, o->json ? stderr : stdout,
+			 &err))
+		report_msg(stderr, "--save: %s\n", err.msg);
+	results_capture_close(&txt);
 }
 
 /* HOST or HOST:PORT (remote.h; "HOST:" as before: the root). */
@@ -307,6 +350,8 @@ int cmd_doctor(int argc, char **argv)
 		report_doctor_human(stdout, rep);
 	if (!o.json && rep->not_measured[0])
 		fprintf(stderr, "linerate doctor: %s\n", rep->not_measured);
+	if (!r && o.save.label)
+		doctor_save(&o, rep, argc, argv);
 	free(rep);
 	return r ? EXIT_RUNTIME : EXIT_OK;
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -100,6 +101,7 @@ static const struct option long_opts[] = {
 	{ "stats", no_argument, NULL, OPT_STATS },
 	{ "force-tty", no_argument, NULL, OPT_FORCE_TTY },
 	SSHCLI_LONG_OPTIONS,
+	RESULTS_LONG_OPTIONS,
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -172,6 +174,7 @@ static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 {
 	struct send_cli *o = ctx;
 	uint64_t v;
+	int r;
 
 	switch (c) {
 	case 'w':
@@ -261,6 +264,9 @@ static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 	default:
 		if (!sshcli_option(c, optarg, &o->ssh))
 			return 0;
+		r = results_option(&o->save, c, optarg, err);
+		if (r <= 0)
+			return r;
 		return opts_getopt_error(c, argv, err);
 	}
 }
@@ -281,6 +287,24 @@ static int stdin_dest(const char *path, struct send_cli *o, struct lr_err *err)
 		return 0;
 	}
 	n = (size_t)(slash - path);
+	if (n >= sizeof(o->destbuf))
+		return lr_err_set(err, -ENAMETOOLONG, "%s: too long", path);
+	memcpy(o->destbuf, path, n);
+	o->destbuf[n] = '\0';
+	o->dest = o->destbuf;
+	return 0;
+}
+
+/* HOST:DIR/ is HOST:DIR (the directory the sources land in): its
+ * trailing slashes go. */
+static int dest_dir(const char *path, struct send_cli *o, struct lr_err *err)
+{
+	size_t n = strlen(path);
+
+	while (n && path[n - 1] == '/')
+		n--;
+	if (n == strlen(path))
+		return 0;
 	if (n >= sizeof(o->destbuf))
 		return lr_err_set(err, -ENAMETOOLONG, "%s: too long", path);
 	memcpy(o->destbuf, path, n);
@@ -330,8 +354,12 @@ static int push_args(int argc, char **argv, int first, struct send_cli *o,
 	o->c.src.paths = o->paths;
 	path = send_clean_remote(path);
 	o->dest = path;
-	if (!strcmp(argv[first], "-") && stdin_dest(path, o, err))
+	if (!strcmp(argv[first], "-")) {
+		if (stdin_dest(path, o, err))
+			return -EINVAL;
+	} else if (dest_dir(path, o, err)) {
 		return -EINVAL;
+	}
 	o->c.op = XFER_PUSH;
 	o->c.npaths = 1;
 	o->c.paths[0] = o->dest;
@@ -627,6 +655,95 @@ static void catch_signals(void)
 	sigaction(SIGTERM, &sa, NULL);
 }
 
+/* The report of a run on out, its callbacks into cb; NULL when out of
+ * memory. */
+static struct report_xfer *make_report(const struct send_cli *o, FILE *out,
+				       struct xfer_callbacks *cb)
+{
+	struct report_xfer *rx = report_xfer_new(
+		out, o->json ? REPORT_JSON_STREAM : REPORT_HUMAN, o->quiet,
+		!o->json && isatty(fileno(out)), o->pull ? "received" : "sent");
+
+	if (!rx)
+		return NULL;
+	report_xfer_set_mode(rx, o->verbose,
+			     (o->c.x.flags & XFER_F_DRY_RUN) != 0);
+	report_xfer_set_progress(rx, o->progress);
+	report_xfer_set_stats(rx, o->stats);
+	report_xfer_callbacks(rx, cb);
+	return rx;
+}
+
+/* This process's CPU seconds per 10^9 bytes moved, < 0 unknown. */
+static double own_cpu_per_gb(uint64_t bytes)
+{
+	struct rusage ru;
+
+	if (!bytes || getrusage(RUSAGE_SELF, &ru))
+		return -1;
+	return ((double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+		(double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6) /
+	       ((double)bytes / 1e9);
+}
+
+/* --save: the run's JSON events made beside the output. */
+struct send_save {
+	struct results_capture txt;
+	struct report_xfer *rx;
+	struct results_xfer_tee tee;
+};
+
+static int save_begin(struct send_cli *o, struct xfer_callbacks *cb,
+		      struct send_save *sv)
+{
+	struct xfer_callbacks mine = { 0 }, theirs = *cb;
+
+	if (results_capture_open(&sv->txt))
+		return -ENOMEM;
+	sv->rx = report_xfer_new(sv->txt.f, REPORT_JSON_STREAM, false, false,
+				 o->pull ? "received" : "sent");
+	if (!sv->rx) {
+		results_capture_close(&sv->txt);
+		return -ENOMEM;
+	}
+	report_xfer_callbacks(sv->rx, &mine);
+	results_xfer_tee(&sv->tee, &theirs, &mine, cb);
+	return 0;
+}
+
+/* A run that went well saved (the server's facts asked for when it took
+ * our token); the capture freed either way. */
+static void save_end(struct send_cli *o, struct send_save *sv, int r,
+		     const struct xfer_result *res, int argc, char **argv)
+{
+	struct report_saved_run run = { .argc = argc - 1, .argv = argv + 1 };
+	struct proto_probe_result far;
+	struct lr_err err = { 0 };
+	struct link_info link;
+
+	report_xfer_end(sv->rx, res, o->link_speed, r ? "failed" : NULL);
+	if (!r && !(o->c.x.flags & XFER_F_DRY_RUN)) {
+		results_from_xfer(res, o->pull, o->c.host, &run, &link);
+		run.cpu_s_per_gb[0] = own_cpu_per_gb(res->bytes);
+		run.run = results_capture_text(&sv->txt);
+		if (!o->via_ssh && o->have_token &&
+		    !results_far_facts(o->c.host, o->c.port, o->c.family,
+				       o->c.psk, o->c.cipher_wish, &far)) {
+			run.remote = &far;
+			run.remote_cores = far.centicores / 100.0;
+		}
+		if (results_save(&o->save, &run,
+				 o->pull		    ? o->dest
+				 : strcmp(o->paths[0], "-") ? o->paths[0]
+							    : NULL,
+				 o->json || o->c.outfd >= 0 ? stderr : stdout,
+				 &err))
+			report_msg(stderr, "--save: %s\n", err.msg);
+	}
+	report_xfer_free(sv->rx);
+	results_capture_close(&sv->txt);
+}
+
 /* What a failure's message adds: the first failure's hint, where the
  * token came from. */
 static void error_hints(const struct send_cli *o, int r,
@@ -658,6 +775,7 @@ static int run(int argc, char **argv, bool pull)
 	 * reachable on every way out (run is called once) */
 	static struct send_cli o;
 	struct sshcli sc = { 0 };
+	struct send_save sv = { 0 };
 	FILE *out;
 	int r;
 
@@ -710,18 +828,12 @@ static int run(int argc, char **argv, bool pull)
 	catch_signals();
 	/* data on standard output: every message goes to standard error */
 	out = o.json && o.c.outfd < 0 ? stdout : stderr;
-	rx = report_xfer_new(out, o.json ? REPORT_JSON_STREAM : REPORT_HUMAN,
-			     o.quiet, !o.json && isatty(fileno(out)),
-			     pull ? "received" : "sent");
-	if (!rx) {
+	rx = make_report(&o, out, &cb);
+	if (!rx || (o.save.label && save_begin(&o, &cb, &sv))) {
 		report_msg(stderr, "out of memory\n");
+		report_xfer_free(rx);
 		return EXIT_RUNTIME;
 	}
-	report_xfer_set_mode(rx, o.verbose,
-			     (o.c.x.flags & XFER_F_DRY_RUN) != 0);
-	report_xfer_set_progress(rx, o.progress);
-	report_xfer_set_stats(rx, o.stats);
-	report_xfer_callbacks(rx, &cb);
 	r = o.via_ssh ? send_ssh_begin(&o, &sc, &err) : 0;
 	if (!r)
 		r = xfer_client_run(&o.c, &cb, &res, &err);
@@ -735,8 +847,10 @@ static int run(int argc, char **argv, bool pull)
 	error_hints(&o, r, &res, &err);
 	if (o.via_ssh && sshcli_finish(&sc, r == 0, &err) && !r)
 		r = -EPIPE;
-	session_token_wipe(o.psk, sizeof(o.psk));
 	report_xfer_end(rx, &res, o.link_speed, r ? err.msg : NULL);
+	if (o.save.label)
+		save_end(&o, &sv, r, &res, argc, argv);
+	session_token_wipe(o.psk, sizeof(o.psk));
 	report_xfer_free(rx);
 	if (o.c.dest.dirfd >= 0)
 		close(o.c.dest.dirfd);

@@ -11,6 +11,7 @@
 #include "core/token.h"
 #include "core/xfer.h"
 #include "opts_common.h"
+#include "results.h"
 #include "sshcli.h"
 
 struct send_cli {
@@ -23,9 +24,10 @@ struct send_cli {
 	int progress; /* -1 --no-progress, 1 --progress, 0 neither */
 	uint64_t link_speed;
 	char hostbuf[256];
-	struct remote_addr ra;	/* the last operand (send) or the first */
-	struct sshcli_opts ssh; /* -e, --remote-path, --no-ssh */
-	bool via_ssh;		/* the far end started over ssh */
+	struct remote_addr ra;	  /* the last operand (send) or the first */
+	struct sshcli_opts ssh;	  /* -e, --remote-path, --no-ssh */
+	struct results_opts save; /* --save LABEL, --results FILE */
+	bool via_ssh;		  /* the far end started over ssh */
 	const char *raw[XFER_MAX_PATHS]; /* get: the paths as typed */
 	char root[XFER_MAX_PATH + 1];	 /* get over ssh: the far root */
 	char names[XFER_MAX_PATHS][XFER_MAX_PATH + 1]; /* and its paths */

@@ -79,6 +79,9 @@
 	"                        already there (also with -q)\n"                     \
 	"      --link-speed RATE speed of the link for the % of its ceiling\n"       \
 	"      --json            one JSON object per event on standard output\n"     \
+	"      --save LABEL      keep the run (its events, both ends' facts) in\n"   \
+	"                        the results file (linerate results)\n"              \
+	"      --results FILE    that file, not ~/.local/share/linerate/...\n"       \
 	"  -e, --rsh CMD         start the far end with CMD (default ssh), as\n"     \
 	"                        rsync's -e: -e 'ssh -p 2222 -i key'\n"              \
 	"      --remote-path P   the far end's linerate (default: linerate on\n"     \

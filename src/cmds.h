@@ -14,6 +14,7 @@ int cmd_get(int argc, char **argv);
 int cmd_recv(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_completion(int argc, char **argv);
+int cmd_results(int argc, char **argv);
 
 /* Usage text of each subcommand. */
 extern const char cmd_bench_usage[];
@@ -27,6 +28,7 @@ extern const char cmd_get_usage[];
 extern const char cmd_recv_usage[];
 extern const char cmd_doctor_usage[];
 extern const char cmd_completion_usage[];
+extern const char cmd_results_usage[];
 
 /* Option tables of each (get reads send's), for completion and checks. */
 struct cmd_opts;
@@ -38,5 +40,6 @@ extern const struct cmd_opts cmd_disk_opts;
 extern const struct cmd_opts cmd_send_opts;
 extern const struct cmd_opts cmd_recv_opts;
 extern const struct cmd_opts cmd_doctor_opts;
+extern const struct cmd_opts cmd_results_opts;
 
 #endif

@@ -160,6 +160,52 @@ struct report_recv_banner {
 void report_recv_listening(FILE *out, const struct report_recv_banner *b,
 			   bool json);
 
+/* Saved runs (--save LABEL, linerate results): one JSON object a line
+ * of a results file. */
+struct report_saved_run {
+	unsigned id;
+	const char *label;
+	int64_t time;		 /* seconds since the epoch */
+	const char *command;	 /* bench, send, get, doctor */
+	const char *direction;	 /* send, receive, both: from this end */
+	const char *host;	 /* the far end as given */
+	double bytes_per_second; /* the run's rate */
+	uint64_t bytes;
+	double seconds;
+	double cpu_s_per_gb[2];	      /* this end, the far end; < 0 unknown */
+	const char *cipher;	      /* "" or NULL: none or unknown */
+	const struct link_info *link; /* NULL: unknown */
+	const char *nodename, *kernel;
+	const struct proto_probe_result *local; /* this end's facts */
+	double local_cores;
+	const struct proto_probe_result *remote; /* NULL: not known */
+	double remote_cores;
+	int argc;
+	char *const *argv; /* the command's arguments */
+	const char *run;   /* its JSON: a document, or lines of events */
+};
+
+/* The run as one line of JSON, newline included; malloc'd, NULL when out
+ * of memory. */
+char *report_saved_line(const struct report_saved_run *r);
+
+/* The largest id of the saved runs in a results file's text, 0 none. */
+unsigned report_saved_max_id(const char *text);
+
+/* linerate results: the runs in text (the results file path's contents)
+ * as a table, or a JSON array of them. A line that is not a saved run is
+ * named on warn (PATH:LINE: why) and skipped. 0, or -ENOENT (said) when
+ * there is none. */
+int report_saved_list(FILE *out, FILE *warn, const char *path, const char *text,
+		      bool json);
+
+/* --compare A B: for each command and direction, the median rate of the
+ * runs labelled A and B and B over A. -ENOENT (said on warn) when a label
+ * has no run. */
+int report_saved_compare(FILE *out, FILE *warn, const char *path,
+			 const char *text, const char *a, const char *b,
+			 bool json);
+
 void report_doctor_human(FILE *out, const struct doctor_report *r);
 void report_doctor_json(FILE *out, const struct doctor_report *r,
 			const char *error);

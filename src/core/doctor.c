@@ -464,11 +464,12 @@ static int open_ctrl(const struct doctor_opts *o, struct conn *c,
 }
 
 static int probe(const struct doctor_opts *o, const char *dir,
+		 uint64_t disk_bytes, uint32_t cipher_ms,
 		 struct proto_probe_result *out, struct lr_err *err)
 {
 	struct proto_probe_request req = {
-		.disk_bytes = o->size,
-		.cipher_ms = 150,
+		.disk_bytes = disk_bytes,
+		.cipher_ms = cipher_ms,
 	};
 	uint8_t *buf = malloc(PROTO_MAX_BODY + 64);
 	char where[NET_ADDRSTR];
@@ -515,6 +516,12 @@ static int probe(const struct doctor_opts *o, const char *dir,
 	conn_fini(&c);
 	free(buf);
 	return r;
+}
+
+int doctor_probe_facts(const struct doctor_opts *o,
+		       struct proto_probe_result *out, struct lr_err *err)
+{
+	return probe(o, NULL, 0, 0, out, err);
 }
 
 static double now_s(void)
@@ -680,7 +687,7 @@ static int both_sides(const struct doctor_opts *o,
 	int r;
 
 	say_stage(cb, "the server's CPU, ciphers and disk");
-	r = probe(o, dir, &rep->remote.p, err);
+	r = probe(o, dir, o->size, 150, &rep->remote.p, err);
 	if (r)
 		return r;
 	rep->remote.cores = side_cores(&rep->remote.p);

@@ -116,6 +116,11 @@ void doctor_advise(struct doctor_report *r);
 int doctor_run(const struct doctor_opts *o, const struct doctor_callbacks *cb,
 	       struct doctor_report *rep, struct lr_err *err);
 
+/* The server's facts only (host, port, family, psk and cipher_wish of
+ * o): a probe without disk test or cipher rates. */
+int doctor_probe_facts(const struct doctor_opts *o,
+		       struct proto_probe_result *out, struct lr_err *err);
+
 /* The server's side of PROBE_REQUEST: facts, ciphers, a disk write below
  * rootfd (-1 = none). */
 void doctor_probe_answer(const struct proto_probe_request *req, int rootfd,

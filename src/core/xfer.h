@@ -213,6 +213,7 @@ struct xfer_result {
 	char link_if[32];
 	uint64_t link_speed_bps; /* 0 = unknown */
 	unsigned link_mtu;
+	bool link_wireless, link_virtual; /* Wi-Fi; veth, loopback, tunnel */
 };
 
 struct conn; /* conn.h: the engine's own */

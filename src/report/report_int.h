@@ -24,6 +24,9 @@
  *   recv.c             recv's banner: where it listens, the token, the
  *                      command to run on the sender
  *   doctor.c           linerate doctor
+ *   completion.c       linerate completion: the shells' scripts
+ *   results.c          saved runs: the line --save appends, linerate
+ *                      results (the table, JSON, --compare)
  */
 
 #include <cjson/cJSON.h>

@@ -294,6 +294,8 @@ static void client_link(struct xcl *k, struct xfer_result *lk)
 		snprintf(lk->link_if, sizeof(lk->link_if), "%s", li.ifname);
 		lk->link_speed_bps = li.speed_bps;
 		lk->link_mtu = li.mtu;
+		lk->link_wireless = li.wireless;
+		lk->link_virtual = li.virtual_if;
 	}
 	lk->ipv6 = ss.ss_family == AF_INET6;
 }
@@ -323,6 +325,8 @@ static int client_session(struct xcl *k, const struct xfer_callbacks *cb,
 	memcpy(res->link_if, lk.link_if, sizeof(res->link_if));
 	res->link_speed_bps = lk.link_speed_bps;
 	res->link_mtu = lk.link_mtu;
+	res->link_wireless = lk.link_wireless;
+	res->link_virtual = lk.link_virtual;
 	return r;
 }
 

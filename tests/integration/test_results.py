@@ -1,0 +1,208 @@
+# SPDX-License-Identifier: MIT
+"""--save LABEL on bench, send, get and doctor, and `linerate results`:
+each run appended as one JSON line (its JSON, label, time, both ends'
+facts) to the results file; the table, the JSON list, --compare's ratios;
+a bad, truncated or foreign line named and skipped, never the others."""
+
+import json
+import os
+import re
+import statistics
+import subprocess
+
+import pytest
+
+from lrproc import describe, strict_json
+from xferutil import env_without_token, write_random
+
+LOOP = "127.0.0.1"
+
+
+@pytest.fixture
+def world(serve, linerate_bin, tmp_path):
+    tok = tmp_path / "token"
+    res = subprocess.run([linerate_bin, "token"], capture_output=True,
+                         text=True, timeout=10)
+    tok.write_text(res.stdout.strip() + "\n")
+    root = tmp_path / "root"
+    root.mkdir()
+    srv = serve("--no-iperf3", "--root", str(root), "--token-file", str(tok))
+    return {"bin": linerate_bin, "tok": str(tok), "port": str(srv.port),
+            "root": root, "tmp": tmp_path,
+            "results": str(tmp_path / "runs.jsonl")}
+
+
+def lr(w, *args, env=None, timeout=120):
+    return subprocess.run([w["bin"], *args], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout,
+                          env=env or env_without_token())
+
+
+def bench_save(w, label, *extra):
+    res = lr(w, "bench", "-p", w["port"], "--token-file", w["tok"], "-t",
+             "0.5", "--save", label, "--results", w["results"], *extra, LOOP)
+    assert res.returncode == 0, describe(res)
+    return res
+
+
+def listed(w, *extra):
+    res = lr(w, "results", "--results", w["results"], "--json", *extra)
+    assert res.returncode == 0, describe(res)
+    return strict_json(res.stdout)
+
+
+def test_bench_runs_saved_listed_and_compared(world):
+    w = world
+    res = bench_save(w, "cable")
+    assert re.search(r"saved as run 1, label 'cable', in .*runs\.jsonl",
+                     res.stdout), res.stdout
+    bench_save(w, "cable", "-R")
+    bench_save(w, "cable")
+    res = bench_save(w, "wifi", "-J")
+    # JSON output stays one document; the note goes to standard error
+    assert "end" in strict_json(res.stdout)
+    assert "saved as run 4" in res.stderr, res.stderr
+    runs = listed(w)
+    assert [r["id"] for r in runs] == [1, 2, 3, 4]
+    assert [r["summary"]["direction"] for r in runs] == [
+        "send", "receive", "send", "send"]
+    for r in runs:
+        assert r["command"] == "bench" and r["label"] in ("cable", "wifi")
+        assert r["run"]["end"]["sum_received"]["bytes"] == \
+            r["summary"]["bytes"], r["summary"]
+        assert r["summary"]["bytes_per_second"] > 0
+        assert r["summary"]["cipher"] == "aes-256-gcm"
+        assert r["summary"]["cpu_seconds_per_gb_here"] > 0
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", r["time"])
+        here, there = r["facts"]["here"], r["facts"]["there"]
+        assert here["host"] == os.uname().nodename
+        assert here["cores_usable"] > 0 and "storage" in here
+        # the server's own facts, asked for with the token
+        assert there["host"] == LOOP and there["cores_usable"] > 0
+        assert r["facts"]["link"]["kind"] == "loopback"
+        assert "--save" in r["arguments"]
+    # the table: one row a run, the rate in MB/s
+    res = lr(w, "results", "--results", w["results"])
+    assert res.returncode == 0, describe(res)
+    rows = [line for line in res.stdout.splitlines()
+            if re.match(r"\s+\d+\s", line)]
+    assert len(rows) == 4, res.stdout
+    mbs = runs[1]["summary"]["bytes_per_second"] / 1e6
+    assert f"{mbs:.1f}" in rows[1] and "receive" in rows[1], rows[1]
+    # --compare: medians per command and direction, B over A
+    doc = listed(w, "--compare", "cable", "wifi")
+    assert doc["a"] == "cable" and doc["b"] == "wifi"
+    send = [g for g in doc["groups"] if g["direction"] == "send"][0]
+    a = statistics.median(r["summary"]["bytes_per_second"] for r in runs
+                          if r["label"] == "cable"
+                          and r["summary"]["direction"] == "send")
+    b = runs[3]["summary"]["bytes_per_second"]
+    assert send["a"]["runs"] == 2 and send["b"]["runs"] == 1
+    assert send["ratio"] == pytest.approx(b / a, rel=1e-9)
+    back = [g for g in doc["groups"] if g["direction"] == "receive"][0]
+    assert back["a"]["runs"] == 1 and back["b"]["runs"] == 0
+    assert "ratio" not in back
+    res = lr(w, "results", "--results", w["results"], "--compare", "cable",
+             "wifi")
+    assert res.returncode == 0, describe(res)
+    assert re.search(rf"bench\s+send\s+.*\(2\).*\(1\)\s+{b / a:.2f}x",
+                     res.stdout), res.stdout
+    res = lr(w, "results", "--results", w["results"], "--compare", "cable",
+             "nothere")
+    assert res.returncode == 1, describe(res)
+    assert "no run saved with the label 'nothere'" in res.stderr
+
+
+def test_transfers_and_doctor_saved(world):
+    w = world
+    src = w["tmp"] / "big.bin"
+    write_random(src, 8 << 20)
+    res = lr(w, "send", "-p", w["port"], "--token-file", w["tok"], "--save",
+             "push", "--results", w["results"], str(src), f"{LOOP}:in/")
+    assert res.returncode == 0, describe(res)
+    assert (w["root"] / "in" / "big.bin").stat().st_size == 8 << 20
+    dest = w["tmp"] / "back"
+    res = lr(w, "get", "-p", w["port"], "--token-file", w["tok"], "--json",
+             "--save", "pull", "--results", w["results"],
+             f"{LOOP}:in/big.bin", str(dest))
+    assert res.returncode == 0, describe(res)
+    assert (dest / "big.bin").read_bytes() == src.read_bytes()
+    assert "saved as run 2" in res.stderr, res.stderr
+    res = lr(w, "doctor", "-p", w["port"], "--token-file", w["tok"], "-t",
+             "0.5", "--size", "16M", "--no-ssh", "--save", "doc",
+             "--results", w["results"], LOOP)
+    assert res.returncode == 0, describe(res)
+    runs = listed(w)
+    assert [(r["id"], r["command"], r["summary"]["direction"])
+            for r in runs] == [(1, "send", "send"), (2, "get", "receive"),
+                               (3, "doctor", "send")]
+    for r in runs[:2]:
+        events = [e["event"] for e in r["run"]["events"]]
+        assert events[0] == "start" and events[-1] == "end", events
+        end = r["run"]["events"][-1]
+        assert end["bytes"] == 8 << 20 == r["summary"]["bytes"]
+        assert r["facts"]["there"]["cpu_model"]
+    assert runs[2]["run"]["transfer"]["bytes"] == 16 << 20
+    assert runs[2]["facts"]["there"]["storage"]
+    # a failed run is not saved
+    res = lr(w, "send", "-p", w["port"], "--token-file", w["tok"], "--save",
+             "push", "--results", w["results"], str(w["tmp"] / "missing"),
+             f"{LOOP}:in/")
+    assert res.returncode != 0
+    assert len(listed(w)) == 3
+
+
+def test_a_bad_line_is_named_and_never_costs_the_others(world):
+    w = world
+    bench_save(w, "good")
+    good = open(w["results"]).read()
+    iperf3_doc = json.dumps({"start": {"version": "iperf 3.12"},
+                             "end": {}})
+    with open(w["results"], "a") as f:
+        f.write("\n" + iperf3_doc + "\n")
+        f.write('{"format": "linerate run 1", "id": 7, "label": "x"}\n')
+        f.write(good[:len(good) // 2])        # cut short, no newline
+    before = open(w["results"]).read()
+    res = lr(w, "results", "--results", w["results"])
+    assert res.returncode == 0, describe(res)
+    assert len([line for line in res.stdout.splitlines()
+                if re.match(r"\s+\d+\s", line)]) == 1, res.stdout
+    warn = res.stderr
+    assert re.search(r"runs\.jsonl:3: not a saved run .*another tool", warn)
+    assert re.search(r"runs\.jsonl:4: a saved run with a field missing",
+                     warn)
+    assert re.search(r"runs\.jsonl:5: not JSON \(cut short\?\)", warn)
+    assert "runs.jsonl:2" not in warn     # an empty line is no error
+    # the next save goes on a line of its own after all that, id 2
+    bench_save(w, "good")
+    after = open(w["results"]).read()
+    assert after.startswith(before + "\n"), "earlier lines changed"
+    assert [r["id"] for r in listed(w)] == [1, 2]
+
+
+def test_default_file_and_refusals(world, tmp_path):
+    w = dict(world)
+    data = tmp_path / "xdg"
+    env = env_without_token({"XDG_DATA_HOME": str(data)})
+    res = lr(w, "bench", "-p", w["port"], "--token-file", w["tok"], "-t",
+             "0.5", "--save", "here", LOOP, env=env)
+    assert res.returncode == 0, describe(res)
+    path = data / "linerate" / "results.jsonl"
+    assert path.exists() and (path.stat().st_mode & 0o777) == 0o600
+    res = lr(w, "results", "--json", env=env)
+    assert res.returncode == 0, describe(res)
+    assert [r["label"] for r in strict_json(res.stdout)] == ["here"]
+    # without XDG_DATA_HOME: under HOME
+    home = tmp_path / "home"
+    home.mkdir()
+    env = env_without_token({"HOME": str(home)})
+    env.pop("XDG_DATA_HOME", None)
+    res = lr(w, "results", env=env)
+    assert res.returncode == 1, describe(res)
+    assert str(home / ".local/share/linerate/results.jsonl") in res.stderr
+    for bad in ("", "a\tb", "x" * 65):
+        res = lr(w, "bench", "--save", bad, LOOP)
+        assert res.returncode == 2, (bad, describe(res))
+        assert "--save" in res.stderr and "Try" in res.stderr
+    res = lr(w, "results", "--compare", "a")
+    assert res.returncode == 2, describe(res)
