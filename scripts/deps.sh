@@ -14,9 +14,13 @@ pkgs=(
 	busybox # the --copy-self script under the shell tools of OpenWrt
 	zsh # the completion test runs its script
 	systemd # systemd-analyze verify checks the service unit
+	librsvg2-bin # rsvg-convert draws linerate plot's SVG for its test
 )
 if [ "${1:-}" = "--bench" ]; then
 	pkgs+=(netcat-openbsd fio hyperfine time)
+fi
+if [ "${1:-}" = "--browser" ]; then
+	pkgs+=(chromium) # scripts/render-html.sh: plot's page in a browser
 fi
 
 missing=()

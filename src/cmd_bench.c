@@ -542,7 +542,9 @@ static void bench_save(struct bench_cli_opts *o, const struct bench_result *res,
 	struct link_info link;
 
 	report_bench_flush(cap);
-	results_from_bench(res, o->b.host, &run, &link);
+	/* the far end as typed (over ssh, b.host is its address) */
+	results_from_bench(res, o->ra.host[0] ? o->ra.host : o->b.host, &run,
+			   &link);
 	run.run = results_capture_text(txt);
 	if (!o->iperf3 && !o->via_ssh && o->have_token &&
 	    !results_far_facts(o->b.host, o->b.port, o->b.family, o->b.psk,

@@ -163,7 +163,7 @@ static void doctor_save(const struct doctor_cli *o,
 	report_doctor_json(txt.f, rep, NULL);
 	run.command = "doctor";
 	run.direction = "send";
-	run.host = o->d.host;
+	run.host = o->ra.host[0] ? o->ra.host : o->d.host;
 	run.bytes = rep->xfer_bytes;
 	run.bytes_per_second = rep->xfer_bps;
 	run.seconds =

@@ -28,6 +28,11 @@ static const struct cmd cmds[] = {
 	{ "get", cmd_get, cmd_get_usage,
 	  "pull files and directory trees from a linerate server",
 	  &cmd_send_opts },
+#ifdef LINERATE_PLOT
+	{ "plot", cmd_plot, cmd_plot_usage,
+	  "draw runs as SVG or HTML: throughput over time, labels compared",
+	  &cmd_plot_opts },
+#endif
 	{ "recv", cmd_recv, cmd_recv_usage,
 	  "receive one transfer into a directory, with a fresh token",
 	  &cmd_recv_opts },

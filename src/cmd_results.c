@@ -43,7 +43,7 @@ static const struct option long_opts[] = {
 	{ "compare", required_argument, NULL, OPT_COMPARE },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "help", no_argument, NULL, 'h' },
-	RESULTS_LONG_OPTIONS,
+	{ "results", required_argument, NULL, RESULTS_OPT_FILE },
 	{ NULL, 0, NULL, 0 },
 };
 

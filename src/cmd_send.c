@@ -295,19 +295,26 @@ static int stdin_dest(const char *path, struct send_cli *o, struct lr_err *err)
 	return 0;
 }
 
-/* HOST:DIR/ is HOST:DIR (the directory the sources land in): its
- * trailing slashes go. */
+/* HOST:DIR as the server takes it: "a//b/./c/" is "a/b/c" (empty and
+ * "." parts go, as a shell and rsync read them). */
 static int dest_dir(const char *path, struct send_cli *o, struct lr_err *err)
 {
-	size_t n = strlen(path);
+	const char *p = path, *e;
+	size_t n = 0, k;
 
-	while (n && path[n - 1] == '/')
-		n--;
-	if (n == strlen(path))
-		return 0;
-	if (n >= sizeof(o->destbuf))
-		return lr_err_set(err, -ENAMETOOLONG, "%s: too long", path);
-	memcpy(o->destbuf, path, n);
+	for (; *p; p = *e ? e + 1 : e) {
+		e = strchrnul(p, '/');
+		k = (size_t)(e - p);
+		if (!k || (k == 1 && *p == '.'))
+			continue;
+		if (n + k + 2 > sizeof(o->destbuf))
+			return lr_err_set(err, -ENAMETOOLONG, "%s: too long",
+					  path);
+		if (n)
+			o->destbuf[n++] = '/';
+		memmove(o->destbuf + n, p, k); /* path may be destbuf */
+		n += k;
+	}
 	o->destbuf[n] = '\0';
 	o->dest = o->destbuf;
 	return 0;
@@ -354,12 +361,10 @@ static int push_args(int argc, char **argv, int first, struct send_cli *o,
 	o->c.src.paths = o->paths;
 	path = send_clean_remote(path);
 	o->dest = path;
-	if (!strcmp(argv[first], "-")) {
-		if (stdin_dest(path, o, err))
-			return -EINVAL;
-	} else if (dest_dir(path, o, err)) {
+	if (!strcmp(argv[first], "-") && stdin_dest(path, o, err))
 		return -EINVAL;
-	}
+	if (dest_dir(o->dest, o, err))
+		return -EINVAL;
 	o->c.op = XFER_PUSH;
 	o->c.npaths = 1;
 	o->c.paths[0] = o->dest;
@@ -722,8 +727,14 @@ static void save_end(struct send_cli *o, struct send_save *sv, int r,
 	struct link_info link;
 
 	report_xfer_end(sv->rx, res, o->link_speed, r ? "failed" : NULL);
-	if (!r && !(o->c.x.flags & XFER_F_DRY_RUN)) {
-		results_from_xfer(res, o->pull, o->c.host, &run, &link);
+	if (!r && !(o->c.x.flags & XFER_F_DRY_RUN) && !res->bytes)
+		report_msg(stderr, "--save: nothing was moved (all there "
+				   "already): no rate to keep, not saved\n");
+	else if (!r && !(o->c.x.flags & XFER_F_DRY_RUN)) {
+		/* the far end as typed (over ssh, c.host is its address) */
+		results_from_xfer(res, o->pull,
+				  o->ra.host[0] ? o->ra.host : o->c.host, &run,
+				  &link);
 		run.cpu_s_per_gb[0] = own_cpu_per_gb(res->bytes);
 		run.run = results_capture_text(&sv->txt);
 		if (!o->via_ssh && o->have_token &&

@@ -572,12 +572,18 @@ static void serve_signals(void)
 {
 	struct sigaction sa;
 
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	struct sigaction old;
+	unsigned i;
+
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	/* one the starter ignores (nohup, a script's &) stays ignored */
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (!sigaction(sigs[i], NULL, &old) &&
+		    old.sa_handler != SIG_IGN)
+			sigaction(sigs[i], &sa, NULL);
 }
 
 /* Both servers until a signal (or --once); the iperf3 one in a thread. */

@@ -15,6 +15,7 @@ int cmd_recv(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_completion(int argc, char **argv);
 int cmd_results(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
 
 /* Usage text of each subcommand. */
 extern const char cmd_bench_usage[];
@@ -29,6 +30,7 @@ extern const char cmd_recv_usage[];
 extern const char cmd_doctor_usage[];
 extern const char cmd_completion_usage[];
 extern const char cmd_results_usage[];
+extern const char cmd_plot_usage[];
 
 /* Option tables of each (get reads send's), for completion and checks. */
 struct cmd_opts;
@@ -41,5 +43,6 @@ extern const struct cmd_opts cmd_send_opts;
 extern const struct cmd_opts cmd_recv_opts;
 extern const struct cmd_opts cmd_doctor_opts;
 extern const struct cmd_opts cmd_results_opts;
+extern const struct cmd_opts cmd_plot_opts;
 
 #endif

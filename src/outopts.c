@@ -15,6 +15,16 @@
 #include "report.h"
 #include "banned.h"
 
+/* The pid file to remove when a signal ends the process, and the
+ * dispositions replaced to do it. */
+static char pid_path[4096];
+#define PID_SIGS 3
+static const int pid_sigs[PID_SIGS] = { SIGINT, SIGTERM, SIGHUP };
+static struct sigaction pid_old[PID_SIGS];
+static bool pid_set[PID_SIGS];
+
+static void pid_signals_back(void);
+
 /* How long outopts_end waits for a pump's last bytes. */
 #define PUMP_DRAIN_S 2
 
@@ -354,22 +364,45 @@ static bool pump_drained(struct outopts_pump *p)
 	}
 }
 
-/* The streams back where they went; the pump's last bytes written. */
-static void pump_stop(struct outopts_pump *p)
+/* The streams back where they went; the pump's last bytes written; *pp
+ * freed (NULL: none). */
+static void pump_stop(struct outopts_pump **pp)
 {
-	if (p->saved < 0)
+	struct outopts_pump *p = *pp;
+
+	*pp = NULL;
+	if (!p)
 		return;
 	pump_restore(p);
 	if (!pump_drained(p)) {
-		/* a child holds the pipe: the thread keeps what it uses */
+		/* a child holds the pipe: the thread keeps p and all it
+		 * uses (on the heap) until the process ends */
 		pthread_detach(p->th);
-		p->saved = -1;
 		return;
 	}
 	pthread_join(p->th, NULL);
 	sem_destroy(&p->done);
 	close(p->in);
 	pump_close_saved(p);
+	free(p);
+}
+
+/* A pump in the place of fd (and fd2), on the heap: a thread left with
+ * a pipe a child holds may outlive the caller's frame. */
+static int pump_new(struct outopts_pump **pp, int fd, int fd2, const char *fmt,
+		    struct lr_err *err)
+{
+	struct outopts_pump *p = calloc(1, sizeof(*p));
+	int r;
+
+	if (!p)
+		return lr_err_setc(err, -ENOMEM, "--timestamps");
+	r = pump_start(p, fd, fd2, fmt, err);
+	if (r)
+		free(p);
+	else
+		*pp = p;
+	return r;
 }
 
 /* Whether standard output and error are the same open file (a log
@@ -387,11 +420,11 @@ static int pumps_start(struct outopts *o, struct lr_err *err)
 	int r;
 
 	if (same_file(STDOUT_FILENO, STDERR_FILENO))
-		return pump_start(&o->pumps[0], STDOUT_FILENO, STDERR_FILENO,
-				  o->ts_fmt, err);
-	r = pump_start(&o->pumps[0], STDOUT_FILENO, -1, o->ts_fmt, err);
+		return pump_new(&o->pumps[0], STDOUT_FILENO, STDERR_FILENO,
+				o->ts_fmt, err);
+	r = pump_new(&o->pumps[0], STDOUT_FILENO, -1, o->ts_fmt, err);
 	if (!r)
-		r = pump_start(&o->pumps[1], STDERR_FILENO, -1, o->ts_fmt, err);
+		r = pump_new(&o->pumps[1], STDERR_FILENO, -1, o->ts_fmt, err);
 	return r;
 }
 
@@ -399,7 +432,7 @@ int outopts_start(struct outopts *o, bool json, struct lr_err *err)
 {
 	int r;
 
-	o->pumps[0].saved = o->pumps[1].saved = -1;
+	o->pumps[0] = o->pumps[1] = NULL;
 	report_set_rate_format(o->format);
 	if (o->pidfile && (r = pidfile_write(o, err)))
 		return r;
@@ -423,15 +456,13 @@ void outopts_end(struct outopts *o)
 	fflush(stderr);
 	pump_stop(&o->pumps[0]);
 	pump_stop(&o->pumps[1]);
+	pid_signals_back(); /* no late signal removes a successor's file */
 	if (o->pid_written && pidfile_read(o->pidfile) == getpid())
 		unlink(o->pidfile);
 	if (o->pid_written)
 		close(o->pid_fd);
 	o->pid_written = false;
 }
-
-/* The pid file to remove when a signal ends the process. */
-static char pid_path[4096];
 
 static void pid_on_signal(int sig)
 {
@@ -443,6 +474,7 @@ static void pid_on_signal(int sig)
 void outopts_end_on_signal(const struct outopts *o)
 {
 	struct sigaction sa;
+	unsigned i;
 
 	if (!o->pid_written || strlen(o->pidfile) >= sizeof(pid_path))
 		return;
@@ -450,7 +482,22 @@ void outopts_end_on_signal(const struct outopts *o)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = pid_on_signal;
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	/* one the starter ignores (nohup, a script's &) stays ignored */
+	for (i = 0; i < PID_SIGS; i++)
+		if (!sigaction(pid_sigs[i], NULL, &pid_old[i]) &&
+		    pid_old[i].sa_handler != SIG_IGN &&
+		    !sigaction(pid_sigs[i], &sa, NULL))
+			pid_set[i] = true;
+}
+
+/* The dispositions outopts_end_on_signal replaced, back. */
+static void pid_signals_back(void)
+{
+	unsigned i;
+
+	for (i = 0; i < PID_SIGS; i++)
+		if (pid_set[i]) {
+			sigaction(pid_sigs[i], &pid_old[i], NULL);
+			pid_set[i] = false;
+		}
 }

@@ -43,7 +43,7 @@ struct outopts {
 	const char *pidfile; /* -I, --pidfile FILE */
 	bool pid_written;
 	int pid_fd; /* the pid file, open and locked while written */
-	struct outopts_pump pumps[2];
+	struct outopts_pump *pumps[2]; /* NULL: none */
 };
 
 /* Their ids (above any command's own) and entries in a table. */

@@ -185,12 +185,15 @@ struct report_saved_run {
 	const char *run;   /* its JSON: a document, or lines of events */
 };
 
+/* Whether s is valid UTF-8 (labels must be: the results file is JSON). */
+bool report_utf8_valid(const char *s);
+
+/* How a saved run's line starts (its id follows). */
+#define REPORT_SAVED_PREFIX "{\"format\":\"linerate run 1\",\"id\":"
+
 /* The run as one line of JSON, newline included; malloc'd, NULL when out
  * of memory. */
 char *report_saved_line(const struct report_saved_run *r);
-
-/* The largest id of the saved runs in a results file's text, 0 none. */
-unsigned report_saved_max_id(const char *text);
 
 /* linerate results: the runs in text (the results file path's contents)
  * as a table, or a JSON array of them. A line that is not a saved run is
@@ -205,6 +208,31 @@ int report_saved_list(FILE *out, FILE *warn, const char *path, const char *text,
 int report_saved_compare(FILE *out, FILE *warn, const char *path,
 			 const char *text, const char *a, const char *b,
 			 bool json);
+
+/* The saved runs of text that sel names: an id, a label (all its runs),
+ * or NULL (the runs of the label saved last); fn called with each one's
+ * line (not NUL-terminated: len bytes), id and label. How many. */
+size_t report_saved_select(const char *text, const char *sel,
+			   void (*fn)(void *ctx, const char *line, size_t len,
+				      unsigned id, const char *label),
+			   void *ctx);
+
+/* linerate plot: one run to draw. */
+struct report_plot_run {
+	const char *name;  /* in the legend: "LABEL #ID", or the file */
+	const char *label; /* the comparison's group; "" for a file */
+	const char *text;  /* a saved run's line, or a file's JSON */
+	bool saved;	   /* text is a saved run's line */
+};
+
+/* Throughput over time of the runs (bench intervals, per stream when
+ * there is one run; a transfer's progress) and, with runs of two labels
+ * or more, their medians by label and direction: an SVG document, or
+ * with html a page holding it and a table. -EINVAL with err set when a
+ * run is not linerate's JSON (the line named) or nothing can be drawn. */
+int report_plot(FILE *out, bool html, const char *title,
+		const struct report_plot_run *runs, size_t n, char *err,
+		size_t errcap);
 
 void report_doctor_human(FILE *out, const struct doctor_report *r);
 void report_doctor_json(FILE *out, const struct doctor_report *r,

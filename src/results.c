@@ -29,14 +29,16 @@ int results_option(struct results_opts *o, int c, const char *arg,
 	case RESULTS_OPT_SAVE:
 		if (!arg[0] || strlen(arg) > RESULTS_MAX_LABEL)
 			return lr_err_set(err, -EINVAL,
-					  "--save: a label of 1 to %d "
-					  "characters",
+					  "--save: a label of 1 to %d bytes",
 					  RESULTS_MAX_LABEL);
 		for (p = (const unsigned char *)arg; *p; p++)
 			if (*p < 0x20 || *p == 0x7f)
 				return lr_err_set(err, -EINVAL,
 						  "--save: no control "
 						  "characters in a label");
+		if (!report_utf8_valid(arg))
+			return lr_err_set(err, -EINVAL,
+					  "--save: a label in UTF-8");
 		o->label = arg;
 		return 0;
 	case RESULTS_OPT_FILE:
@@ -354,22 +356,68 @@ static int append_all(int fd, const char *buf, size_t n)
 	return 0;
 }
 
+/* The id a line's first bytes hold, when they are a saved run's. */
+static unsigned line_id(const char *head, size_t n)
+{
+	static const char pre[] = REPORT_SAVED_PREFIX;
+	unsigned long v = 0;
+	size_t i = sizeof(pre) - 1;
+
+	if (n <= i || memcmp(head, pre, i))
+		return 0;
+	for (; i < n && head[i] >= '0' && head[i] <= '9' && v < 1000000000; i++)
+		v = v * 10 + (unsigned long)(head[i] - '0');
+	return (unsigned)v;
+}
+
+/* The largest id in the file, read a block at a time (never all of it in
+ * memory, never a run parsed), and whether its last byte ends a line. */
+static int scan_ids(int fd, unsigned *max, bool *ends_line)
+{
+	char buf[65536], head[64];
+	size_t hn = 0;
+	bool start = true;
+	off_t off = 0;
+	ssize_t k, i;
+
+	*max = 0;
+	*ends_line = true;
+	while ((k = pread(fd, buf, sizeof(buf), off)) != 0) {
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		for (i = 0; i < k; i++) {
+			if (start && hn < sizeof(head))
+				head[hn++] = buf[i];
+			if (buf[i] != '\n' && hn < sizeof(head))
+				continue;
+			if (start && line_id(head, hn) > *max)
+				*max = line_id(head, hn);
+			start = buf[i] == '\n';
+			hn = 0;
+		}
+		*ends_line = buf[k - 1] == '\n';
+		off += k;
+	}
+	return 0;
+}
+
 /* The run's line at the end of the locked file fd: on a line of its own
  * even when the last one was cut short, its id one more than any. */
 static int append_run(int fd, const char *path, struct report_saved_run *r,
 		      struct lr_err *err)
 {
-	char *text = NULL, *line;
-	size_t n;
+	char *line;
+	unsigned max;
+	bool ends_line;
 	int e;
 
-	e = read_fd(fd, path, &text, err);
+	e = scan_ids(fd, &max, &ends_line);
 	if (e)
-		return e;
-	r->id = report_saved_max_id(text) + 1;
-	n = strlen(text);
-	e = n && text[n - 1] != '\n' ? append_all(fd, "\n", 1) : 0;
-	free(text);
+		return lr_err_setc(err, e, "reading %s", path);
+	r->id = max + 1;
+	e = !ends_line ? append_all(fd, "\n", 1) : 0;
 	line = e ? NULL : report_saved_line(r);
 	if (!e && !line)
 		e = -ENOMEM;

@@ -25,7 +25,8 @@ static const struct {
 	{ "include-from", VAL_FILE }, { "files-from", VAL_FILE },
 	{ "logfile", VAL_FILE },      { "pidfile", VAL_FILE },
 	{ "root", VAL_DIR },	      { "cipher", VAL_CIPHER },
-	{ "rsh", VAL_COMMAND },
+	{ "rsh", VAL_COMMAND },	      { "results", VAL_FILE },
+	{ "output", VAL_FILE },
 };
 
 #define CIPHER_NAMES "auto aes-256-gcm chacha20-poly1305 none"

@@ -11,8 +11,58 @@
 #include "report_int.h"
 #include "banned.h"
 
-/* What says a line is one of ours (and its layout's version). */
+/* What says a line is one of ours (and its layout's version): the
+ * writer puts it first and the id second, as REPORT_SAVED_PREFIX says. */
 #define SAVED_FORMAT "linerate run 1"
+
+/* The length of the UTF-8 sequence at s, 0 when it is not one. */
+static size_t utf8_len(const unsigned char *s)
+{
+	size_t n = s[0] < 0x80		   ? 1
+		   : (s[0] & 0xe0) == 0xc0 ? 2
+		   : (s[0] & 0xf0) == 0xe0 ? 3
+		   : (s[0] & 0xf8) == 0xf0 ? 4
+					   : 0;
+	size_t i;
+
+	if (n == 2 && s[0] < 0xc2)
+		return 0; /* overlong */
+	for (i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+bool report_utf8_valid(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n;
+
+	for (; *p; p += n)
+		if (!(n = utf8_len(p)))
+			return false;
+	return true;
+}
+
+/* A JSON string of s with each byte that is not UTF-8 made '?'. */
+static cJSON *text_json(const char *s)
+{
+	char *c = strdup(s ? s : "");
+	unsigned char *p = (unsigned char *)c;
+	cJSON *o;
+	size_t n;
+
+	if (!c)
+		return NULL;
+	for (; *p; p += n)
+		if (!(n = utf8_len(p))) {
+			*p = '?';
+			n = 1;
+		}
+	o = cJSON_CreateString(c);
+	free(c);
+	return o;
+}
 
 /* One end's facts. */
 static cJSON *facts_json(const struct proto_probe_result *p, double cores,
@@ -23,7 +73,7 @@ static cJSON *facts_json(const struct proto_probe_result *p, double cores,
 	if (!o)
 		return NULL;
 	if (host)
-		cJSON_AddStringToObject(o, "host", host);
+		cJSON_AddItemToObject(o, "host", text_json(host));
 	if (kernel)
 		cJSON_AddStringToObject(o, "kernel", kernel);
 	if (!p)
@@ -54,6 +104,47 @@ static cJSON *link_json(const struct link_info *l)
 	return o;
 }
 
+/* The most time samples a saved run keeps (a day's bench at one interval
+ * a second would be a line of hundreds of MB): evenly spaced. */
+#define SAVED_MAX_SAMPLES 600
+
+/* Whether an event is of kind k. */
+static bool event_is(const cJSON *ev, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(ev, "event");
+
+	return cJSON_IsString(v) && !strcmp(v->valuestring, k);
+}
+
+/* Of arr's items (those of event kind only, when kind is set), at most
+ * max evenly spaced, the last one kept; with drop, events of that kind
+ * go. */
+static void thin(cJSON *arr, int max, const char *kind, const char *drop)
+{
+	cJSON *it, *next;
+	int n = 0, i = 0, kept = 0;
+
+	if (!arr)
+		return;
+	for (it = arr->child; it; it = it->next)
+		n += !kind || event_is(it, kind);
+	for (it = arr->child; it; it = next) {
+		next = it->next;
+		if (drop && event_is(it, drop)) {
+			cJSON_Delete(cJSON_DetachItemViaPointer(arr, it));
+			continue;
+		}
+		if (kind && !event_is(it, kind))
+			continue;
+		/* item i starts a new 1/max-th of them, or is the last */
+		if (n <= max || (long)i * max / n >= kept || i == n - 1)
+			kept++;
+		else
+			cJSON_Delete(cJSON_DetachItemViaPointer(arr, it));
+		i++;
+	}
+}
+
 /* The run's JSON: one document, or JSON lines (a transfer's events) made
  * an object {"events": [...]}. NULL when it is neither. */
 static cJSON *run_json(const char *text)
@@ -62,8 +153,11 @@ static cJSON *run_json(const char *text)
 	cJSON *doc = cJSON_ParseWithOpts(text, &end, 1);
 	cJSON *o, *events;
 
-	if (doc)
+	if (doc) {
+		thin(cJSON_GetObjectItemCaseSensitive(doc, "intervals"),
+		     SAVED_MAX_SAMPLES, NULL, NULL);
 		return doc;
+	}
 	o = cJSON_CreateObject();
 	events = o ? cJSON_AddArrayToObject(o, "events") : NULL;
 	if (!events) {
@@ -81,6 +175,8 @@ static cJSON *run_json(const char *text)
 		if (ev)
 			cJSON_AddItemToArray(events, ev);
 	}
+	/* no per-file events (the end counts them), progress thinned */
+	thin(events, SAVED_MAX_SAMPLES, "progress", "file");
 	return o;
 }
 
@@ -125,7 +221,7 @@ char *report_saved_line(const struct report_saved_run *r)
 	cJSON_AddStringToObject(o, "command", r->command);
 	args = cJSON_AddArrayToObject(o, "arguments");
 	for (i = 0; args && i < r->argc; i++)
-		cJSON_AddItemToArray(args, cJSON_CreateString(r->argv[i]));
+		cJSON_AddItemToArray(args, text_json(r->argv[i]));
 	cJSON_AddItemToObject(o, "summary", summary_json(r));
 	facts = cJSON_AddObjectToObject(o, "facts");
 	if (facts) {
@@ -283,20 +379,6 @@ static int runs_load(struct runs *rs, FILE *warn, const char *path,
 	return 0;
 }
 
-unsigned report_saved_max_id(const char *text)
-{
-	struct runs rs;
-	unsigned max = 0;
-	size_t i;
-
-	if (!runs_load(&rs, NULL, "", text))
-		for (i = 0; i < rs.n; i++)
-			if (rs.s[i].id > max)
-				max = rs.s[i].id;
-	runs_free(&rs);
-	return max;
-}
-
 static void fmt_cpu(char *buf, size_t cap, const struct saved *s)
 {
 	char a[16] = "-", b[16] = "-";
@@ -308,17 +390,40 @@ static void fmt_cpu(char *buf, size_t cap, const struct saved *s)
 	snprintf(buf, cap, "%s / %s", a, b);
 }
 
-/* Text a user gave (a label, a host) in a column: control bytes
- * escaped, cut at width. */
+/* Characters (UTF-8 sequences) of s. */
+static int chars_of(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	int n = 0;
+	size_t k;
+
+	for (; *p; p += k, n++)
+		k = utf8_len(p) ? utf8_len(p) : 1;
+	return n;
+}
+
+/* Text from the file (a label, a host, a name) in a column of width
+ * characters: control bytes escaped, cut on a character with "~" at the
+ * end when longer, padded. */
 static void column(FILE *out, const char *s, int width)
 {
-	char buf[64];
+	const unsigned char *p = (const unsigned char *)(s ? s : "-");
+	char buf[256];
+	size_t o = 0, k;
+	int n = 0, all = chars_of(s ? s : "-");
 
-	snprintf(buf, sizeof(buf), "%s", s ? s : "-");
-	if ((int)strlen(buf) > width && width > 0)
-		buf[width] = '\0';
+	for (; *p && n < (all > width ? width - 1 : width); p += k, n++) {
+		k = utf8_len(p) ? utf8_len(p) : 1;
+		if (o + k >= sizeof(buf) - 2)
+			break;
+		memcpy(buf + o, p, k);
+		o += k;
+	}
+	if (all > width)
+		buf[o++] = '~', n++;
+	buf[o] = '\0';
 	report_escaped(out, buf);
-	fprintf(out, "%*s", width - (int)strlen(buf) + 2, "");
+	fprintf(out, "%*s", width - n + 2, "");
 }
 
 static void list_human(FILE *out, const struct runs *rs)
@@ -327,10 +432,10 @@ static void list_human(FILE *out, const struct runs *rs)
 	size_t i;
 
 	for (i = 0; i < rs->n; i++) {
-		int l = (int)strlen(rs->s[i].label);
-		int h = rs->s[i].host ? (int)strlen(rs->s[i].host) : 1;
+		int l = chars_of(rs->s[i].label);
+		int h = chars_of(rs->s[i].host ? rs->s[i].host : "-");
 
-		lw = l > lw ? (l > 24 ? 24 : l) : lw;
+		lw = l > lw ? (l > 32 ? 32 : l) : lw;
 		hw = h > hw ? (h > 24 ? 24 : h) : hw;
 	}
 	fprintf(out, "%4s  %-16s  %-*s  %-7s  %-9s  %-*s  %8s  %-13s  %s\n",
@@ -347,14 +452,17 @@ static void list_human(FILE *out, const struct runs *rs)
 		fmt_cpu(cpu, sizeof(cpu), s);
 		fprintf(out, "%4u  %-16s  ", s->id, when);
 		column(out, s->label, lw);
-		fprintf(out, "%-7s  %-9s  ", s->command, s->direction);
+		column(out, s->command, 7);
+		column(out, s->direction, 9);
 		column(out, s->host, hw);
-		fprintf(out, "%8.1f  %-13s  %s\n", s->bps / 1e6, cpu,
-			s->cipher && s->cipher[0] ? s->cipher : "-");
+		fprintf(out, "%8.1f  %-13s  ", s->bps / 1e6, cpu);
+		report_escaped(out,
+			       s->cipher && s->cipher[0] ? s->cipher : "-");
+		fputc('\n', out);
 	}
-	fprintf(out, "MB/s: 10^6 bytes/s; CPU s/GB: CPU seconds per 10^9 "
-		     "bytes here / there (bench; send, get: this\n"
-		     "process).\n");
+	fprintf(out, "MB/s: 10^6 bytes/s. CPU s/GB: CPU seconds per 10^9 "
+		     "bytes here / there\n(bench: both processes; send, get: "
+		     "this one).\n");
 }
 
 int report_saved_list(FILE *out, FILE *warn, const char *path, const char *text,
@@ -370,6 +478,7 @@ int report_saved_list(FILE *out, FILE *warn, const char *path, const char *text,
 		for (i = 0; arr && i < rs.n; i++)
 			cJSON_AddItemReferenceToArray(arr, rs.docs[i]);
 		report__json_line(out, arr);
+		r = rs.n ? 0 : -ENOENT; /* [] printed, exit 1 as the table's */
 	} else if (!r && rs.n) {
 		list_human(out, &rs);
 	} else if (!r) {
@@ -474,8 +583,9 @@ static void compare_row(FILE *out, cJSON *groups, const struct saved *s,
 		snprintf(b, sizeof(b), "%.1f (%u)", mb / 1e6, nb);
 	if (na && nb && ma > 0)
 		snprintf(q, sizeof(q), "%.2fx", mb / ma);
-	fprintf(out, "%-7s  %-9s  %16s  %16s  %8s\n", s->command, s->direction,
-		a, b, q);
+	column(out, s->command, 7);
+	column(out, s->direction, 9);
+	fprintf(out, "%16s  %16s  %8s\n", a, b, q);
 }
 
 int report_saved_compare(FILE *out, FILE *warn, const char *path,
@@ -530,4 +640,61 @@ int report_saved_compare(FILE *out, FILE *warn, const char *path,
 		report__json_line(out, doc);
 	runs_free(&rs);
 	return 0;
+}
+
+/* The label of the run with the largest id, or NULL. */
+static const char *latest_label(const struct runs *rs)
+{
+	const struct saved *best = NULL;
+	size_t i;
+
+	for (i = 0; i < rs->n; i++)
+		if (!best || rs->s[i].id > best->id)
+			best = &rs->s[i];
+	return best ? best->label : NULL;
+}
+
+/* Whether s is all digits (an id). */
+static bool is_id(const char *s)
+{
+	return s && *s && strspn(s, "0123456789") == strlen(s);
+}
+
+size_t report_saved_select(const char *text, const char *sel,
+			   void (*fn)(void *ctx, const char *line, size_t len,
+				      unsigned id, const char *label),
+			   void *ctx)
+{
+	struct runs rs;
+	const char *want, *p = text, *nl;
+	size_t n = 0, k = 0;
+
+	if (runs_load(&rs, NULL, "", text)) {
+		runs_free(&rs);
+		return 0;
+	}
+	want = sel ? sel : latest_label(&rs);
+	/* the lines again, in order: the k-th good one is rs.s[k] */
+	for (; want && *p && k < rs.n; p = nl ? nl + 1 : p + strlen(p)) {
+		size_t len;
+		cJSON *doc;
+		struct saved s;
+
+		nl = strchr(p, '\n');
+		len = nl ? (size_t)(nl - p) : strlen(p);
+		doc = cJSON_ParseWithLength(p, len);
+		if (!doc || saved_of(doc, &s)) {
+			cJSON_Delete(doc);
+			continue;
+		}
+		cJSON_Delete(doc);
+		s = rs.s[k++];
+		if (is_id(want) ? s.id == strtoul(want, NULL, 10)
+				: !strcmp(s.label, want)) {
+			fn(ctx, p, len, s.id, s.label);
+			n++;
+		}
+	}
+	runs_free(&rs);
+	return n;
 }

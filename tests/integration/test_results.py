@@ -144,12 +144,44 @@ def test_transfers_and_doctor_saved(world):
         assert r["facts"]["there"]["cpu_model"]
     assert runs[2]["run"]["transfer"]["bytes"] == 16 << 20
     assert runs[2]["facts"]["there"]["storage"]
+    # a run that moved nothing (all there already) has no rate to keep
+    res = lr(w, "send", "-p", w["port"], "--token-file", w["tok"], "--save",
+             "push", "--results", w["results"], str(src), f"{LOOP}:in/")
+    assert res.returncode == 0, describe(res)
+    assert "nothing was moved" in res.stderr and "not saved" in res.stderr
+    assert len(listed(w)) == 3
     # a failed run is not saved
     res = lr(w, "send", "-p", w["port"], "--token-file", w["tok"], "--save",
              "push", "--results", w["results"], str(w["tmp"] / "missing"),
              f"{LOOP}:in/")
     assert res.returncode != 0
     assert len(listed(w)) == 3
+
+
+def test_a_saved_transfer_keeps_its_rate_not_every_event(world):
+    """A tree of many files: no per-file events in the line (the end
+    counts them), the progress thinned; UTF-8 labels line up in the
+    table, cut on a character."""
+    w = world
+    tree = w["tmp"] / "many"
+    tree.mkdir()
+    for i in range(300):
+        (tree / f"f{i:03}").write_bytes(os.urandom(1000))
+    label = "caf\u00e9-" + "\u00e9" * 10 + "x" * 30
+    res = lr(w, "send", "-p", w["port"], "--token-file", w["tok"], "--save",
+             label, "--results", w["results"], str(tree), f"{LOOP}:t")
+    assert res.returncode == 0, describe(res)
+    (run,) = listed(w)
+    events = [e["event"] for e in run["run"]["events"]]
+    assert "file" not in events and events[-1] == "end", set(events)
+    assert run["run"]["events"][-1]["files_ok"] == 300
+    assert run["label"] == label
+    res = lr(w, "results", "--results", w["results"])
+    assert res.returncode == 0, describe(res)
+    head, row = res.stdout.splitlines()[:2]
+    # the columns after the label start where the header's do
+    assert row.index(" send ") + 1 == head.index("Command"), (head, row)
+    assert "~" in row and "\ufffd" not in row
 
 
 def test_a_bad_line_is_named_and_never_costs_the_others(world):
@@ -200,9 +232,18 @@ def test_default_file_and_refusals(world, tmp_path):
     res = lr(w, "results", env=env)
     assert res.returncode == 1, describe(res)
     assert str(home / ".local/share/linerate/results.jsonl") in res.stderr
-    for bad in ("", "a\tb", "x" * 65):
-        res = lr(w, "bench", "--save", bad, LOOP)
-        assert res.returncode == 2, (bad, describe(res))
-        assert "--save" in res.stderr and "Try" in res.stderr
+    for bad in ("", "a\tb", "x" * 65, b"caf\xe9"):
+        res = subprocess.run([w["bin"], "bench", "--save", bad, LOOP],
+                             stdin=subprocess.DEVNULL, capture_output=True,
+                             timeout=30, env=env_without_token())
+        assert res.returncode == 2, (bad, res.stderr)
+        assert b"--save" in res.stderr and b"Try" in res.stderr
+    # the list takes no --save; an empty list is an exit 1, also in JSON
+    res = lr(w, "results", "--save", "x")
+    assert res.returncode == 2, describe(res)
+    empty = str(tmp_path / "empty.jsonl")
+    res = lr(w, "results", "--results", empty, "--json")
+    assert res.returncode == 1 and strict_json(res.stdout) == [], \
+        describe(res)
     res = lr(w, "results", "--compare", "a")
     assert res.returncode == 2, describe(res)

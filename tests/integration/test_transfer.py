@@ -36,9 +36,11 @@ def test_single_file_push(xsrv):
     os.utime(src, ns=(1_650_000_000_987_654_321,) * 2)
     x.send_ok("-P", "4", "-q", src, x.dest("in"))
     same_file(src, x.root / "in" / "big.bin")
-    # HOST:DIR/ is HOST:DIR, as rsync and scp read it
+    # HOST:DIR/ is HOST:DIR, as rsync and scp read it; "//", "/./" too
     x.send_ok("-q", src, x.dest("slash//"))
     same_file(src, x.root / "slash" / "big.bin")
+    x.send_ok("-q", src, x.dest("./a//b/./c/."))
+    same_file(src, x.root / "a" / "b" / "c" / "big.bin")
     assert not temp_leftovers(x.root)
 
 

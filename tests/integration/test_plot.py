@@ -1,0 +1,194 @@
+# SPDX-License-Identifier: MIT
+"""linerate plot: the SVG is drawn by a real renderer (rsvg-convert) and
+the pixels are checked where the data must be: the summed rate a line of
+its colour across the plot area, above its streams' lines; one bar per
+label, their heights in the ratio of the labels' medians. The HTML page
+holds the chart and the table and asks nothing of the network (its
+rendering by a browser: scripts/render-html.sh). Errors name the file
+and the line."""
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from lrproc import describe, strict_json
+from pngread import hex_rgb, read_png
+from xferutil import env_without_token
+
+LOOP = "127.0.0.1"
+FRAME = (0x44, 0x44, 0x44)
+SUM, STREAM1, STREAM2 = "#0072b2", "#d55e00", "#009e73"
+
+
+def lr(binary, *args, timeout=120):
+    return subprocess.run([binary, *args], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout,
+                          env=env_without_token())
+
+
+@pytest.fixture
+def plotting(linerate_bin):
+    res = lr(linerate_bin, "plot", "--help")
+    if res.returncode != 0:
+        pytest.skip("built without plotting (meson -Dplot=false)")
+    if not shutil.which("rsvg-convert"):
+        pytest.skip("rsvg-convert is not installed (scripts/deps.sh "
+                    "installs librsvg2-bin)")
+    return linerate_bin
+
+
+@pytest.fixture
+def server(serve, linerate_bin, tmp_path):
+    tok = tmp_path / "token"
+    tok.write_text(lr(linerate_bin, "token").stdout)
+    srv = serve("--no-iperf3", "--token-file", str(tok))
+    return str(srv.port), str(tok)
+
+
+def render(svg, tmp_path):
+    png = tmp_path / (svg.stem + ".png")
+    res = subprocess.run(["rsvg-convert", "-o", str(png), str(svg)],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, describe(res)
+    return read_png(png)
+
+
+def panels(w, h, rows):
+    """The plot areas (left, top, right, bottom), found by their frame."""
+    x = w // 4
+    ys = [y for y in range(h) if rows[y][x] == FRAME]
+    # each frame: a top and a bottom edge (one pixel each, crisp)
+    edges = [y for i, y in enumerate(ys) if i == 0 or ys[i - 1] != y - 1]
+    assert len(edges) % 2 == 0 and edges, edges
+    out = []
+    for top, bottom in zip(edges[::2], edges[1::2]):
+        mid = rows[(top + bottom) // 2]
+        xs = [i for i in range(w) if mid[i] == FRAME]
+        out.append((xs[0], top, xs[-1], bottom))
+    return out
+
+
+def columns_with(rows, area, colour):
+    """{x: [y...]}: where colour is inside the area."""
+    left, top, right, bottom = area
+    c = hex_rgb(colour)
+    got = {}
+    for y in range(top + 1, bottom):
+        for x in range(left + 1, right):
+            if rows[y][x] == c:
+                got.setdefault(x, []).append(y)
+    return got
+
+
+def test_bench_run_over_time(plotting, server, tmp_path):
+    port, tok = server
+    run = tmp_path / "two.json"
+    res = lr(plotting, "bench", "-p", port, "--token-file", tok, "-t", "2",
+             "-i", "0.25", "-P", "2", "-J", LOOP)
+    assert res.returncode == 0, describe(res)
+    run.write_text(res.stdout)
+    svg = tmp_path / "two.svg"
+    res = lr(plotting, "plot", str(run), "-o", str(svg), "--results",
+             str(tmp_path / "none.jsonl"))
+    assert res.returncode == 0, describe(res)
+    assert "1 run drawn in" in res.stderr
+    text = svg.read_text()
+    assert "two.json, sum" in text and "two.json, stream 2" in text
+    assert ">seconds<" in text and "MB/s" in text
+    w, h, rows = render(svg, tmp_path)
+    (area,) = panels(w, h, rows)
+    width = area[2] - area[0] - 1
+    sums = columns_with(rows, area, SUM)
+    # the sum: a line across the plot area
+    assert len(sums) >= 0.95 * width, (len(sums), width)
+    # the streams: thinner lines that may cover each other where equal,
+    # together across the plot area, each seen
+    one, two = (columns_with(rows, area, c) for c in (STREAM1, STREAM2))
+    assert len(one) > 0.1 * width and len(two) > 0.1 * width
+    streams = {x: one.get(x, []) + two.get(x, []) for x in set(one) | set(two)}
+    assert len(streams) >= 0.9 * width, (len(streams), width)
+    # the sum above them (smaller y): the sum of two is about twice each
+    ys = sorted(min(v) for v in streams.values())
+    ysum = sorted(min(v) for v in sums.values())
+    bottom = area[3]
+    hs, hsum = bottom - ys[len(ys) // 2], bottom - ysum[len(ysum) // 2]
+    assert 1.4 * hs < hsum < 2.8 * hs, (hs, hsum)
+
+
+def test_saved_labels_compared(plotting, server, tmp_path):
+    port, tok = server
+    results = str(tmp_path / "runs.jsonl")
+    for label, extra in (("one", []), ("one", []), ("four", ["-P", "4"])):
+        res = lr(plotting, "bench", "-p", port, "--token-file", tok, "-t",
+                 "0.5", "--save", label, "--results", results, *extra, LOOP)
+        assert res.returncode == 0, describe(res)
+    svg = tmp_path / "cmp.svg"
+    res = lr(plotting, "plot", "one", "four", "-o", str(svg), "--results",
+             results)
+    assert res.returncode == 0, describe(res)
+    w, h, rows = render(svg, tmp_path)
+    times, bars = panels(w, h, rows)
+    res = lr(plotting, "results", "--results", results, "--compare", "one",
+             "four", "--json")
+    g = strict_json(res.stdout)["groups"][0]
+    heights = []
+    for colour in (SUM, STREAM1):      # the first and second label
+        cols = columns_with(rows, bars, colour)
+        # one bar: its columns side by side, one block
+        xs = sorted(cols)
+        assert xs and xs[-1] - xs[0] + 1 == len(xs), (colour, xs[:5])
+        assert len(xs) >= 10, colour
+        heights.append(bars[3] - min(min(v) for v in cols.values()))
+    want = g["b"]["median_bytes_per_second"] / \
+        g["a"]["median_bytes_per_second"]
+    assert heights[1] / heights[0] == pytest.approx(want, rel=0.05), \
+        (heights, want)
+    # the runs over time above: a line for each of the three runs
+    for i, colour in enumerate((SUM, STREAM1, STREAM2)):
+        assert len(columns_with(rows, times, colour)) > 0.5 * (
+            times[2] - times[0]), colour
+    # no RUN: the label saved last
+    res = lr(plotting, "plot", "-o", str(tmp_path / "last.svg"),
+             "--results", results)
+    assert res.returncode == 0, describe(res)
+    assert "four #3" in (tmp_path / "last.svg").read_text()
+    # the page: the chart, the table, nothing from the network
+    page = tmp_path / "cmp.html"
+    res = lr(plotting, "plot", "one", "four", "-o", str(page), "--results",
+             results, "--title", "one <and> four")
+    assert res.returncode == 0, describe(res)
+    html = page.read_text()
+    assert html.startswith("<!DOCTYPE html>") and "<svg" in html
+    assert "<title>one &lt;and&gt; four</title>" in html
+    assert len(re.findall(r"<tr><td>", html)) == 3
+    assert "<script" not in html
+    assert not re.search(r"(src|href)=", html)
+
+
+def test_refusals_name_the_file_and_line(plotting, tmp_path):
+    none = str(tmp_path / "none.jsonl")
+    other = tmp_path / "other.json"
+    other.write_text('{"tool": "something else", "values": [1, 2]}\n')
+    res = lr(plotting, "plot", str(other), "-o", str(tmp_path / "o.svg"),
+             "--results", none)
+    assert res.returncode == 1, describe(res)
+    assert "other.json: not a run linerate wrote" in res.stderr
+    assert not (tmp_path / "o.svg").exists()
+    cut = tmp_path / "cut.json"
+    cut.write_text('{"event":"start","seconds":0}\n{"event":"progr\n')
+    res = lr(plotting, "plot", str(cut), "-o", str(tmp_path / "o.svg"),
+             "--results", none)
+    assert res.returncode == 1, describe(res)
+    assert "cut.json:2: not JSON" in res.stderr
+    res = lr(plotting, "plot", "nosuchrun", "-o", str(tmp_path / "o.svg"),
+             "--results", none)
+    assert res.returncode == 1, describe(res)
+    assert "nosuchrun: no such file" in res.stderr
+    for args in (["-o", str(tmp_path / "o.png"), str(other)], [str(other)]):
+        res = lr(plotting, "plot", *args)
+        assert res.returncode == 2, describe(res)
+        assert "Try 'linerate plot --help'" in res.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "cut.json", "other.json"]
