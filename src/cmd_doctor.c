@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cmds.h"
@@ -24,6 +25,7 @@
 
 const char cmd_doctor_usage[] =
 	"usage: linerate doctor [options] [USER@]HOST[:PORT]\n"
+	"       linerate doctor --local [options] [DIR]\n"
 	"\n"
 	"Measure each stage of a transfer to a `linerate serve --root`\n"
 	"server (with USER@ or -e, or when nothing listens on HOST's port, one\n"
@@ -45,6 +47,11 @@ const char cmd_doctor_usage[] =
 	"                        (default 256M; at most 1G)\n"
 	"  -t, --time SEC        seconds of each network direction (default 3)\n"
 	"      --link-speed RATE the link's speed when /sys does not know it\n"
+	"      --local           no HOST: this machine alone, measured with a\n"
+	"                        server of its own (through two network\n"
+	"                        namespaces as root, else loopback) and the\n"
+	"                        disk of DIR (default .): what it can send\n"
+	"                        and receive, and which link it would fill\n"
 	"      --json            one JSON document\n"
 	"      --save LABEL      keep the report and both ends' facts in the\n"
 	"                        results file (linerate results)\n"
@@ -65,6 +72,7 @@ enum {
 	OPT_SIZE,
 	OPT_LINK_SPEED,
 	OPT_JSON,
+	OPT_LOCAL,
 };
 
 static const struct opts_common_spec common_spec = {
@@ -80,6 +88,7 @@ static const struct option long_opts[] = {
 	{ "size", required_argument, NULL, OPT_SIZE },
 	{ "link-speed", required_argument, NULL, OPT_LINK_SPEED },
 	{ "json", no_argument, NULL, OPT_JSON },
+	{ "local", no_argument, NULL, OPT_LOCAL },
 	SSHCLI_LONG_OPTIONS,
 	RESULTS_LONG_OPTIONS,
 	{ "help", no_argument, NULL, 'h' },
@@ -102,6 +111,8 @@ struct doctor_cli {
 	struct sshcli_opts ssh;	  /* -e, --remote-path, --no-ssh */
 	struct results_opts save; /* --save LABEL, --results FILE */
 	bool via_ssh;		  /* the far end started over ssh */
+	bool local;		  /* --local [DIR]: the machine alone */
+	const char *dir;	  /* its DIR */
 };
 
 static _Atomic bool cancelled;
@@ -138,6 +149,7 @@ static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 		return opts_rate("--link-speed", optarg, 1000, UINT64_MAX / 2,
 				 &o->d.link_speed_bps, err);
 	case OPT_JSON: o->json = true; return 0;
+	case OPT_LOCAL: o->local = true; return 0;
 	case 'h': return 1;
 	default:
 		if (!sshcli_option(c, optarg, &o->ssh))
@@ -163,7 +175,9 @@ static void doctor_save(const struct doctor_cli *o,
 	report_doctor_json(txt.f, rep, NULL);
 	run.command = "doctor";
 	run.direction = "send";
-	run.host = o->ra.host[0] ? o->ra.host : o->d.host;
+	run.host = o->local	   ? "this machine (--local)"
+		   : o->ra.host[0] ? o->ra.host
+				   : o->d.host;
 	run.bytes = rep->xfer_bytes;
 	run.bytes_per_second = rep->xfer_bps;
 	run.seconds =
@@ -221,6 +235,13 @@ static int doctor_parse(int argc, char **argv, struct doctor_cli *o,
 	if (r)
 		return r;
 	o->d.streams = o->net.streams ? o->net.streams : XFER_DEFAULT_STREAMS;
+	if (o->local) {
+		if (argc - optind > 1)
+			return lr_err_set(err, -EINVAL,
+					  "--local takes one DIR at most");
+		o->dir = optind < argc ? argv[optind] : ".";
+		return opts_cipher_wish(&o->net, false, &o->d.cipher_wish, err);
+	}
 	if (argc - optind != 1)
 		return lr_err_set(err, -EINVAL,
 				  optind == argc ? "missing HOST"
@@ -291,6 +312,46 @@ static int doctor_go(struct doctor_cli *o, struct sshcli *sc,
 	return r;
 }
 
+/* doctor --local [DIR]: the machine alone (a server of its own in a
+ * child), reported. */
+static int doctor_local(struct doctor_cli *o, int argc, char **argv)
+{
+	struct doctor_local_opts lo = { .dir = o->dir,
+					.size = o->d.size,
+					.net_ms = o->d.net_ms,
+					.streams = o->d.streams,
+					.cipher_wish = o->d.cipher_wish,
+					.cancel = &cancelled };
+	struct doctor_callbacks cb = { .ctx = o, .stage = on_stage };
+	struct doctor_local_report *rep = calloc(1, sizeof(*rep));
+	struct lr_err err = { 0 };
+	struct stat st;
+	int r;
+
+	if (!rep) {
+		report_msg(stderr, "out of memory\n");
+		return EXIT_RUNTIME;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	if (stat(o->dir, &st))
+		r = lr_err_setc(&err, -errno, "%s", o->dir);
+	else if (!S_ISDIR(st.st_mode))
+		r = lr_err_set(&err, -ENOTDIR, "%s: not a directory", o->dir);
+	else
+		r = doctor_local_run(&lo, &cb, rep, &err);
+	if (o->json)
+		report_doctor_local_json(stdout, rep, o->dir,
+					 r ? err.msg : NULL);
+	else if (r)
+		fprintf(stderr, "linerate doctor: %s\n", err.msg);
+	else
+		report_doctor_local_human(stdout, rep, o->dir);
+	if (!r && o->save.label)
+		doctor_save(o, &rep->d, argc, argv);
+	free(rep);
+	return r ? EXIT_RUNTIME : EXIT_OK;
+}
+
 int cmd_doctor(int argc, char **argv)
 {
 	struct doctor_callbacks cb = { .stage = on_stage };
@@ -307,6 +368,8 @@ int cmd_doctor(int argc, char **argv)
 		fputs(cmd_doctor_usage, stdout);
 		return EXIT_OK;
 	}
+	if (!r && o.local)
+		return doctor_local(&o, argc, argv);
 	/* no token to hand (one would be asked for): is there a server? */
 	if (!r && !o.via_ssh && !o.ssh.no_ssh && !o.net.token_file &&
 	    !o.net.have_port && !getenv("LINERATE_TOKEN") &&

@@ -235,6 +235,14 @@ int report_plot(FILE *out, bool html, const char *title,
 		size_t errcap);
 
 void report_doctor_human(FILE *out, const struct doctor_report *r);
+/* doctor --local: the machine, the cipher, the network, the disk of DIR,
+ * the transfer's CPU per GB of each end and what each direction can
+ * carry; the verdict in one paragraph and a line for a table of devices.
+ * dir: the directory measured. */
+void report_doctor_local_human(FILE *out, const struct doctor_local_report *r,
+			       const char *dir);
+void report_doctor_local_json(FILE *out, const struct doctor_local_report *r,
+			      const char *dir, const char *error);
 void report_doctor_json(FILE *out, const struct doctor_report *r,
 			const char *error);
 

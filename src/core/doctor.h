@@ -91,6 +91,48 @@ struct doctor_callbacks {
 	void (*stage)(void *ctx, const char *what);
 };
 
+/* linerate doctor --local: the machine alone. */
+struct doctor_local_opts {
+	const char *dir;  /* the disk measured: the local server's root */
+	uint64_t size;	  /* bytes of the disk test and the transfer */
+	uint64_t net_ms;  /* each network direction, and plain TCP */
+	unsigned streams; /* 0: 4 */
+	uint8_t cipher_wish;
+	bool loopback; /* never namespaces */
+	const _Atomic bool *cancel;
+};
+
+struct doctor_local_report {
+	struct doctor_report d; /* the stages, as against a server */
+	/* a veth pair between two network namespaces of our own; else
+	 * loopback, and why */
+	bool namespaces;
+	char why_loopback[160];
+	double plain_bps;	     /* plain TCP, no cipher */
+	double cipher_all_cores_bps; /* sealing on every core at once */
+	double cpu_s_per_gb_send;    /* the transfer's sending end */
+	double cpu_s_per_gb_recv;    /* and its receiving end */
+	double send_bps, recv_bps;   /* usable cores / CPU s per byte */
+	double disk_read_bps;	     /* DIR read as a sender reads; 0 not */
+	char model[128];	     /* the board or machine */
+	char kernel[96];
+	uint64_t cur_khz, max_khz; /* CPU 0's frequency; 0 unknown */
+};
+
+/* A server in a child process (its own network namespace and a veth
+ * pair to ours when we may make them: root; else loopback), every stage
+ * of doctor_run against it, plain TCP, the cipher on every core, and
+ * each end's CPU per GB of the transfer. Leaves this process in a
+ * network namespace of its own: call it last. */
+int doctor_local_run(const struct doctor_local_opts *o,
+		     const struct doctor_callbacks *cb,
+		     struct doctor_local_report *rep, struct lr_err *err);
+
+/* The TCP goodput ceiling of an Ethernet link of speed_bps (MTU 1500,
+ * IPv4, timestamps), bytes/s: what doctor --local's verdict holds up to
+ * the machine's figures. */
+double doctor_link_ceiling(uint64_t speed_bps);
+
 /* This machine's facts: CPU (model, usable cores with a cgroup quota,
  * governor, AES), socket buffer limits, congestion control; storage of
  * dir (may be NULL). */

@@ -165,9 +165,8 @@ int remote_parse(const char *arg, unsigned flags, struct remote_addr *ra,
 	ra->path = "";
 	if ((flags & REMOTE_PATH) && !remote_is_remote(arg))
 		return lr_err_set(err, -EINVAL,
-				  "'%s': write HOST:PATH (HOST: alone is "
-				  "the root, as send's destination; ./%s "
-				  "for a local name)",
+				  "'%s': write HOST:PATH, a path below the "
+				  "server's root (./%s for a local name)",
 				  arg, arg);
 	for (q = arg; q < stop; q++)
 		if (*q == '@')

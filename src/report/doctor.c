@@ -167,12 +167,24 @@ static cJSON *doctor_side_json(const struct doctor_side *s)
 void report_doctor_json(FILE *out, const struct doctor_report *r,
 			const char *error)
 {
+	cJSON *o = report__doctor_json(r, error);
+	char *s = o ? cJSON_Print(o) : NULL;
+
+	if (s) {
+		fprintf(out, "%s\n", s);
+		free(s);
+	}
+	cJSON_Delete(o);
+	fflush(out);
+}
+
+cJSON *report__doctor_json(const struct doctor_report *r, const char *error)
+{
 	cJSON *o = cJSON_CreateObject(), *st, *adv;
-	char *s;
 	unsigned i;
 
 	if (!o)
-		return;
+		return NULL;
 	if (error)
 		cJSON_AddStringToObject(o, "error", error);
 	st = cJSON_AddObjectToObject(o, "stages");
@@ -245,11 +257,5 @@ void report_doctor_json(FILE *out, const struct doctor_report *r,
 	adv = cJSON_AddArrayToObject(o, "advice");
 	for (i = 0; adv && i < r->nadvice; i++)
 		cJSON_AddItemToArray(adv, cJSON_CreateString(r->advice[i]));
-	s = cJSON_Print(o);
-	if (s) {
-		fprintf(out, "%s\n", s);
-		free(s);
-	}
-	cJSON_Delete(o);
-	fflush(out);
+	return o;
 }

@@ -24,6 +24,7 @@
  *   recv.c             recv's banner: where it listens, the token, the
  *                      command to run on the sender
  *   doctor.c           linerate doctor
+ *   doctor_local.c     linerate doctor --local: the machine alone
  *   completion.c       linerate completion: the shells' scripts
  *   results.c          saved runs: the line --save appends, linerate
  *                      results (the table, JSON, --compare)
@@ -110,6 +111,9 @@ int report__dir_slot(const struct bench_result *res, uint8_t dir);
 double report__cpu_pct(uint64_t us, uint64_t wall_us);
 cJSON *report__end_json(const struct bench_result *res);
 void report__human_end(struct report *rp, const struct bench_result *res);
+
+/* doctor.c: doctor's JSON document, for doctor --local's to hold */
+cJSON *report__doctor_json(const struct doctor_report *r, const char *error);
 
 /* gen.c */
 void report__fmt_hms(char *buf, size_t cap, double s);

@@ -397,3 +397,23 @@ def test_failed_before_a_session_names_no_cipher(linerate_bin, tmp_path):
     end = [ln for ln in res.stdout.splitlines() if '"end"' in ln]
     assert end and '"cipher"' not in end[-1], describe(res)
     assert '"ok":false' in end[-1].replace(" ", ""), describe(res)
+
+
+def test_a_host_without_a_path_says_what_to_write(linerate_bin, tmp_path):
+    """get HOST DEST and send FILE HOST: the hint names HOST:PATH below
+    the server's root and ./NAME for a local name, and promises nothing
+    get refuses (get HOST: alone is refused: no path)."""
+    f = tmp_path / "f"
+    f.write_text("x\n")
+    for argv in (["get", "127.0.0.1", str(tmp_path)],
+                 ["send", str(f), "127.0.0.1"]):
+        res = subprocess.run([linerate_bin, *argv], capture_output=True,
+                             text=True, timeout=20, stdin=subprocess.DEVNULL)
+        assert res.returncode == 2, describe(res)
+        assert "write HOST:PATH, a path below the server's root " \
+               "(./127.0.0.1 for a local name)" in res.stderr, res.stderr
+    res = subprocess.run([linerate_bin, "get", "127.0.0.1:", str(tmp_path)],
+                         capture_output=True, text=True, timeout=20,
+                         stdin=subprocess.DEVNULL)
+    assert res.returncode == 2, describe(res)
+    assert "name a file or directory below the root" in res.stderr

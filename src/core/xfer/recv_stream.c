@@ -378,9 +378,14 @@ static int record_turn(struct rxs *s, struct conn *c, uint8_t *buf, size_t cap)
 	r = conn_recv_data(c, buf, cap, &type, &n);
 	if (r == -ECONNRESET) {
 		/* a reset before END cuts the stream short too */
-		xfer__fatal(x, LR_ETRUNC, "stream %u: %s (reset)", s->st->i + 1,
-			    lr_strerror(LR_ETRUNC));
+		xfer__fatal_cut(x, LR_ETRUNC, "stream %u: %s (reset)",
+				s->st->i + 1, lr_strerror(LR_ETRUNC));
 		return LR_ETRUNC;
+	}
+	if (r == LR_ETRUNC) {
+		xfer__fatal_cut(x, r, "stream %u: %s", s->st->i + 1,
+				lr_strerror(r));
+		return r;
 	}
 	if (r) {
 		if (r != -ECANCELED)

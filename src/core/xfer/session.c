@@ -133,6 +133,37 @@ void xfer__fatal(struct xsess *x, int code, const char *fmt, ...)
 	xfer__wake(x);
 }
 
+/* How long a cut stream waits for the peer's word on the control
+ * connection. */
+#define CUT_GRACE_MS 500
+
+void xfer__fatal_cut(struct xsess *x, int code, const char *fmt, ...)
+{
+	struct timespec until;
+	va_list ap;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_nsec += (long)CUT_GRACE_MS * 1000000L;
+	until.tv_sec += until.tv_nsec / 1000000000L;
+	until.tv_nsec %= 1000000000L;
+	xfer__lock(&x->lock);
+	while (!x->error && !atomic_load(&x->abort) &&
+	       pthread_cond_timedwait(&x->cv, &x->lock, &until) == 0)
+		;
+	if (!x->error) {
+		x->error = code ? code : -EIO;
+		x->err.code = x->error;
+		va_start(ap, fmt);
+		vsnprintf(x->err.msg, sizeof(x->err.msg), fmt, ap);
+		va_end(ap);
+	}
+	atomic_store(&x->abort, true);
+	pthread_cond_broadcast(&x->cv);
+	pthread_cond_broadcast(&x->rx.out_cv);
+	xfer__unlock(&x->lock);
+	xfer__wake(x);
+}
+
 int xfer__ctrl_send(struct xsess *x, struct proto_buf *b)
 {
 	int r;

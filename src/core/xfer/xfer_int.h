@@ -505,6 +505,13 @@ void xfer__wake(struct xsess *x);
 /* Record the first fatal error and stop everyone. Without x->lock. */
 void xfer__fatal(struct xsess *x, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* A data stream that ended without its END (cut or reset): most often the
+ * peer ending the session, whose ERROR on the control connection says
+ * why. That error, when it comes within a moment, is the session's; else
+ * this one. */
+void xfer__fatal_cut(struct xsess *x, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 /* Send the message built in b on the control connection; b is empty
  * afterwards. */
 int xfer__ctrl_send(struct xsess *x, struct proto_buf *b);

@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: MIT
+/* linerate doctor --local: the machine alone, its verdict in a paragraph
+ * and a line for a table of devices. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cipher.h"
+#include "core/cryptobench.h"
+#include "report_int.h"
+#include "banned.h"
+
+/* Links a reader may choose between: name, speed. */
+static const struct {
+	const char *name;
+	uint64_t bps;
+} links[] = {
+	{ "Fast Ethernet", 100000000ull },
+	{ "gigabit Ethernet", 1000000000ull },
+	{ "2.5 GbE", 2500000000ull },
+	{ "10 GbE", 10000000000ull },
+};
+
+static double mbs(double bps)
+{
+	return bps / 1e6;
+}
+
+/* What holds a direction back alone: its CPU (the cipher) or the disk. */
+static double direction_limit(double cpu_bps, double disk_bps,
+			      const char **what)
+{
+	*what = "the CPU";
+	if (disk_bps > 0 && (cpu_bps <= 0 || disk_bps < cpu_bps)) {
+		*what = "the disk";
+		return disk_bps;
+	}
+	return cpu_bps;
+}
+
+/* What the machine can receive and send alone: the CPU's capacity, the
+ * disk's for receiving when it is less; what limits each into *rw, *sw. */
+static void directions(const struct doctor_local_report *r, double *rx,
+		       const char **rw, double *tx, const char **sw)
+{
+	const struct doctor_stage *dest = &r->d.stage[DOCTOR_DEST];
+
+	*rx = direction_limit(r->recv_bps, dest->measured ? dest->bps : 0, rw);
+	*tx = direction_limit(r->send_bps, r->disk_read_bps, sw);
+}
+
+/* The verdict: what each direction can carry, and for each link speed
+ * whether the link or this machine will be the limit. */
+static void verdict(FILE *out, const struct doctor_local_report *r)
+{
+	const char *rw, *sw;
+	double rx, tx, lo;
+	unsigned i;
+
+	directions(r, &rx, &rw, &tx, &sw);
+	lo = rx < tx ? rx : tx;
+	fprintf(out,
+		"\nThis machine can receive an encrypted transfer at "
+		"%.0f MB/s (%s limits it) and send one at %.0f MB/s (%s).",
+		mbs(rx), rw, mbs(tx), sw);
+	for (i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		double ceil =
+			link_goodput_bps(links[i].bps, 1500, false, true) / 8;
+
+		fprintf(out, "%s %s (%.1f MB/s) ", i ? "; on" : " On",
+			links[i].name, mbs(ceil));
+		if (lo >= ceil)
+			fprintf(out, "the link will limit it");
+		else
+			fprintf(out, "%s will, %s", tx <= rx ? sw : rw,
+				tx <= rx ? "sending" : "receiving");
+		if (lo < ceil)
+			break; /* faster links: the same machine limit */
+	}
+	fprintf(out, ".\n");
+}
+
+static void machine_lines(FILE *out, const struct doctor_local_report *r)
+{
+	const struct doctor_side *l = &r->d.local;
+
+	fprintf(out, "  machine    ");
+	report_escaped(out, r->model);
+	fprintf(out, "; %.2f cores usable; governor %s", l->cores,
+		l->p.governor[0] ? l->p.governor : "unknown");
+	if (r->cur_khz)
+		fprintf(out, "; CPU 0 at %.0f MHz", r->cur_khz / 1e3);
+	if (r->max_khz)
+		fprintf(out, " (at most %.0f)", r->max_khz / 1e3);
+	fprintf(out, "; %s\n", r->kernel);
+}
+
+void report_doctor_local_human(FILE *out, const struct doctor_local_report *r,
+			       const char *dir)
+{
+	const struct doctor_report *d = &r->d;
+	const char *cipher = crypto_cipher_name(d->cipher), *rw, *sw;
+	double rx, tx;
+	unsigned i;
+
+	fprintf(out, "linerate doctor --local: this machine alone, %s\n",
+		r->namespaces ? "through a veth pair between two network "
+				"namespaces"
+			      : "over loopback");
+	if (!r->namespaces && r->why_loopback[0])
+		fprintf(out, "  (%s)\n", r->why_loopback);
+	machine_lines(out, r);
+	fprintf(out, "  cipher     %s: ", cryptobench_cipher_label(d->cipher));
+	for (i = 0; i < d->local.p.nrates; i++)
+		if (d->local.p.rates[i].cipher == d->cipher)
+			fprintf(out, "seal %.0f, open %.0f MB/s on one core; ",
+				mbs((double)d->local.p.rates[i].seal),
+				mbs((double)d->local.p.rates[i].open));
+	fprintf(out, "every core at once: seal %.0f MB/s\n",
+		mbs(r->cipher_all_cores_bps));
+	fprintf(out,
+		"  network    plain TCP %.0f MB/s; encrypted, %u streams: "
+		"%.0f MB/s one way, %.0f MB/s the other\n",
+		mbs(r->plain_bps), d->streams, mbs(d->stage[DOCTOR_NET].bps),
+		mbs(d->stage[DOCTOR_NET_BACK].bps));
+	fprintf(out, "  disk       ");
+	report_escaped(out, dir);
+	fprintf(out, " (");
+	report_escaped(out, d->remote.p.storage[0] ? d->remote.p.storage : "?");
+	fprintf(out,
+		"): written as received (page cache, fdatasync) %.0f "
+		"MB/s; read as sent (from the device) %.0f MB/s\n",
+		mbs(d->stage[DOCTOR_DEST].bps), mbs(r->disk_read_bps));
+	fprintf(out,
+		"  transfer   %.0f MB/s with both ends on this machine; "
+		"CPU per GB: sending %.2f s, receiving %.2f s\n",
+		mbs(d->xfer_bps), r->cpu_s_per_gb_send, r->cpu_s_per_gb_recv);
+	fprintf(out,
+		"  alone      with its %.2f cores: send %.0f MB/s, receive "
+		"%.0f MB/s (cores / CPU s per GB)\n",
+		d->local.cores, mbs(r->send_bps), mbs(r->recv_bps));
+	verdict(out, r);
+	directions(r, &rx, &rw, &tx, &sw);
+	fprintf(out,
+		"\nFor a table of devices (model | cores | kernel | cipher "
+		"| MB/s send / receive):\n");
+	report_escaped(out, r->model);
+	fprintf(out, " | %.2f | %s | %s | %.0f / %.0f\n", d->local.cores,
+		r->kernel, cipher, mbs(tx), mbs(rx));
+}
+
+void report_doctor_local_json(FILE *out, const struct doctor_local_report *r,
+			      const char *dir, const char *error)
+{
+	cJSON *o = report__doctor_json(&r->d, error), *m, *c;
+	char *s;
+
+	if (!o)
+		return;
+	cJSON_AddStringToObject(o, "mode",
+				r->namespaces ? "namespaces" : "loopback");
+	if (r->why_loopback[0])
+		cJSON_AddStringToObject(o, "why_loopback", r->why_loopback);
+	cJSON_AddStringToObject(o, "directory", dir);
+	m = cJSON_AddObjectToObject(o, "machine");
+	if (m) {
+		cJSON_AddStringToObject(m, "model", r->model);
+		cJSON_AddStringToObject(m, "kernel", r->kernel);
+		report__add_num(m, "cores_usable", r->d.local.cores);
+		cJSON_AddStringToObject(m, "governor", r->d.local.p.governor);
+		report__add_num(m, "cpu0_khz", (double)r->cur_khz);
+		report__add_num(m, "cpu0_max_khz", (double)r->max_khz);
+	}
+	report__add_num(o, "disk_read_bytes_per_second",
+			report__json_num(r->disk_read_bps));
+	report__add_num(o, "plain_tcp_bytes_per_second",
+			report__json_num(r->plain_bps));
+	report__add_num(o, "cipher_all_cores_bytes_per_second",
+			report__json_num(r->cipher_all_cores_bps));
+	c = cJSON_AddObjectToObject(o, "capacity");
+	if (c) {
+		const char *rw, *sw;
+		double rx, tx;
+
+		directions(r, &rx, &rw, &tx, &sw);
+		report__add_num(c, "can_send_bytes_per_second",
+				report__json_num(tx));
+		report__add_num(c, "can_receive_bytes_per_second",
+				report__json_num(rx));
+		cJSON_AddStringToObject(c, "send_limited_by", sw + 4);
+		cJSON_AddStringToObject(c, "receive_limited_by", rw + 4);
+		report__add_num(c, "cpu_send_bytes_per_second",
+				report__json_num(r->send_bps));
+		report__add_num(c, "cpu_receive_bytes_per_second",
+				report__json_num(r->recv_bps));
+		report__add_num(c, "cpu_seconds_per_gb_send",
+				report__json_num(r->cpu_s_per_gb_send));
+		report__add_num(c, "cpu_seconds_per_gb_receive",
+				report__json_num(r->cpu_s_per_gb_recv));
+	}
+	s = cJSON_Print(o);
+	if (s) {
+		fprintf(out, "%s\n", s);
+		free(s);
+	}
+	cJSON_Delete(o);
+	fflush(out);
+}

@@ -1,0 +1,165 @@
+# SPDX-License-Identifier: MIT
+"""linerate doctor --local [DIR]: the machine alone. As root through a
+veth pair between two network namespaces of its own (none left
+afterwards, no interface, nothing in DIR); as a user over loopback, and
+said so. Human and JSON; its destination figure within 25% of dd
+bs=1M conv=fdatasync in the same directory (medians of three, taken in
+turn)."""
+
+import json
+import os
+import pathlib
+import pwd
+import re
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from lrproc import describe, strict_json
+from xferutil import env_without_token
+
+
+def doctor_local(binary, *args, user=None, timeout=120, quick=True):
+    argv = [binary, "doctor", "--local",
+            *(["-t", "0.5", "--size", "32M"] if quick else []),
+            *[str(a) for a in args]]
+    if user:
+        argv = ["setpriv", f"--reuid={user}", f"--regid={user}",
+                "--clear-groups", "--"] + argv
+    return subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=timeout, env=env_without_token())
+
+
+def interfaces():
+    return set(os.listdir("/sys/class/net"))
+
+
+def check_doc(doc, res):
+    why = describe(res)
+    for key in ("network", "network_reverse", "cipher", "destination_write"):
+        assert doc["stages"][key]["bytes_per_second"] > 0, (key, why)
+    cap = doc["capacity"]
+    for key in ("cpu_seconds_per_gb_send", "cpu_seconds_per_gb_receive",
+                "can_send_bytes_per_second",
+                "can_receive_bytes_per_second"):
+        assert cap[key] > 0, (key, why)
+    # each direction: the usable cores over its CPU per byte, unless the
+    # disk holds the receiving one back
+    cores = doc["machine"]["cores_usable"]
+    assert cap["cpu_send_bytes_per_second"] == pytest.approx(
+        cores / cap["cpu_seconds_per_gb_send"] * 1e9, rel=1e-6), why
+    assert cap["can_receive_bytes_per_second"] <= \
+        cap["cpu_receive_bytes_per_second"] * (1 + 1e-9), why
+    assert doc["plain_tcp_bytes_per_second"] > 0, why
+    assert doc["cipher_all_cores_bytes_per_second"] > 0, why
+    assert doc["machine"]["kernel"].startswith(os.uname().release), why
+
+
+def test_as_root_through_namespaces(linerate_bin, tmp_path):
+    if os.geteuid() != 0:
+        print("skipping: not root: network namespaces need root")
+        pytest.skip("not root: network namespaces need root")
+    if not shutil.which("ip"):
+        pytest.skip("no ip (iproute2)")
+    before = interfaces()
+    res = doctor_local(linerate_bin, tmp_path, "--json")
+    assert res.returncode == 0, describe(res)
+    doc = strict_json(res.stdout)
+    assert doc["mode"] == "namespaces", describe(res)
+    check_doc(doc, res)
+    assert doc["transfer"]["bytes"] == 32 << 20
+    # the namespaces went with their processes: no interface, no file
+    assert interfaces() == before
+    assert os.listdir(tmp_path) == []
+    res = doctor_local(linerate_bin, tmp_path)
+    assert res.returncode == 0, describe(res)
+    out = res.stdout
+    assert "through a veth pair between two network namespaces" in out
+    assert re.search(r"This machine can receive an encrypted transfer at "
+                     r"\d+ MB/s \(the (CPU|disk) limits it\) and send one at "
+                     r"\d+ MB/s", out), out
+    assert re.search(r"on gigabit Ethernet \(117\.7 MB/s\) the "
+                     r"(link will limit it|CPU will|disk will)", out), out
+    line = out.strip().splitlines()[-1]
+    assert re.fullmatch(r".+ \| [\d.]+ \| .+ \| [a-z0-9-]+ \| \d+ / \d+",
+                        line), line
+    # the default run (256M, 3 s a direction) within its minute
+    t0 = time.monotonic()
+    res = doctor_local(linerate_bin, tmp_path, "--json", quick=False)
+    assert res.returncode == 0, describe(res)
+    assert time.monotonic() - t0 < 60
+    assert strict_json(res.stdout)["transfer"]["bytes"] == 256 << 20
+
+
+@pytest.fixture
+def open_dir():
+    """A directory another user may reach and write (pytest's tmp_path
+    sits below root's mode-700 one), removed afterwards."""
+    d = tempfile.mkdtemp(prefix="lr-doctor-local-")
+    os.chmod(d, 0o777)
+    yield pathlib.Path(d)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_as_a_user_over_loopback(linerate_bin, open_dir):
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root to become another user (setpriv)")
+    nobody = pwd.getpwnam("nobody").pw_uid
+    tmp_path = open_dir
+    res = doctor_local(linerate_bin, tmp_path, "--json", user=nobody)
+    assert res.returncode == 0, describe(res)
+    doc = strict_json(res.stdout)
+    assert doc["mode"] == "loopback", describe(res)
+    assert "not root" in doc["why_loopback"]
+    check_doc(doc, res)
+    res = doctor_local(linerate_bin, tmp_path, user=nobody)
+    assert res.returncode == 0, describe(res)
+    assert "over loopback" in res.stdout and "not root" in res.stdout
+    assert os.listdir(tmp_path) == []
+
+
+def dd_rate(out, size):
+    """dd bs=1M conv=fdatasync of size bytes into out: its own figure
+    (bytes over the seconds dd says), not a start-up's."""
+    res = subprocess.run(["dd", "if=/dev/zero", f"of={out}", "bs=1M",
+                          f"count={size >> 20}", "conv=fdatasync"],
+                         capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, LC_ALL="C"))
+    assert res.returncode == 0, res.stderr
+    m = re.search(r"^(\d+) bytes .* copied, ([\d.e-]+) s", res.stderr, re.M)
+    assert m and int(m.group(1)) == size, res.stderr
+    return size / float(m.group(2))
+
+
+def test_destination_is_the_receivers_write(linerate_bin, tmp_path):
+    """doctor --local's destination figure against dd conv=fdatasync of
+    the same size in the same directory, medians of three in turn."""
+    size = 32 << 20
+    doctor_bps, dd_bps = [], []
+    for i in range(3):
+        os.sync()   # neither pays for the writeback of what ran before
+        res = doctor_local(linerate_bin, tmp_path, "--json")
+        assert res.returncode == 0, describe(res)
+        doctor_bps.append(strict_json(res.stdout)["stages"]
+                          ["destination_write"]["bytes_per_second"])
+        out = tmp_path / f"dd{i}"
+        os.sync()
+        dd_bps.append(dd_rate(out, size))
+        out.unlink()
+    doc_m, dd_m = statistics.median(doctor_bps), statistics.median(dd_bps)
+    assert 0.75 * dd_m <= doc_m <= 1.25 * dd_m, (
+        f"doctor {[round(b / 1e6) for b in doctor_bps]} MB/s, "
+        f"dd {[round(b / 1e6) for b in dd_bps]} MB/s")
+
+
+def test_local_refusals(linerate_bin, tmp_path):
+    res = doctor_local(linerate_bin, tmp_path, tmp_path)
+    assert res.returncode == 2, describe(res)
+    assert "--local takes one DIR" in res.stderr
+    res = doctor_local(linerate_bin, tmp_path / "missing", "--json")
+    assert res.returncode == 1, describe(res)
+    assert "No such file or directory" in json.loads(res.stdout)["error"]
