@@ -164,7 +164,9 @@ static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 /* --save: the report's JSON and both ends' facts appended to the results
  * file. */
 static void doctor_save(const struct doctor_cli *o,
-			const struct doctor_report *rep, int argc, char **argv)
+			const struct doctor_report *rep,
+			const struct doctor_local_report *lrep, int argc,
+			char **argv)
 {
 	struct report_saved_run run = { .argc = argc - 1, .argv = argv + 1 };
 	struct results_capture txt;
@@ -172,7 +174,10 @@ static void doctor_save(const struct doctor_cli *o,
 
 	if (!rep->xfer_done || results_capture_open(&txt))
 		return;
-	report_doctor_json(txt.f, rep, NULL);
+	if (lrep)
+		report_doctor_local_json(txt.f, lrep, o->dir, NULL);
+	else
+		report_doctor_json(txt.f, rep, NULL);
 	run.command = "doctor";
 	run.direction = "send";
 	run.host = o->local	   ? "this machine (--local)"
@@ -182,7 +187,9 @@ static void doctor_save(const struct doctor_cli *o,
 	run.bytes_per_second = rep->xfer_bps;
 	run.seconds =
 		rep->xfer_bps > 0 ? (double)rep->xfer_bytes / rep->xfer_bps : 0;
-	run.cpu_s_per_gb[0] = run.cpu_s_per_gb[1] = -1;
+	/* --local: both ends were this machine's, the transfer timed */
+	run.cpu_s_per_gb[0] = lrep ? lrep->cpu_s_per_gb_send : -1;
+	run.cpu_s_per_gb[1] = lrep ? lrep->cpu_s_per_gb_recv : -1;
 	run.cipher = crypto_cipher_name(rep->cipher);
 	if (rep->link_known)
 		run.link = &rep->link;
@@ -239,6 +246,20 @@ static int doctor_parse(int argc, char **argv, struct doctor_cli *o,
 		if (argc - optind > 1)
 			return lr_err_set(err, -EINVAL,
 					  "--local takes one DIR at most");
+		/* what names a far end has no meaning here: said, not
+		 * dropped */
+		if (o->net.have_port || o->net.family || o->net.token_file ||
+		    o->d.link_speed_bps || o->ssh.rsh || o->ssh.remote_path ||
+		    o->ssh.no_ssh || o->ssh.via_ssh || o->ssh.copy_self)
+			return lr_err_set(err, -EINVAL,
+					  "--local takes none of -p, -4, -6, "
+					  "--token-file, --link-speed and the "
+					  "ssh options: it makes its own "
+					  "server");
+		if (o->d.size < DOCTOR_LOCAL_MIN_SIZE)
+			return lr_err_set(err, -EINVAL,
+					  "--local: --size at least 64M (each "
+					  "end's CPU is timed in 10 ms ticks)");
 		o->dir = optind < argc ? argv[optind] : ".";
 		return opts_cipher_wish(&o->net, false, &o->d.cipher_wish, err);
 	}
@@ -312,11 +333,24 @@ static int doctor_go(struct doctor_cli *o, struct sshcli *sc,
 	return r;
 }
 
+/* SIGINT and SIGTERM stop the stages; every test file is removed. */
+static void catch_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
 /* doctor --local [DIR]: the machine alone (a server of its own in a
  * child), reported. */
 static int doctor_local(struct doctor_cli *o, int argc, char **argv)
 {
 	struct doctor_local_opts lo = { .dir = o->dir,
+					.source = o->d.source,
 					.size = o->d.size,
 					.net_ms = o->d.net_ms,
 					.streams = o->d.streams,
@@ -333,12 +367,21 @@ static int doctor_local(struct doctor_cli *o, int argc, char **argv)
 		return EXIT_RUNTIME;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	catch_signals();
 	if (stat(o->dir, &st))
 		r = lr_err_setc(&err, -errno, "%s", o->dir);
 	else if (!S_ISDIR(st.st_mode))
 		r = lr_err_set(&err, -ENOTDIR, "%s: not a directory", o->dir);
+	else if (access(o->dir, W_OK | X_OK))
+		r = lr_err_setc(&err, -errno,
+				"%s: its disk is measured by writing there",
+				o->dir);
 	else
 		r = doctor_local_run(&lo, &cb, rep, &err);
+	if (!r && rep->d.not_measured[0])
+		r = lr_err_set(&err, -EAGAIN, "%s", rep->d.not_measured);
+	if (r && atomic_load(&cancelled))
+		r = lr_err_set(&err, -EINTR, "interrupted");
 	if (o->json)
 		report_doctor_local_json(stdout, rep, o->dir,
 					 r ? err.msg : NULL);
@@ -347,7 +390,7 @@ static int doctor_local(struct doctor_cli *o, int argc, char **argv)
 	else
 		report_doctor_local_human(stdout, rep, o->dir);
 	if (!r && o->save.label)
-		doctor_save(o, &rep->d, argc, argv);
+		doctor_save(o, &rep->d, rep, argc, argv);
 	free(rep);
 	return r ? EXIT_RUNTIME : EXIT_OK;
 }
@@ -357,7 +400,6 @@ int cmd_doctor(int argc, char **argv)
 	struct doctor_callbacks cb = { .stage = on_stage };
 	struct doctor_report *rep;
 	struct lr_err err = { 0 };
-	struct sigaction sa;
 	struct doctor_cli o;
 	struct sshcli sc = { 0 };
 	int r;
@@ -395,11 +437,7 @@ int cmd_doctor(int argc, char **argv)
 		return EXIT_RUNTIME;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	catch_signals();
 	cb.ctx = &o;
 	r = doctor_go(&o, &sc, &cb, rep, &err);
 	session_token_wipe(o.psk, sizeof(o.psk));
@@ -414,7 +452,7 @@ int cmd_doctor(int argc, char **argv)
 	if (!o.json && rep->not_measured[0])
 		fprintf(stderr, "linerate doctor: %s\n", rep->not_measured);
 	if (!r && o.save.label)
-		doctor_save(&o, rep, argc, argv);
+		doctor_save(&o, rep, NULL, argc, argv);
 	free(rep);
 	return r ? EXIT_RUNTIME : EXIT_OK;
 }

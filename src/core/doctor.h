@@ -92,11 +92,16 @@ struct doctor_callbacks {
 };
 
 /* linerate doctor --local: the machine alone. */
+/* The least --size of doctor --local: a transfer long enough for each
+ * end's CPU time, counted in 10 ms ticks. */
+#define DOCTOR_LOCAL_MIN_SIZE (64ull << 20)
+
 struct doctor_local_opts {
-	const char *dir;  /* the disk measured: the local server's root */
-	uint64_t size;	  /* bytes of the disk test and the transfer */
-	uint64_t net_ms;  /* each network direction, and plain TCP */
-	unsigned streams; /* 0: 4 */
+	const char *dir;    /* the disk measured: the local server's root */
+	const char *source; /* a file to send; NULL = generated data */
+	uint64_t size;	    /* bytes of the disk test and the transfer */
+	uint64_t net_ms;    /* each network direction, and plain TCP */
+	unsigned streams;   /* 0: 4 */
 	uint8_t cipher_wish;
 	bool loopback; /* never namespaces */
 	const _Atomic bool *cancel;
@@ -112,7 +117,8 @@ struct doctor_local_report {
 	double cipher_all_cores_bps; /* sealing on every core at once */
 	double cpu_s_per_gb_send;    /* the transfer's sending end */
 	double cpu_s_per_gb_recv;    /* and its receiving end */
-	double send_bps, recv_bps;   /* usable cores / CPU s per byte */
+	double send_bps, recv_bps;   /* cores used / CPU s per byte */
+	double cores_used;	     /* usable cores, at most one a stream */
 	double disk_read_bps;	     /* DIR read as a sender reads; 0 not */
 	char model[128];	     /* the board or machine */
 	char kernel[96];

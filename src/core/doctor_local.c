@@ -62,17 +62,36 @@ static int lo_up(void)
 /* `ip ARGS...` in this process's network namespace: 0 or why not. */
 static int run_ip(char *const argv[], char *why, size_t cap)
 {
+	static const char *const where[] = { "ip", "/usr/sbin/ip", "/sbin/ip",
+					     "/usr/bin/ip", "/bin/ip" };
+	posix_spawn_file_actions_t fa;
 	pid_t pid;
-	int st, r;
+	int st = 0, r = ENOENT, w;
+	unsigned i;
 
-	r = posix_spawnp(&pid, "ip", NULL, NULL, argv, environ);
+	/* its own words would mix with ours (and with --json): quiet */
+	if (posix_spawn_file_actions_init(&fa))
+		return -ENOMEM;
+	posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null",
+					 O_WRONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null",
+					 O_WRONLY, 0);
+	/* PATH may lack the sbin directories (su, cron) */
+	for (i = 0; r == ENOENT && i < sizeof(where) / sizeof(where[0]); i++)
+		r = i ? posix_spawn(&pid, where[i], &fa, NULL, argv, environ)
+		      : posix_spawnp(&pid, where[i], &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
 	if (r) {
 		snprintf(why, cap, "cannot run ip (iproute2): %s",
 			 lr_strerror(-r));
 		return -r;
 	}
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+	while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
 		;
+	if (w < 0) {
+		snprintf(why, cap, "ip: %s", lr_strerror(-errno));
+		return -ECHILD;
+	}
 	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
 		snprintf(why, cap, "ip %s %s failed", argv[1], argv[2]);
 		return -EIO;
@@ -146,13 +165,14 @@ static void child_stop(int sig)
 	(void)sig;
 	if (child_server)
 		server_stop(child_server);
+	else
+		_exit(1); /* not serving yet: nothing to end cleanly */
 }
 
 /* The server child: its own namespace (with ns), configured when the
  * parent says (the veth's end is there), then serving until SIGTERM. */
-static void server_child(const struct doctor_local_opts *o, bool ns,
-			 const char *ifname, const uint8_t *psk, int go,
-			 int tell)
+static void server_child(bool ns, const char *ifname, const uint8_t *psk,
+			 int rootfd, pid_t parent, int go, int tell)
 {
 	struct server_callbacks cb = { 0 };
 	struct child_msg m = { 0 };
@@ -162,8 +182,11 @@ static void server_child(const struct doctor_local_opts *o, bool ns,
 	char c;
 
 	signal(SIGTERM, child_stop);
-	/* a doctor killed outright takes its server along */
+	/* a doctor killed outright takes its server along (also one killed
+	 * before this line: then the parent is gone already) */
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (getppid() != parent)
+		_exit(1);
 	if (ns && unshare(CLONE_NEWNET))
 		m.err = -errno;
 	write_all(tell, &m, sizeof(m)); /* unshared (or not) */
@@ -179,7 +202,7 @@ static void server_child(const struct doctor_local_opts *o, bool ns,
 	so.port = 0;
 	so.psk = psk;
 	so.allow_plaintext = true;
-	so.rootfd = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	so.rootfd = rootfd; /* opened by the parent: its error is said there */
 	m.err = server_new(&so, &cb, &srv, &err);
 	if (!m.err)
 		m.port = server_port(srv);
@@ -348,6 +371,11 @@ static void machine_facts(struct doctor_local_report *r)
 		r->max_khz = strtoull(buf, NULL, 10);
 }
 
+static bool cancelled(const struct doctor_local_opts *o)
+{
+	return o->cancel && atomic_load(o->cancel);
+}
+
 /* The disk of dir read as a sender reads a file not in memory (its
  * pages dropped, then through the page cache in chunk-size reads). */
 static void disk_read(const struct doctor_local_opts *o,
@@ -357,6 +385,9 @@ static void disk_read(const struct doctor_local_opts *o,
 	struct disk_result res;
 	struct lr_err e = { 0 };
 	uint64_t size = o->size & ~((1ull << 20) - 1);
+
+	/* disk_run removes its file also when stopped; a signal here is
+	 * seen by the next check of o->cancel (the stage is short) */
 
 	if (!size)
 		size = 1u << 20;
@@ -372,6 +403,11 @@ static void capacities(struct doctor_local_report *r, double here, double there)
 {
 	double gb = (double)r->d.xfer_bytes / 1e9;
 	double cores = r->d.local.cores > 0 ? r->d.local.cores : 1;
+
+	/* a stream is a thread on each end: no more cores than streams */
+	if (r->d.streams && cores > r->d.streams)
+		cores = r->d.streams;
+	r->cores_used = cores;
 
 	if (gb <= 0 || here <= 0 || there <= 0)
 		return;
@@ -396,62 +432,131 @@ static int ns_setup(pid_t child, char *ifa, char *ifb, char *why, size_t cap)
 	return ns_configure(ifa, ADDR_A, why, cap);
 }
 
-/* Start the server child; *ns true when both ends got namespaces. */
-static int start_child(const struct doctor_local_opts *o, const uint8_t *psk,
-		       struct doctor_local_report *rep, pid_t *child,
-		       uint16_t *port, struct lr_err *err)
+/* A child that is not to serve: gone, reaped. */
+static void child_end(pid_t child)
 {
-	struct doctor_local_opts lo_opts = *o;
+	kill(child, SIGKILL);
+	while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
+		;
+}
+
+/* The server child started, its first word (unshared or not) read into
+ * *m; the pipe ends the parent keeps into go_w, tell_r. */
+static int fork_child(bool ns, const char *ifb, const uint8_t *psk, int rootfd,
+		      pid_t *child, int *go_w, int *tell_r, struct child_msg *m,
+		      struct lr_err *err)
+{
+	int go[2], tell[2], r;
+	pid_t parent = getpid();
+
+	if (pipe2(go, O_CLOEXEC))
+		return lr_err_setc(err, -errno, "pipe");
+	if (pipe2(tell, O_CLOEXEC)) {
+		r = lr_err_setc(err, -errno, "pipe");
+		goto fail_go;
+	}
+	*child = fork();
+	if (*child < 0) {
+		r = lr_err_setc(err, -errno, "fork");
+		close(tell[0]);
+		close(tell[1]);
+		goto fail_go;
+	}
+	if (!*child) {
+		close(go[1]);
+		close(tell[0]);
+		server_child(ns, ifb, psk, rootfd, parent, go[0], tell[1]);
+	}
+	close(go[0]);
+	close(tell[1]);
+	*go_w = go[1];
+	*tell_r = tell[0];
+	r = read_all(tell[0], m, sizeof(*m));
+	if (r) {
+		child_end(*child);
+		close(go[1]);
+		close(tell[0]);
+		return lr_err_set(err, r, "the local server ended at once");
+	}
+	return 0;
+fail_go:
+	close(go[0]);
+	close(go[1]);
+	return r;
+}
+
+/* Start the server child: in a network namespace of its own with a veth
+ * pair to ours when we may make them (rep->namespaces), else both over
+ * loopback in ours (rep->why_loopback says why). */
+static int start_child(const struct doctor_local_opts *o, const uint8_t *psk,
+		       int rootfd, struct doctor_local_report *rep,
+		       pid_t *child, uint16_t *port, struct lr_err *err)
+{
 	char ifa[16], ifb[16];
 	struct child_msg m;
-	int go[2], tell[2], r;
+	int go, tell, r;
 	bool ns = !o->loopback;
 
-	lo_opts.loopback = true;
 	snprintf(ifa, sizeof(ifa), "lrd%lda", (long)getpid() % 100000);
 	snprintf(ifb, sizeof(ifb), "lrd%ldb", (long)getpid() % 100000);
 	if (ns && unshare(CLONE_NEWNET)) {
 		snprintf(rep->why_loopback, sizeof(rep->why_loopback),
 			 "no network namespaces (%s): over loopback",
-			 errno == EPERM ? "not root" : lr_strerror(-errno));
+			 errno == EPERM ? "not permitted: not root"
+					: lr_strerror(-errno));
 		ns = false;
 	}
-	if (pipe2(go, O_CLOEXEC) || pipe2(tell, O_CLOEXEC))
-		return lr_err_setc(err, -errno, "pipe");
-	*child = fork();
-	if (*child < 0)
-		return lr_err_setc(err, -errno, "fork");
-	if (!*child) {
-		close(go[1]);
-		close(tell[0]);
-		server_child(o, ns, ifb, psk, go[0], tell[1]);
-	}
-	close(go[0]);
-	close(tell[1]);
-	r = read_all(tell[0], &m, sizeof(m));
-	if (!r && ns && !m.err &&
-	    ns_setup(*child, ifa, ifb, rep->why_loopback,
-		     sizeof(rep->why_loopback))) {
-		/* the child's namespace cannot be reached: start again,
+	r = fork_child(ns, ifb, psk, rootfd, child, &go, &tell, &m, err);
+	if (r)
+		return r;
+	if (ns && (m.err || ns_setup(*child, ifa, ifb, rep->why_loopback,
+				     sizeof(rep->why_loopback)))) {
+		/* the child's namespace cannot be had or reached: again,
 		 * both in this one (lo up), over loopback */
-		kill(*child, SIGKILL);
-		waitpid(*child, NULL, 0);
-		close(go[1]);
-		close(tell[0]);
+		if (m.err)
+			snprintf(rep->why_loopback, sizeof(rep->why_loopback),
+				 "no network namespace for the server (%s): "
+				 "over loopback",
+				 lr_strerror(m.err));
+		child_end(*child);
+		close(go);
+		close(tell);
 		lo_up();
-		return start_child(&lo_opts, psk, rep, child, port, err);
+		ns = false;
+		r = fork_child(false, ifb, psk, rootfd, child, &go, &tell, &m,
+			       err);
+		if (r)
+			return r;
 	}
 	rep->namespaces = ns;
-	write_all(go[1], "g", 1);
-	if (!r)
-		r = read_all(tell[0], &m, sizeof(m));
-	close(go[1]);
-	close(tell[0]);
-	if (r || m.err)
+	write_all(go, "g", 1);
+	r = read_all(tell, &m, sizeof(m));
+	close(go);
+	close(tell);
+	if (r || m.err) {
+		child_end(*child);
+		*child = -1;
 		return lr_err_set(err, r ? r : m.err, "the local server: %s",
 				  r ? "it ended" : m.why);
+	}
 	*port = m.port;
 	return 0;
+}
+
+/* The child asked to end, waited for a few seconds, then killed. */
+static void child_stop_wait(pid_t child)
+{
+	int i;
+
+	kill(child, SIGTERM);
+	for (i = 0; i < 50; i++) {
+		pid_t w = waitpid(child, NULL, WNOHANG);
+
+		if (w == child || (w < 0 && errno != EINTR))
+			return;
+		usleep(100 * 1000);
+	}
+	child_end(child);
 }
 
 int doctor_local_run(const struct doctor_local_opts *o,
@@ -466,12 +571,16 @@ int doctor_local_run(const struct doctor_local_opts *o,
 	double here, there;
 	uint16_t port = 0;
 	pid_t child = -1;
-	int r;
+	int r, rootfd;
 
 	memset(rep, 0, sizeof(*rep));
 	if (session_token_new(tok) || session_token_psk(tok, psk))
 		return lr_err_set(err, -EIO, "no random bytes for a token");
-	r = start_child(o, psk, rep, &child, &port, err);
+	rootfd = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		return lr_err_setc(err, -errno, "%s", o->dir);
+	r = start_child(o, psk, rootfd, rep, &child, &port, err);
+	close(rootfd);
 	if (!r) {
 		d.host = rep->namespaces ? ADDR_B : LOOPBACK;
 		d.port = port;
@@ -481,11 +590,14 @@ int doctor_local_run(const struct doctor_local_opts *o,
 		d.size = o->size;
 		d.net_ms = o->net_ms;
 		d.cancel = o->cancel;
+		d.source = o->source;
 		lc.server = child;
 		mine.ctx = &lc;
 		mine.stage = on_stage;
 		r = doctor_run(&d, &mine, &rep->d, err);
 	}
+	if (!r && cancelled(o))
+		r = lr_err_set(err, -EINTR, "interrupted");
 	if (!r) {
 		here = self_cpu_s() - lc.here0;
 		there = proc_cpu_s(child) - lc.there0;
@@ -497,16 +609,16 @@ int doctor_local_run(const struct doctor_local_opts *o,
 		if (cb && cb->stage)
 			cb->stage(cb->ctx, "the cipher on every core");
 		rep->cipher_all_cores_bps = cipher_all_cores(rep->d.cipher);
-		if (cb && cb->stage)
+		if (cb && cb->stage && !cancelled(o))
 			cb->stage(cb->ctx, "the disk as a sender reads it");
-		disk_read(o, rep);
+		if (!cancelled(o))
+			disk_read(o, rep);
+		if (cancelled(o))
+			r = lr_err_set(err, -EINTR, "interrupted");
 		machine_facts(rep);
 	}
-	if (child > 0) {
-		kill(child, SIGTERM);
-		while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
-			;
-	}
+	if (child > 0)
+		child_stop_wait(child);
 	session_token_wipe(tok, sizeof(tok));
 	session_token_wipe(psk, sizeof(psk));
 	return r;

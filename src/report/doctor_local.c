@@ -135,10 +135,16 @@ void report_doctor_local_human(FILE *out, const struct doctor_local_report *r,
 		"  transfer   %.0f MB/s with both ends on this machine; "
 		"CPU per GB: sending %.2f s, receiving %.2f s\n",
 		mbs(d->xfer_bps), r->cpu_s_per_gb_send, r->cpu_s_per_gb_recv);
+	if (r->send_bps <= 0 || r->recv_bps <= 0) {
+		fprintf(out, "  alone      not known: the transfer's CPU time "
+			     "could not be read\n");
+		return;
+	}
 	fprintf(out,
-		"  alone      with its %.2f cores: send %.0f MB/s, receive "
-		"%.0f MB/s (cores / CPU s per GB)\n",
-		d->local.cores, mbs(r->send_bps), mbs(r->recv_bps));
+		"  alone      with %.2f cores (usable, at most one a "
+		"stream): send %.0f MB/s, receive %.0f MB/s (cores / CPU "
+		"s per GB)\n",
+		r->cores_used, mbs(r->send_bps), mbs(r->recv_bps));
 	verdict(out, r);
 	directions(r, &rx, &rw, &tx, &sw);
 	fprintf(out,
@@ -147,6 +153,35 @@ void report_doctor_local_human(FILE *out, const struct doctor_local_report *r,
 	report_escaped(out, r->model);
 	fprintf(out, " | %.2f | %s | %s | %.0f / %.0f\n", d->local.cores,
 		r->kernel, cipher, mbs(tx), mbs(rx));
+}
+
+/* The verdict per link speed: which end or the link limits. */
+static void links_json(cJSON *o, const struct doctor_local_report *r)
+{
+	cJSON *arr = cJSON_AddArrayToObject(o, "links");
+	const char *rw, *sw;
+	double rx, tx, lo;
+	unsigned i;
+
+	if (!arr || r->send_bps <= 0 || r->recv_bps <= 0)
+		return;
+	directions(r, &rx, &rw, &tx, &sw);
+	lo = rx < tx ? rx : tx;
+	for (i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		double ceil = doctor_link_ceiling(links[i].bps);
+		cJSON *l = cJSON_CreateObject();
+		char who[48];
+
+		if (!l)
+			return;
+		snprintf(who, sizeof(who), "%s, %s", tx <= rx ? sw + 4 : rw + 4,
+			 tx <= rx ? "sending" : "receiving");
+		cJSON_AddStringToObject(l, "link", links[i].name);
+		report__add_num(l, "tcp_ceiling_bytes_per_second", ceil);
+		cJSON_AddStringToObject(l, "limited_by",
+					lo >= ceil ? "link" : who);
+		cJSON_AddItemToArray(arr, l);
+	}
 }
 
 void report_doctor_local_json(FILE *out, const struct doctor_local_report *r,
@@ -198,6 +233,7 @@ void report_doctor_local_json(FILE *out, const struct doctor_local_report *r,
 		report__add_num(c, "cpu_seconds_per_gb_receive",
 				report__json_num(r->cpu_s_per_gb_recv));
 	}
+	links_json(o, r);
 	s = cJSON_Print(o);
 	if (s) {
 		fprintf(out, "%s\n", s);

@@ -509,7 +509,8 @@ void xfer__fatal(struct xsess *x, int code, const char *fmt, ...)
 /* A data stream that ended without its END (cut or reset): most often the
  * peer ending the session, whose ERROR on the control connection says
  * why. That error, when it comes within a moment, is the session's; else
- * this one. */
+ * this one. It sleeps (up to half a second): from a stream thread only,
+ * never the control thread. */
 void xfer__fatal_cut(struct xsess *x, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Send the message built in b on the control connection; b is empty
