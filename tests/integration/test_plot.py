@@ -64,8 +64,9 @@ def panels(w, h, rows):
     assert len(edges) % 2 == 0 and edges, edges
     out = []
     for top, bottom in zip(edges[::2], edges[1::2]):
-        mid = rows[(top + bottom) // 2]
-        xs = [i for i in range(w) if mid[i] == FRAME]
+        # the top edge: no data reaches it (5% headroom), while a line
+        # may cross the side edges anywhere below
+        xs = [i for i in range(w) if rows[top][i] == FRAME]
         out.append((xs[0], top, xs[-1], bottom))
     return out
 
