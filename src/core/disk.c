@@ -437,11 +437,21 @@ static int make_block(uint8_t **buf, uint32_t bs, struct lr_err *err)
 	return 0;
 }
 
+/* This thread's CPU seconds so far. */
+static double thread_cpu_sec(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+		return 0;
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 /* Every block written, each stamped with its index, then fdatasync:
  * with direct I/O too, block allocation is only durable after it. */
 static int write_phase(struct disk_job *j, struct lr_err *err)
 {
-	double t0 = now_sec();
+	double t0 = now_sec(), c0 = thread_cpu_sec();
 	uint64_t i;
 	int r;
 
@@ -464,6 +474,7 @@ static int write_phase(struct disk_job *j, struct lr_err *err)
 	}
 	if (fdatasync(j->fd))
 		return lr_err_setc(err, -errno, "fdatasync %s", j->name);
+	j->res.write_cpu_sec = thread_cpu_sec() - c0;
 	j->res.write_sec = now_sec() - t0;
 	return 0;
 }

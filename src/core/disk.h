@@ -91,8 +91,9 @@ int disk_identify(const char *path, const char *sysroot, const char *mountinfo,
 enum disk_phase { DISK_PHASE_WRITE, DISK_PHASE_READ };
 
 struct disk_result {
-	uint64_t bytes;	  /* written, and read back */
-	double write_sec; /* includes the final fdatasync */
+	uint64_t bytes;	      /* written, and read back */
+	double write_sec;     /* includes the final fdatasync */
+	double write_cpu_sec; /* this thread's CPU time in it (the copies) */
 	double read_sec;
 	bool write_direct; /* O_DIRECT, else buffered + fdatasync */
 	bool read_direct;  /* O_DIRECT, else after POSIX_FADV_DONTNEED */

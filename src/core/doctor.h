@@ -33,7 +33,7 @@ enum doctor_stage_id {
 struct doctor_stage {
 	bool measured;
 	double bps;	  /* bytes/s */
-	bool cpu_bound;	  /* NET: a CPU was saturated while measuring */
+	bool cpu_bound;	  /* NET, DEST: a CPU was saturated while measuring */
 	char detail[160]; /* e.g. "SD/MMC card mmcblk0", "AES-256-GCM" */
 };
 
@@ -148,8 +148,8 @@ void doctor_local_facts(struct proto_probe_result *f, const char *dir);
 double doctor_usable_cores(void);
 
 /* The slowest measured stage (the network: the direction of the data),
- * or -1. A network stage measured while a CPU was saturated counts as
- * the cipher's (CPU). Pure: unit-tested on sample figures. */
+ * or -1. A network or destination stage measured while a CPU was
+ * saturated counts as the cipher's (CPU). Pure: unit-tested on sample figures. */
 int doctor_pick(const struct doctor_stage st[DOCTOR_NSTAGES]);
 
 /* What the limiting stage allows, bytes/s (a CPU-bound network: the lower

@@ -26,6 +26,7 @@
 #include "bench.h"
 #include "cryptobench.h"
 #include "disk.h"
+#include "fsio.h"
 #include "link.h"
 #include "doctor.h"
 #include "server.h"
@@ -118,22 +119,6 @@ static int ns_configure(const char *ifname, const char *addr, char *why,
 	return r;
 }
 
-static void write_all(int fd, const void *buf, size_t n)
-{
-	const char *p = buf;
-	ssize_t w;
-
-	while (n) {
-		w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return;
-		p += w;
-		n -= (size_t)w;
-	}
-}
-
 static int read_all(int fd, void *buf, size_t n)
 {
 	char *p = buf;
@@ -189,12 +174,12 @@ static void server_child(bool ns, const char *ifname, const uint8_t *psk,
 		_exit(1);
 	if (ns && unshare(CLONE_NEWNET))
 		m.err = -errno;
-	write_all(tell, &m, sizeof(m)); /* unshared (or not) */
+	fsio_write_all(tell, &m, sizeof(m)); /* unshared (or not) */
 	if (m.err || read_all(go, &c, 1))
 		_exit(1);
 	if (ns &&
 	    (m.err = ns_configure(ifname, ADDR_B, m.why, sizeof(m.why)))) {
-		write_all(tell, &m, sizeof(m));
+		fsio_write_all(tell, &m, sizeof(m));
 		_exit(1);
 	}
 	server_opts_init(&so);
@@ -207,7 +192,7 @@ static void server_child(bool ns, const char *ifname, const uint8_t *psk,
 	if (!m.err)
 		m.port = server_port(srv);
 	snprintf(m.why, sizeof(m.why), "%s", err.msg);
-	write_all(tell, &m, sizeof(m));
+	fsio_write_all(tell, &m, sizeof(m));
 	if (m.err)
 		_exit(1);
 	child_server = srv;
@@ -529,7 +514,7 @@ static int start_child(const struct doctor_local_opts *o, const uint8_t *psk,
 			return r;
 	}
 	rep->namespaces = ns;
-	write_all(go, "g", 1);
+	fsio_write_all(go, "g", 1);
 	r = read_all(tell, &m, sizeof(m));
 	close(go);
 	close(tell);

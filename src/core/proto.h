@@ -130,6 +130,7 @@ enum proto_tag {
 	PROTO_T_STORAGE = 0x0057,
 	PROTO_T_SOCKBUF = 0x0058,
 	PROTO_T_CIPHER_MS = 0x0059,
+	PROTO_T_DISK_CPU_USEC = 0x005A,
 };
 
 /* A tag with this bit set must be understood; unknown ones are skipped. */
@@ -543,6 +544,8 @@ struct proto_probe_result {
 	uint32_t sockbuf[4];
 	char cc[PROTO_CC_LEN];
 	uint64_t disk_bytes, disk_usec; /* write with fdatasync; 0 = none */
+	/* the writer's CPU time in it; 0 = not said (an older server) */
+	uint64_t disk_cpu_usec;
 	char disk_error[PROTO_MAX_TEXT + 1];
 };
 

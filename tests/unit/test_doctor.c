@@ -97,6 +97,15 @@ static void pick_cpu_bound_net_is_cipher(void **state)
 	set_stage(st, DOCTOR_NET_BACK, 25e6);
 	st[DOCTOR_NET_BACK].cpu_bound = true;
 	assert_int_equal(doctor_pick(st), DOCTOR_NET);
+
+	/* the destination written through the page cache with its CPU at
+	 * the limit (a CPU quota): the CPU, not the disk */
+	st[DOCTOR_NET_BACK].cpu_bound = false;
+	set_stage(st, DOCTOR_DEST, 20e6);
+	st[DOCTOR_DEST].cpu_bound = true;
+	assert_int_equal(doctor_pick(st), DOCTOR_CIPHER);
+	st[DOCTOR_DEST].cpu_bound = false;
+	assert_int_equal(doctor_pick(st), DOCTOR_DEST);
 }
 
 static void pick_never_net_back(void **state)

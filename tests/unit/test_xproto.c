@@ -1983,6 +1983,7 @@ static void sample_result(struct proto_probe_result *r)
 	snprintf(r->cc, sizeof(r->cc), "bbr");
 	r->disk_bytes = PROTO_PROBE_MAX_DISK;
 	r->disk_usec = 51200000;
+	r->disk_cpu_usec = 1234567;
 	snprintf(r->disk_error, sizeof(r->disk_error), "no space left: 5%%");
 }
 
@@ -2014,6 +2015,8 @@ static void probe_result_rt(const struct proto_probe_result *in)
 	assert_string_equal(out.cc, in->cc);
 	assert_true(out.disk_bytes == in->disk_bytes);
 	assert_true(out.disk_usec == in->disk_usec);
+	/* optional: an older server's result has none, read as 0 */
+	assert_true(out.disk_cpu_usec == in->disk_cpu_usec);
 	assert_string_equal(out.disk_error, in->disk_error);
 	msg_free(&m);
 }
@@ -2256,8 +2259,10 @@ static void test_probe_result_malformed(void **state)
 		msg_free(&m);
 	}
 
-	/* every proper prefix of a result whose last field is required */
+	/* every proper prefix of a result whose last field is required
+	 * (the optional CPU time and error text left out) */
 	in.disk_error[0] = 0;
+	in.disk_cpu_usec = 0;
 	msg_init(&m, 4096);
 	assert_int_equal(proto_encode_probe_result(&m.b, &in), 0);
 	body = msg_body(&m, PROTO_PROBE_RESULT, &len);

@@ -70,6 +70,8 @@ int proto_encode_probe_result(struct proto_buf *b,
 	proto_put_str(b, PROTO_T_CC, m->cc);
 	proto_put_u64(b, PROTO_T_DISK_BYTES, m->disk_bytes);
 	proto_put_u64(b, PROTO_T_DISK_USEC, m->disk_usec);
+	if (m->disk_cpu_usec)
+		proto_put_u64(b, PROTO_T_DISK_CPU_USEC, m->disk_cpu_usec);
 	if (m->disk_error[0])
 		proto_put_str(b, PROTO_T_TEXT, m->disk_error);
 	return proto_msg_end(b);
@@ -99,8 +101,8 @@ static int get_sockbuf(void *msg, const struct proto__tlv *t)
 	return 0;
 }
 
-/* All but the cipher rates (repeated) and the disk's error text are
- * required. */
+/* All but the cipher rates (repeated), the disk's error text and its
+ * CPU time are required. */
 #define PR  struct proto_probe_result
 #define REQ PROTO__REQUIRED
 static const struct proto__field probe_result_fields[] = {
@@ -115,6 +117,7 @@ static const struct proto__field probe_result_fields[] = {
 	PROTO__F_STR(PROTO_T_CC, PR, cc, REQ),
 	PROTO__F_U64(PROTO_T_DISK_BYTES, PR, disk_bytes, REQ),
 	PROTO__F_U64(PROTO_T_DISK_USEC, PR, disk_usec, REQ),
+	PROTO__F_U64(PROTO_T_DISK_CPU_USEC, PR, disk_cpu_usec, 0),
 	PROTO__F_STR(PROTO_T_TEXT, PR, disk_error, 0),
 };
 #undef REQ

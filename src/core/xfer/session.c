@@ -114,23 +114,33 @@ void xfer__wake(struct xsess *x)
 	}
 }
 
-void xfer__fatal(struct xsess *x, int code, const char *fmt, ...)
-{
-	va_list ap;
+/* The first fatal error recorded (later ones dropped) and everyone
+ * stopped; under x->lock, which it releases. */
+static void fatal_locked(struct xsess *x, int code, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
 
-	xfer__lock(&x->lock);
+static void fatal_locked(struct xsess *x, int code, const char *fmt, va_list ap)
+{
 	if (!x->error) {
 		x->error = code ? code : -EIO;
 		x->err.code = x->error;
-		va_start(ap, fmt);
 		vsnprintf(x->err.msg, sizeof(x->err.msg), fmt, ap);
-		va_end(ap);
 	}
 	atomic_store(&x->abort, true);
 	pthread_cond_broadcast(&x->cv);
 	pthread_cond_broadcast(&x->rx.out_cv);
 	xfer__unlock(&x->lock);
 	xfer__wake(x);
+}
+
+void xfer__fatal(struct xsess *x, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	xfer__lock(&x->lock);
+	va_start(ap, fmt);
+	fatal_locked(x, code, fmt, ap);
+	va_end(ap);
 }
 
 /* How long a cut stream waits for the peer's word on the control
@@ -150,18 +160,9 @@ void xfer__fatal_cut(struct xsess *x, int code, const char *fmt, ...)
 	while (!x->error && !atomic_load(&x->abort) &&
 	       pthread_cond_timedwait(&x->cv, &x->lock, &until) == 0)
 		;
-	if (!x->error) {
-		x->error = code ? code : -EIO;
-		x->err.code = x->error;
-		va_start(ap, fmt);
-		vsnprintf(x->err.msg, sizeof(x->err.msg), fmt, ap);
-		va_end(ap);
-	}
-	atomic_store(&x->abort, true);
-	pthread_cond_broadcast(&x->cv);
-	pthread_cond_broadcast(&x->rx.out_cv);
-	xfer__unlock(&x->lock);
-	xfer__wake(x);
+	va_start(ap, fmt);
+	fatal_locked(x, code, fmt, ap);
+	va_end(ap);
 }
 
 int xfer__ctrl_send(struct xsess *x, struct proto_buf *b)
