@@ -15,6 +15,8 @@ pkgs=(
 	zsh # the completion test runs its script
 	systemd # systemd-analyze verify checks the service unit
 	librsvg2-bin # rsvg-convert draws linerate plot's SVG for its test
+	attr acl # getfattr/setfattr and getfacl/setfacl check -X and -A
+	e2fsprogs # mkfs.ext4 makes the test image of -X and -A
 )
 if [ "${1:-}" = "--bench" ]; then
 	pkgs+=(netcat-openbsd fio hyperfine time)

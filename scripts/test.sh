@@ -69,7 +69,8 @@ step "ThreadSanitizer (clang): the engine's threads, in a chosen set of tests"
 # resume after a kill, the one-shot receiver, bench with -P and --bidir,
 # two tests at once, iperf3 clients against serve and bench --iperf3, the
 # sweeper of partial files, a source read again, both listeners full, a
-# push over ssh and one whose client is killed (the lifeline)
+# push over ssh and one whose client is killed (the lifeline), -X and -A
+# through a resume and a delta
 tsan_tests=(
 	"tests/integration/test_transfer.py::test_single_file_push"
 	"tests/integration/test_transfer.py::test_tree_push"
@@ -94,6 +95,7 @@ tsan_tests=(
 	"tests/integration/test_ssh.py::test_a_firewall_sends_the_data_through_ssh"
 	"tests/integration/test_outopts.py::test_timestamps_on_every_line_but_not_in_json"
 	"tests/integration/test_outopts.py::test_timestamps_keep_output_and_errors_in_order"
+	"tests/integration/test_xattrs.py::test_resume_and_delta_keep_them"
 )
 [ -f build-tsan/build.ninja ] ||
 	CC=clang meson setup build-tsan --buildtype=debug -Db_sanitize=thread \

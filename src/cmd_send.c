@@ -95,6 +95,8 @@ static const struct option long_opts[] = {
 	{ "group", no_argument, NULL, 'g' },
 	{ "archive", no_argument, NULL, 'a' },
 	{ "numeric-ids", no_argument, NULL, OPT_NUMERIC_IDS },
+	{ "xattrs", no_argument, NULL, 'X' },
+	{ "acls", no_argument, NULL, 'A' },
 	{ "specials", no_argument, NULL, OPT_SPECIALS },
 	{ "devices", no_argument, NULL, OPT_DEVICES },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -108,7 +110,7 @@ static const struct option long_opts[] = {
 };
 
 /* The letters of long_opts and the short-only ones, getopt's syntax. */
-#define SEND_SHORTS "w:e:rqhnvcWHogaD"
+#define SEND_SHORTS "w:e:rqhnvcWHogaDXA"
 
 const struct cmd_opts cmd_send_opts = { &common_spec, SEND_SHORTS, long_opts };
 
@@ -170,12 +172,47 @@ static int filter_rule_option(struct send_cli *o, bool include, const char *arg,
 }
 
 /* One of send's and get's own options. */
+/* The options that only set transfer flags, with rsync's meanings. */
+static const struct {
+	int opt;
+	uint32_t flags;
+} flag_opts[] = {
+	{ OPT_OVERWRITE, XFER_F_OVERWRITE },
+	{ OPT_UPDATE, XFER_F_UPDATE },
+	{ OPT_NO_FSYNC, XFER_F_NO_FSYNC },
+	{ OPT_KEEP_SETID, XFER_F_KEEP_SETID },
+	{ OPT_DELETE, XFER_F_DELETE },
+	{ OPT_DELETE_EXCLUDED, XFER_F_DELETE | XFER_F_DELETE_EXCLUDED },
+	{ 'n', XFER_F_DRY_RUN },
+	{ 'c', XFER_F_CHECKSUM },
+	{ 'W', XFER_F_WHOLE_FILE },
+	{ 'o', XFER_F_OWNER },
+	{ 'g', XFER_F_GROUP },
+	/* rsync's -a is -rlptgoD; linerate keeps -rlpt always, and -D is
+	 * asked apart: device nodes need the receiver's consent, and an
+	 * older receiver refuses what it does not know; -X and -A are not
+	 * in it, as in rsync */
+	{ 'a', XFER_F_OWNER | XFER_F_GROUP },
+	{ 'D', XFER_F_SPECIALS | XFER_F_DEVICES },
+	{ OPT_SPECIALS, XFER_F_SPECIALS },
+	{ OPT_DEVICES, XFER_F_DEVICES },
+	{ OPT_NUMERIC_IDS, XFER_F_NUMERIC_IDS },
+	{ 'X', XFER_F_XATTRS },
+	{ 'A', XFER_F_ACLS },
+};
+
 static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 {
 	struct send_cli *o = ctx;
 	uint64_t v;
+	size_t i;
 	int r;
 
+	for (i = 0; i < sizeof(flag_opts) / sizeof(flag_opts[0]); i++)
+		if (flag_opts[i].opt == c) {
+			o->c.x.flags |= flag_opts[i].flags;
+			return 0;
+		}
 	switch (c) {
 	case 'w':
 		if (opts_bytes("-w", optarg, 4096, XFER_MAX_SOCKBUF, &v, err))
@@ -213,10 +250,6 @@ static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 			return -EINVAL;
 		o->c.x.chunk_size = (uint32_t)v;
 		return 0;
-	case OPT_OVERWRITE: o->c.x.flags |= XFER_F_OVERWRITE; return 0;
-	case OPT_UPDATE: o->c.x.flags |= XFER_F_UPDATE; return 0;
-	case OPT_NO_FSYNC: o->c.x.flags |= XFER_F_NO_FSYNC; return 0;
-	case OPT_KEEP_SETID: o->c.x.flags |= XFER_F_KEEP_SETID; return 0;
 	case OPT_LINK_SPEED:
 		return opts_rate("--link-speed", optarg, 1000, UINT64_MAX / 2,
 				 &o->link_speed, err);
@@ -228,23 +261,6 @@ static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 	case OPT_INCLUDE_FROM:
 		return filter_read_file(&o->filter, c == OPT_INCLUDE_FROM,
 					optarg, err);
-	case OPT_DELETE: o->c.x.flags |= XFER_F_DELETE; return 0;
-	case OPT_DELETE_EXCLUDED:
-		o->c.x.flags |= XFER_F_DELETE | XFER_F_DELETE_EXCLUDED;
-		return 0;
-	case 'n': o->c.x.flags |= XFER_F_DRY_RUN; return 0;
-	case 'c': o->c.x.flags |= XFER_F_CHECKSUM; return 0;
-	case 'W': o->c.x.flags |= XFER_F_WHOLE_FILE; return 0;
-	case 'o': o->c.x.flags |= XFER_F_OWNER; return 0;
-	case 'g': o->c.x.flags |= XFER_F_GROUP; return 0;
-	/* rsync's -a is -rlptgoD; linerate keeps -rlpt always, and -D is
-	 * asked apart: device nodes need the receiver's consent, and an
-	 * older receiver refuses what it does not know */
-	case 'a': o->c.x.flags |= XFER_F_OWNER | XFER_F_GROUP; return 0;
-	case 'D': o->c.x.flags |= XFER_F_SPECIALS | XFER_F_DEVICES; return 0;
-	case OPT_SPECIALS: o->c.x.flags |= XFER_F_SPECIALS; return 0;
-	case OPT_DEVICES: o->c.x.flags |= XFER_F_DEVICES; return 0;
-	case OPT_NUMERIC_IDS: o->c.x.flags |= XFER_F_NUMERIC_IDS; return 0;
 	case 'H':
 		o->c.x.flags |= XFER_F_HARD_LINKS;
 		o->c.src.hard_links = true; /* a push's walk */
@@ -505,14 +521,19 @@ static int send_parse(int argc, char **argv, struct send_cli *o,
 		o->c.x.delete_root = o->c.src.contents != 0;
 	}
 	if ((o->c.x.flags & XFER_F_NUMERIC_IDS) &&
-	    !(o->c.x.flags & (XFER_F_OWNER | XFER_F_GROUP)))
+	    !(o->c.x.flags & (XFER_F_OWNER | XFER_F_GROUP | XFER_F_ACLS)))
 		return lr_err_set(err, -EINVAL,
-				  "--numeric-ids goes with -o, -g or -a");
+				  "--numeric-ids goes with -o, -g, -a or -A");
 	if ((o->c.x.flags & XFER_F_HARD_LINKS) &&
 	    (o->c.x.flags & XFER_F_STDOUT))
 		return lr_err_set(err, -EINVAL,
 				  "-H needs a destination directory, not "
 				  "standard output");
+	if ((o->c.x.flags & (XFER_F_XATTRS | XFER_F_ACLS)) &&
+	    (o->c.x.flags & XFER_F_STDOUT))
+		return lr_err_set(err, -EINVAL,
+				  "-X and -A need a destination directory, "
+				  "not standard output");
 	if ((o->c.x.flags & XFER_F_DELETE) && (o->c.x.flags & XFER_F_STDOUT))
 		return lr_err_set(err, -EINVAL,
 				  "--delete needs a destination directory, "

@@ -49,7 +49,10 @@
 	"                        receiver that allows them: serve\n"                 \
 	"                        --allow-devices)\n"                                 \
 	"  -D                    --specials and --devices\n"                         \
-	"      --numeric-ids     with -o/-g: ids as they are, no names\n"            \
+	"  -X, --xattrs          keep extended attributes (user.; trusted. and\n"    \
+	"                        security. too between root ends)\n"                 \
+	"  -A, --acls            keep POSIX ACLs, their users and groups by name\n"  \
+	"      --numeric-ids     with -o/-g/-A: ids as they are, no names\n"         \
 	"      --no-fsync        do not wait for the destination disk before\n"      \
 	"                        renaming (faster; a crash or power loss of\n"       \
 	"                        the receiver can then lose the newest files)\n"     \

@@ -114,6 +114,12 @@ enum proto_tag {
 	PROTO_T_UNREAD = 0x0040, /* XFER_FILES: a source the sender could
 				    not read */
 	PROTO_T_OWNER = 0x0043,	 /* XFER_FILES: idx uid gid names (OWNER) */
+	PROTO_T_XATTRS = 0x0044, /* XFER_FILES: idx, names and values (-X) */
+	PROTO_T_ACL = 0x0045,	 /* XFER_FILES: idx, which, entries (-A) */
+	/* XFER_DONE, optional: entries kept without all their attributes
+	 * (u64), and the first reason (text) */
+	PROTO_T_XATTRS_FAILED = 0x0046,
+	PROTO_T_XATTRS_WHY = 0x0047,
 	/* XFER_REQUEST, critical: a peer that does not know them must refuse
 	 * the request rather than send what they leave out */
 	PROTO_T_FILTER = 0x8040,   /* kind:u8 pattern; repeated */
@@ -294,6 +300,8 @@ enum proto_xfer_flag {
 	PROTO_XF_NUMERIC_IDS = 1u << 14, /* ids as they are, no names */
 	PROTO_XF_SPECIALS = 1u << 15,	 /* FIFOs and sockets (--specials) */
 	PROTO_XF_DEVICES = 1u << 16,	 /* device nodes (--devices) */
+	PROTO_XF_XATTRS = 1u << 17,	 /* extended attributes kept (-X) */
+	PROTO_XF_ACLS = 1u << 18,	 /* POSIX ACLs kept (-A) */
 };
 
 /* The flags of a LIST item */
@@ -477,6 +485,62 @@ struct proto_xfer_owner {
 	char group[PROTO_XFER_MAX_IDNAME + 1];
 };
 
+/* PROTO_T_XATTRS: idx:u32 n:u16, then n times nlen:u8 vlen:u16 name
+ * value: with XATTRS, the extended attributes of the file or directory
+ * whose ENTRY follows it at once. Names are 1..255 bytes without control
+ * characters, in the user., trusted. or security. namespace with at
+ * least one byte after it, in strictly increasing byte order (so none
+ * twice); the whole value is at most PROTO_XFER_MAX_XATTR_LEN bytes. */
+#define PROTO_XFER_MAX_XATTRS	  128u
+#define PROTO_XFER_MAX_XATTR_LEN  32768u
+#define PROTO_XFER_MAX_XATTR_NAME 255u
+#define PROTO__XATTRS_FIXED	  6u
+#define PROTO__XATTR_EACH	  3u /* nlen vlen */
+struct proto_xattr {
+	const char *name; /* into the message, not terminated */
+	const uint8_t *value;
+	uint8_t name_len;
+	uint16_t value_len;
+};
+struct proto_xfer_xattrs {
+	uint32_t idx;
+	uint16_t n;
+	struct proto_xattr v[PROTO_XFER_MAX_XATTRS];
+};
+
+/* PROTO_T_ACL: idx:u32 which:u8 n:u16, then n times tag:u8 perm:u8
+ * id:u32 nlen:u8 name: with ACLS, a POSIX ACL of the file or directory
+ * whose ENTRY follows it at once (which 1 access; 2 default, of a
+ * directory). Tags are Linux's (1 USER_OBJ, 2 USER, 4 GROUP_OBJ, 8 GROUP,
+ * 16 MASK, 32 OTHER) in that order; USER_OBJ, GROUP_OBJ and OTHER once
+ * each, MASK at most once and present when a USER or GROUP entry is;
+ * perm 0..7; id and name (the sender's, as an OWNER item's; none with
+ * NUMERIC_IDS) only in USER and GROUP entries, id 0 and no name in the
+ * others. 3..PROTO_XFER_MAX_ACL entries. */
+#define PROTO_XFER_MAX_ACL 256u
+#define PROTO__ACL_FIXED   7u
+#define PROTO__ACL_EACH	   7u /* tag perm id nlen */
+enum proto_acl_which { PROTO_ACL_ACCESS = 1, PROTO_ACL_DEFAULT = 2 };
+enum proto_acl_tag {
+	PROTO_ACL_USER_OBJ = 0x01,
+	PROTO_ACL_USER = 0x02,
+	PROTO_ACL_GROUP_OBJ = 0x04,
+	PROTO_ACL_GROUP = 0x08,
+	PROTO_ACL_MASK = 0x10,
+	PROTO_ACL_OTHER = 0x20,
+};
+struct proto_acl_entry {
+	uint8_t tag, perm;
+	uint32_t id;
+	char name[PROTO_XFER_MAX_IDNAME + 1]; /* "" when none */
+};
+struct proto_xfer_acl {
+	uint32_t idx;
+	uint8_t which;
+	uint16_t n;
+	struct proto_acl_entry e[PROTO_XFER_MAX_ACL];
+};
+
 /* PROTO_T_DELETED: kind:u8 path: an entry --delete removed (kind as an
  * ENTRY's, 4 for anything else), path as an entry's would be. */
 struct proto_xfer_deleted {
@@ -495,6 +559,10 @@ struct proto_xfer_done {
 	uint64_t files_ok, files_failed, files_skipped;
 	uint64_t bytes; /* written and verified this session */
 	struct proto_xfer_wait wait;
+	/* -X/-A: kept without all their attributes, and why (printable
+	 * ASCII, "" when none) */
+	uint64_t xattrs_failed;
+	char xattrs_why[PROTO_MAX_TEXT + 1];
 };
 
 /* The chunk header at the start of each data record of a transfer
@@ -718,6 +786,20 @@ int proto_xfer_get_owner(const struct proto_xfer_iter *it,
 			 struct proto_xfer_owner *o);
 /* A name fit for an OWNER item: 1..32 bytes of [A-Za-z0-9._@$-]. */
 bool proto_xfer_idname_ok(const char *s, size_t n);
+/* PROTO_T_XATTRS: its size in a batch (tag and length included), put,
+ * and read (checked as above; the names and values point into it). */
+size_t proto_xfer_xattrs_size(const struct proto_xfer_xattrs *a);
+void proto_put_xfer_xattrs(struct proto_buf *b,
+			   const struct proto_xfer_xattrs *a);
+int proto_xfer_get_xattrs(const struct proto_xfer_iter *it,
+			  struct proto_xfer_xattrs *a);
+/* Whether name (n bytes) may travel in an XATTRS item. */
+bool proto_xfer_xattr_name_ok(const char *name, size_t n);
+/* PROTO_T_ACL: the same. */
+size_t proto_xfer_acl_size(const struct proto_xfer_acl *a);
+void proto_put_xfer_acl(struct proto_buf *b, const struct proto_xfer_acl *a);
+int proto_xfer_get_acl(const struct proto_xfer_iter *it,
+		       struct proto_xfer_acl *a);
 int proto_xfer_get_deleted(const struct proto_xfer_iter *it,
 			   struct proto_xfer_deleted *d);
 

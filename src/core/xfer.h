@@ -61,6 +61,8 @@ enum xfer_flag {
 	XFER_F_NUMERIC_IDS = 1u << 14, /* ids as they are: --numeric-ids */
 	XFER_F_SPECIALS = 1u << 15,    /* FIFOs and sockets: --specials */
 	XFER_F_DEVICES = 1u << 16,     /* device nodes: --devices */
+	XFER_F_XATTRS = 1u << 17,      /* extended attributes kept: -X */
+	XFER_F_ACLS = 1u << 18,	       /* POSIX ACLs kept: -A */
 };
 
 /* What a sender sends: local paths (push) or paths below a root (pull). */
@@ -193,6 +195,11 @@ struct xfer_result {
 	/* receiver, -o/-g: entries kept without the owner or group asked
 	 * (the receiver could not give it: no CAP_CHOWN, an unmapped id) */
 	uint64_t owners_failed;
+	/* receiver, -X/-A: entries kept without some of their extended
+	 * attributes or ACLs (the destination refused them); sender: ones
+	 * left out of the item (past the bounds of docs/PROTOCOL.md) */
+	uint64_t xattrs_failed;
+	char xattrs_why[LR_ERR_MSG]; /* the first, "" when none */
 	uint64_t rate_limit; /* --limit (bytes/s) this end knows of; 0 none */
 	bool delete_skipped; /* --delete: skipped after a read error */
 	double seconds;

@@ -458,6 +458,10 @@ static void summary_counts(struct report_xfer *rx,
 	if (res->owners_failed)
 		fprintf(rx->out, ", %llu without their owner",
 			(unsigned long long)res->owners_failed);
+	if (res->xattrs_failed)
+		fprintf(rx->out, ", %llu without all their attributes (%s)",
+			(unsigned long long)res->xattrs_failed,
+			res->xattrs_why[0] ? res->xattrs_why : "see the log");
 	if (res->bytes_held) {
 		units_fmt_iec(b1, sizeof(b1), (double)res->bytes_held);
 		fprintf(rx->out, ", %s already there", b1);
@@ -496,6 +500,10 @@ void report_xfer_end(struct report_xfer *rx, const struct xfer_result *res,
 		report__add_num(o, "files_special", (double)res->files_special);
 		report__add_num(o, "files_linked", (double)res->files_linked);
 		report__add_num(o, "owners_failed", (double)res->owners_failed);
+		report__add_num(o, "xattrs_failed", (double)res->xattrs_failed);
+		if (res->xattrs_why[0])
+			cJSON_AddStringToObject(o, "xattrs_why",
+						res->xattrs_why);
 		report__add_num(o, "streams", res->streams);
 		report__add_num(o, "chunk_size", res->chunk_size);
 		/* a session that never began had no cipher, not "none" */

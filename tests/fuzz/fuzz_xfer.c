@@ -205,7 +205,61 @@ static void fuzz_done(const uint8_t *body, size_t len, uint8_t *enc)
 	      m.files_skipped == m2.files_skipped && m.bytes == m2.bytes &&
 	      m.wait.net_us == m2.wait.net_us &&
 	      m.wait.write_us == m2.wait.write_us &&
-	      m.wait.cipher_us == m2.wait.cipher_us);
+	      m.wait.cipher_us == m2.wait.cipher_us &&
+	      m.xattrs_failed == m2.xattrs_failed &&
+	      !strcmp(m.xattrs_why, m2.xattrs_why));
+	CHECK(m.xattrs_failed <= PROTO_XFER_MAX_FILES);
+	check_str(m.xattrs_why, sizeof(m.xattrs_why));
+}
+
+/* XATTRS and ACL items: what the getter accepted holds its promises
+ * (bounded, inside the item, names in their namespaces and in order; an
+ * ACL of known tags, in order, with its required entries) and is
+ * re-appended. Both structures are large: static (one thread). */
+static int fuzz_attr_items(const struct proto_xfer_iter *it,
+			   const uint8_t *body, size_t len, struct proto_buf *b)
+{
+	static struct proto_xfer_xattrs xa;
+	static struct proto_xfer_acl acl;
+	int ok = 0;
+	unsigned i;
+
+	if (proto_xfer_get_xattrs(it, &xa) == 0) {
+		ok++;
+		CHECK(it->tag == PROTO_T_XATTRS &&
+		      xa.n <= PROTO_XFER_MAX_XATTRS);
+		CHECK(it->vlen <= PROTO_XFER_MAX_XATTR_LEN);
+		for (i = 0; i < xa.n; i++) {
+			CHECK(inside(xa.v[i].name, xa.v[i].name_len, body,
+				     len));
+			CHECK(!xa.v[i].value_len ||
+			      inside(xa.v[i].value, xa.v[i].value_len, body,
+				     len));
+			CHECK(proto_xfer_xattr_name_ok(xa.v[i].name,
+						       xa.v[i].name_len));
+		}
+		CHECK(proto_xfer_xattrs_size(&xa) == 4u + it->vlen);
+		if (proto_xfer_batch_room(b, it->vlen))
+			proto_put_xfer_xattrs(b, &xa);
+	}
+	if (proto_xfer_get_acl(it, &acl) == 0) {
+		ok++;
+		CHECK(it->tag == PROTO_T_ACL);
+		CHECK(acl.which == PROTO_ACL_ACCESS ||
+		      acl.which == PROTO_ACL_DEFAULT);
+		CHECK(acl.n >= 3 && acl.n <= PROTO_XFER_MAX_ACL);
+		for (i = 0; i < acl.n; i++) {
+			CHECK(acl.e[i].perm <= 7);
+			CHECK(!i || acl.e[i].tag >= acl.e[i - 1].tag);
+			CHECK(!acl.e[i].name[0] ||
+			      proto_xfer_idname_ok(acl.e[i].name,
+						   strlen(acl.e[i].name)));
+		}
+		CHECK(proto_xfer_acl_size(&acl) == 4u + it->vlen);
+		if (proto_xfer_batch_room(b, it->vlen))
+			proto_put_xfer_acl(b, &acl);
+	}
+	return ok;
 }
 
 /* Every getter on the current item: at most one accepts it, the one its
@@ -227,6 +281,7 @@ static void fuzz_item(const struct proto_xfer_iter *it, const uint8_t *body,
 	int ok = 0;
 
 	CHECK(inside(it->value, it->vlen, body, len));
+	ok += fuzz_attr_items(it, body, len, b);
 	if (proto_xfer_get_unread(it, &u) == 0) {
 		ok++;
 		CHECK(u.code >= 1 && u.code <= 4095);

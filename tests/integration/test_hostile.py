@@ -43,7 +43,19 @@ HOSTILE_TIMEOUT = 200  # s; each act of a case is bounded at 30 s
 #   content:  {path below the root: bytes}  what a present file must hold
 #   reason:   regexes, each to be found in hostile_send's output or the
 #             server log
+#   xattrs:   {path below the root: {name: bytes, or None: not there}}
+#             the extended attributes a present file must (not) have
 REFUSED_PATH = r"refused: "
+
+
+def in_act(no, rx):
+    """RX in what hostile_send printed for its act NO (before the next)."""
+    return rf"(?m)^== act {no}: .*\n(?:(?!== act ).*\n)*?(?!== act ).*{rx}"
+
+
+SENT = r"ERROR: the sender sent "
+XA_MALFORMED = (SENT + r"malformed extended attributes \(names in user\., "
+                r"trusted\. or security\., in order")
 CASES = {
     "abs_path": dict(
         present={"ok_abs_path": 10},
@@ -146,6 +158,37 @@ CASES = {
                 REFUSED_PATH + r'"\." or "\.\." component',
                 r"announced a FIFO, socket or device node, which this "
                 r"transfer did not ask for"]),
+    # -X/-A: names in user., trusted. and security. only, in order; items
+    # only when asked, only before a file or directory of their idx, a
+    # default ACL only before a directory (each refusal ends its session);
+    # security.capability set only with the setid consent (the test
+    # server runs as root without --allow-setid): the file kept without it
+    "xattr_cases": dict(
+        present={"xa_cap": 10},
+        absent=["xa_sys", "xa_os2", "xa_bare", "xa_order", "xa_link",
+                "xa_dflt", "xa_unasked", "xa_unasked_acl", "xa_other",
+                "xa_other_1", "xa_hl_src", "xa_hl"],
+        xattrs={"xa_cap": {"user.kept": b"yes",
+                           "security.capability": None}},
+        reason=[in_act(1, XA_MALFORMED),
+                in_act(2, XA_MALFORMED),
+                in_act(3, XA_MALFORMED),
+                in_act(4, XA_MALFORMED),
+                in_act(5, SENT + r"extended attributes or an ACL for an "
+                       r"entry that is not a file or directory"),
+                in_act(6, SENT + r"a default ACL for an entry that is not a "
+                       r"directory"),
+                in_act(7, SENT + r"extended attributes out of place \(only "
+                       r"with -X\)"),
+                in_act(8, SENT + r"an ACL out of place \(only with -A\)"),
+                in_act(9, SENT + r"extended attributes or an ACL for another "
+                       r"entry than the one that follows them"),
+                in_act(10, r"DONE: ok 1 failed 0"),
+                in_act(10, r"DONE: kept without all their attributes: 1 "
+                       r"\(xa_cap: its file capabilities "
+                       r"\(security\.capability\) need the setid consent"),
+                in_act(11, SENT + r"extended attributes or an ACL for an "
+                       r"entry that is not a file or directory")]),
     "more_files": dict(
         present={},
         absent=[f"more_files_{i}" for i in range(1, 5)],
@@ -303,6 +346,9 @@ def test_hostile_sender(case, linerate_bin, hostile_bin, serve, token,
         f"written beside the root!\n{what}"
     if not tmp_x_before:
         assert not os.path.lexists(tmp_x), f"/tmp/x appeared!\n{what}"
+    assert not [n for n in os.listxattr(outside)
+                if n.startswith("system.posix_acl_")], \
+        f"an ACL was given OUTSIDE the root!\n{what}"
 
     assert res.returncode != 3, f"the receiver hung\n{what}"
     assert res.returncode == 0, what
@@ -322,6 +368,13 @@ def test_hostile_sender(case, linerate_bin, hostile_bin, serve, token,
     for rel, mode in exp.get("modes", {}).items():
         got = stat.S_IMODE(os.lstat(root / rel).st_mode)
         assert got == mode, f"{rel}: mode {got:o}, not {mode:o}\n{what}"
+    for rel, want in exp.get("xattrs", {}).items():
+        names = os.listxattr(root / rel, follow_symlinks=False)
+        for name, value in want.items():
+            got = (os.getxattr(root / rel, name, follow_symlinks=False)
+                   if name in names else None)
+            assert got == value, \
+                f"{rel}: {name} is {got!r}, not {value!r}\n{what}"
     for one, two in exp.get("links", []):
         assert os.path.samefile(root / one, root / two), \
             f"{two} is not a hard link to {one}\n{what}"

@@ -12,15 +12,13 @@ file in a mount namespace of its own for the receiving client).
 import grp
 import os
 import pwd
-import shutil
 import stat
 import subprocess
-import tempfile
 
 import pytest
 
 from lrproc import describe
-from xferutil import end_event, env_without_token
+from xferutil import as_nobody, end_event, env_without_token
 
 # Debian's: a user and a group that have names on every machine
 USER, GROUP = "daemon", "bin"
@@ -134,29 +132,13 @@ def test_a_receiver_that_is_not_root_keeps_its_own(xsrv):
     x = xsrv
     top = x.root / "t"
     owned_tree(top)
-    base = tempfile.mkdtemp(prefix="lr-owners-")
-    try:
-        os.chmod(base, 0o755)
-        dest = os.path.join(base, "got")
-        os.mkdir(dest)
-        nobody = pwd.getpwnam("nobody")
-        os.chown(dest, nobody.pw_uid, nobody.pw_gid)
-        tok = os.path.join(base, "token")
-        shutil.copy(x.token_file, tok)
-        os.chmod(tok, 0o644)
-        argv = [x.bin, "get", "-p", str(x.srv.port), "--token-file", tok,
-                "-q", "-a", x.dest("t/"), dest]
-        res = x.h.run_a(["setpriv", f"--reuid={nobody.pw_uid}",
-                         f"--regid={nobody.pw_gid}", "--clear-groups",
-                         *argv], stdin=subprocess.DEVNULL,
-                        capture_output=True, text=True, timeout=60,
-                        env=env_without_token())
+    nobody = pwd.getpwnam("nobody")
+    with as_nobody(x, "lr-owners-") as (dest, get):
+        res = get("-q", "-a", x.dest("t/"))
         assert res.returncode == 0, describe(res)
         got = ids(dest)
         assert set(got) == set(ids(top)), got
         assert set(got.values()) == {(nobody.pw_uid, nobody.pw_gid)}, got
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_root_owner_keeps_setuid_only_with_consent(xsrv):
@@ -178,7 +160,7 @@ def test_root_owner_keeps_setuid_only_with_consent(xsrv):
 def test_numeric_ids_alone_is_a_usage_error(xsrv):
     res = xsrv.send("--numeric-ids", str(xsrv.src), xsrv.dest())
     assert res.returncode == 2, describe(res)
-    assert "--numeric-ids goes with -o, -g or -a" in res.stderr
+    assert "--numeric-ids goes with -o, -g, -a or -A" in res.stderr
 
 
 def test_setuid_consented_stays_when_an_up_to_date_file_changes_group(

@@ -8,17 +8,13 @@ by lstat (type, device numbers, mode, mtime).
 """
 
 import os
-import pwd
-import shutil
 import socket
 import stat
-import subprocess
-import tempfile
 
 import pytest
 
 from lrproc import describe
-from xferutil import end_event, env_without_token, output
+from xferutil import as_nobody, end_event, output
 
 
 @pytest.fixture(autouse=True)
@@ -119,27 +115,11 @@ def test_a_receiver_that_is_not_root_makes_none(xsrv):
     x = xsrv
     top = x.root / "t"
     special_tree(top)
-    base = tempfile.mkdtemp(prefix="lr-specials-")
-    try:
-        os.chmod(base, 0o755)
-        dest = os.path.join(base, "got")
-        os.mkdir(dest)
-        nobody = pwd.getpwnam("nobody")
-        os.chown(dest, nobody.pw_uid, nobody.pw_gid)
-        tok = os.path.join(base, "token")
-        shutil.copy(x.token_file, tok)
-        os.chmod(tok, 0o644)
-        res = x.h.run_a(["setpriv", f"--reuid={nobody.pw_uid}",
-                         f"--regid={nobody.pw_gid}", "--clear-groups",
-                         x.bin, "get", "-p", str(x.srv.port),
-                         "--token-file", tok, "-D", x.dest("t/"), dest],
-                        stdin=subprocess.DEVNULL, capture_output=True,
-                        text=True, timeout=60, env=env_without_token())
+    with as_nobody(x, "lr-specials-") as (dest, get):
+        res = get("-D", x.dest("t/"))
         assert res.returncode == 1, describe(res)
         assert "made only by a receiver running as root" in output(res)
         assert sorted(os.listdir(dest)) == ["d", "f"]
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_a_is_not_d(xsrv):

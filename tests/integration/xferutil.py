@@ -9,11 +9,15 @@ compare_tree -- assert two trees are equal (types, bytes, modes, mtimes,
 json_events  -- parse --json output, asserting every line is an object
 """
 
+import contextlib
 import filecmp
 import os
+import pwd
 import shlex
+import shutil
 import stat
 import subprocess
+import tempfile
 import time
 
 from lrproc import LineCollector, describe, strict_json
@@ -159,6 +163,35 @@ def temp_leftovers(root):
     """Paths below ROOT that look like linerate's temporary files."""
     return [p for p in tree_files(root)
             if p.endswith((".lrpart", ".lrjournal"))]
+
+
+@contextlib.contextmanager
+def as_nobody(x, prefix):
+    """(dest, get): an empty directory of the user nobody, and a function
+    that runs `linerate get ARGS... DEST` in host A as nobody (no root,
+    no groups), from the server of x; all removed at the end."""
+    base = tempfile.mkdtemp(prefix=prefix)
+    try:
+        os.chmod(base, 0o755)
+        dest = os.path.join(base, "got")
+        os.mkdir(dest)
+        nobody = pwd.getpwnam("nobody")
+        os.chown(dest, nobody.pw_uid, nobody.pw_gid)
+        tok = os.path.join(base, "token")
+        shutil.copy(x.token_file, tok)
+        os.chmod(tok, 0o644)
+
+        def get(*args):
+            argv = [x.bin, "get", "-p", str(x.srv.port), "--token-file",
+                    tok, *[str(a) for a in args], dest]
+            return x.h.run_a(["setpriv", f"--reuid={nobody.pw_uid}",
+                              f"--regid={nobody.pw_gid}", "--clear-groups",
+                              *argv], stdin=subprocess.DEVNULL,
+                             capture_output=True, text=True, timeout=60,
+                             env=env_without_token())
+        yield dest, get
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 class XferEnv:

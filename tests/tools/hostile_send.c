@@ -72,6 +72,13 @@ enum misdeed {
 	M_FILES_AFTER_END, /* END, then one more FILES, chunks not sent */
 };
 
+/* An extended attribute as an XATTRS item carries it. */
+struct xa {
+	const char *name;
+	const void *value;
+	uint16_t len;
+};
+
 struct ent {
 	uint8_t kind;
 	const char *path;
@@ -86,6 +93,12 @@ struct ent {
 	uint32_t uid, gid;
 	const char *user, *group;
 	uint32_t major, minor; /* a device node's */
+	/* -X/-A: an XATTRS item of nxattrs names (xattrs set) and an ACL
+	 * item (acl set) before the entry, as given, for entry idx + xa_skew */
+	const struct xa *xattrs;
+	unsigned nxattrs;
+	const struct proto_xfer_acl *acl;
+	uint32_t xa_skew;
 };
 
 struct act {
@@ -410,6 +423,10 @@ static int pump(struct sess *s, int ms)
 			    (unsigned long long)d.files_failed,
 			    (unsigned long long)d.files_skipped,
 			    (unsigned long long)d.bytes);
+		if (d.xattrs_failed || d.xattrs_why[0])
+			say("DONE: kept without all their attributes: %llu "
+			    "(%s)",
+			    (unsigned long long)d.xattrs_failed, d.xattrs_why);
 		s->terminal = true;
 		break;
 	}
@@ -685,6 +702,39 @@ static void send_sums(struct sess *s, const struct act *a)
 		say("sending SUMS: %s", lr_strerror(r));
 }
 
+/* -X/-A: the entry's XATTRS and ACL items, as given (names unchecked,
+ * in the order given): the receiver checks. */
+static void put_xattr_items(struct proto_buf *b, const struct ent *e,
+			    uint32_t idx)
+{
+	static struct proto_xfer_xattrs xs;
+	static struct proto_xfer_acl acl;
+	unsigned j;
+
+	if (e->xattrs) {
+		xs.idx = idx + e->xa_skew;
+		xs.n = (uint16_t)e->nxattrs;
+		for (j = 0; j < e->nxattrs; j++)
+			xs.v[j] = (struct proto_xattr){
+				.name = e->xattrs[j].name,
+				.name_len = (uint8_t)strlen(e->xattrs[j].name),
+				.value = e->xattrs[j].value,
+				.value_len = e->xattrs[j].len,
+			};
+		say("announce: an XATTRS item of %u names for entry %u",
+		    e->nxattrs, xs.idx);
+		proto_put_xfer_xattrs(b, &xs);
+	}
+	if (e->acl) {
+		acl = *e->acl;
+		acl.idx = idx + e->xa_skew;
+		say("announce: an ACL item (%s) for entry %u",
+		    acl.which == PROTO_ACL_DEFAULT ? "default" : "access",
+		    acl.idx);
+		proto_put_xfer_acl(b, &acl);
+	}
+}
+
 static int run_act(const struct act *a, unsigned no)
 {
 	struct sess s;
@@ -770,6 +820,7 @@ static int run_act(const struct act *a, unsigned no)
 			       strlen(e->group ? e->group : ""));
 			proto_put_xfer_owner(&b, &o);
 		}
+		put_xattr_items(&b, e, i);
 		if (e->kind == PROTO_XK_CHARDEV ||
 		    e->kind == PROTO_XK_BLOCKDEV) {
 			uint32_t mm[2] = { e->major, e->minor };
@@ -924,6 +975,60 @@ out:
 	}
 #define HL PROTO_XF_HARD_LINKS
 
+/* -X/-A: an entry's items, and the flags */
+#define XATTRS(v) .xattrs = (v), .nxattrs = sizeof(v) / sizeof((v)[0])
+#define XA	  PROTO_XF_XATTRS
+#define ACLS	  PROTO_XF_ACLS
+
+/* Linux's value of system.posix_acl_access (version 2; tag, perm, id
+ * little-endian): user::rwx group::rwx other::rwx */
+static const uint8_t g_acl_blob[] = {
+	2,    0, 0, 0,			       /* version */
+	0x01, 0, 7, 0, 0xff, 0xff, 0xff, 0xff, /* USER_OBJ */
+	0x04, 0, 7, 0, 0xff, 0xff, 0xff, 0xff, /* GROUP_OBJ */
+	0x20, 0, 7, 0, 0xff, 0xff, 0xff, 0xff, /* OTHER */
+};
+
+/* security.capability, VFS_CAP_REVISION_2, effective: cap_setuid
+ * permitted */
+static const uint8_t g_fcaps[] = {
+	0x01, 0, 0, 0x02, /* magic_etc */
+	0x80, 0, 0, 0,	  /* permitted, low: bit 7 */
+	0,    0, 0, 0,	  /* inheritable, low */
+	0,    0, 0, 0,	  /* permitted, high */
+	0,    0, 0, 0,	  /* inheritable, high */
+};
+
+static const struct xa g_xa_sys[] = {
+	{ "system.posix_acl_access", g_acl_blob, sizeof(g_acl_blob) },
+};
+static const struct xa g_xa_os2[] = { { "os2.x", "v", 1 } };
+static const struct xa g_xa_bare[] = { { "user.", "v", 1 } };
+static const struct xa g_xa_order[] = { { "user.b", "v", 1 },
+					{ "user.a", "v", 1 } };
+static const struct xa g_xa_user[] = { { "user.x", "v", 1 } };
+/* in byte order: 's' before 'u' */
+static const struct xa g_xa_cap[] = {
+	{ "security.capability", g_fcaps, sizeof(g_fcaps) },
+	{ "user.kept", "yes", 3 },
+};
+
+/* user::rwx group::rwx other::rwx, as an access or a default ACL */
+static const struct proto_xfer_acl g_acl_access = {
+	.which = PROTO_ACL_ACCESS,
+	.n = 3,
+	.e = { { .tag = PROTO_ACL_USER_OBJ, .perm = 7 },
+	       { .tag = PROTO_ACL_GROUP_OBJ, .perm = 7 },
+	       { .tag = PROTO_ACL_OTHER, .perm = 7 } },
+};
+static const struct proto_xfer_acl g_acl_default = {
+	.which = PROTO_ACL_DEFAULT,
+	.n = 3,
+	.e = { { .tag = PROTO_ACL_USER_OBJ, .perm = 7 },
+	       { .tag = PROTO_ACL_GROUP_OBJ, .perm = 7 },
+	       { .tag = PROTO_ACL_OTHER, .perm = 7 } },
+};
+
 static char g_abs_file[FSIO_MAX_PATH], g_abs_dir[FSIO_MAX_PATH],
 	g_abs_link[FSIO_MAX_PATH], g_out_target[FSIO_MAX_PATH];
 
@@ -1022,7 +1127,7 @@ out:
 
 static int run_case(const char *name)
 {
-	struct act acts[8];
+	struct act acts[12];
 	unsigned n = 0, i;
 	int r = 0;
 
@@ -1465,6 +1570,120 @@ static int run_case(const char *name)
 				    .user = "root:x",
 				    .group = "../etc" } },
 			.nents = 1,
+		};
+	} else if (!strcmp(name, "xattr_cases")) {
+		/* every act but the capability one cut off at the entry:
+		 * an act of its own each */
+		acts[n++] = (struct act){
+			.what = "-X: system.posix_acl_access (rwx to all) as "
+				"an extended attribute",
+			.flags = XA,
+			.ents = { { .kind = PROTO_XK_FILE,
+				    .path = "xa_sys",
+				    .size = 10,
+				    XATTRS(g_xa_sys) } },
+			.nents = 1,
+		};
+		acts[n++] = (struct act){
+			.what = "-X: a name in os2.",
+			.flags = XA,
+			.ents = { { .kind = PROTO_XK_FILE,
+				    .path = "xa_os2",
+				    .size = 10,
+				    XATTRS(g_xa_os2) } },
+			.nents = 1,
+		};
+		acts[n++] = (struct act){
+			.what = "-X: the name 'user.', nothing after it",
+			.flags = XA,
+			.ents = { { .kind = PROTO_XK_FILE,
+				    .path = "xa_bare",
+				    .size = 10,
+				    XATTRS(g_xa_bare) } },
+			.nents = 1,
+		};
+		acts[n++] = (struct act){
+			.what = "-X: names out of order (user.b, user.a)",
+			.flags = XA,
+			.ents = { { .kind = PROTO_XK_FILE,
+				    .path = "xa_order",
+				    .size = 10,
+				    XATTRS(g_xa_order) } },
+			.nents = 1,
+		};
+		acts[n++] = (struct act){
+			.what = "-A: an ACL (rwx to all) on a symlink to "
+				"OUTSIDE",
+			.flags = ACLS,
+			.ents = { { .kind = PROTO_XK_SYMLINK,
+				    .path = "xa_link",
+				    .target = g_outside,
+				    .acl = &g_acl_access } },
+			.nents = 1,
+		};
+		acts[n++] = (struct act){
+			.what = "-A: a default ACL on a file",
+			.flags = ACLS,
+			.ents = { { .kind = PROTO_XK_FILE,
+				    .path = "xa_dflt",
+				    .size = 10,
+				    .acl = &g_acl_default } },
+			.nents = 1,
+		};
+		acts[n++] = (struct act){
+			.what = "extended attributes without -X asked",
+			.flags = ACLS,
+			.ents = { { .kind = PROTO_XK_FILE,
+				    .path = "xa_unasked",
+				    .size = 10,
+				    XATTRS(g_xa_user) } },
+			.nents = 1,
+		};
+		acts[n++] = (struct act){
+			.what = "an ACL without -A asked",
+			.flags = XA,
+			.ents = { { .kind = PROTO_XK_FILE,
+				    .path = "xa_unasked_acl",
+				    .size = 10,
+				    .acl = &g_acl_access } },
+			.nents = 1,
+		};
+		acts[n++] = (struct act){
+			.what = "-X: extended attributes of entry 1 before "
+				"entry 0",
+			.flags = XA,
+			.ents = { { .kind = PROTO_XK_FILE,
+				    .path = "xa_other",
+				    .size = 10,
+				    XATTRS(g_xa_user),
+				    .xa_skew = 1 },
+				  FILE10("xa_other_1") },
+			.nents = 2,
+		};
+		acts[n++] = (struct act){
+			.what = "-X -o -g: root's file with "
+				"security.capability (cap_setuid), no setid "
+				"consent",
+			.flags = XA | PROTO_XF_OWNER | PROTO_XF_GROUP,
+			.ents = { { .kind = PROTO_XK_FILE,
+				    .path = "xa_cap",
+				    .size = 10,
+				    .mode = 0755,
+				    .owned = true,
+				    .user = "root",
+				    .group = "root",
+				    XATTRS(g_xa_cap) } },
+			.nents = 1,
+		};
+		acts[n++] = (struct act){
+			.what = "-X -H: extended attributes before a hard link",
+			.flags = XA | HL,
+			.ents = { LFILE10("xa_hl_src"),
+				  { .kind = PROTO_XK_HARDLINK,
+				    .path = "xa_hl",
+				    .link_to = 0,
+				    XATTRS(g_xa_user) } },
+			.nents = 2,
 		};
 	} else if (!strcmp(name, "special_cases")) {
 		acts[n++] = (struct act){

@@ -230,6 +230,8 @@ static void test_done_roundtrip(void **state)
 	in.wait.net_us = 11;
 	in.wait.write_us = 22;
 	in.wait.cipher_us = 33;
+	in.xattrs_failed = 4;
+	snprintf(in.xattrs_why, sizeof(in.xattrs_why), "f: user.big too large");
 	msg_init(&m, MSG_CAP);
 	assert_int_equal(proto_encode_xfer_done(&m.b, &in), 0);
 	body = msg_body(&m, PROTO_XFER_DONE, &len);
@@ -747,6 +749,168 @@ static void test_owner_item(void **state)
 			 LR_EBADMSG);
 	assert_false(proto_xfer_idname_ok("", 0));
 	assert_true(proto_xfer_idname_ok("a.b_c-d@e$", 10));
+}
+
+/* One XATTRS or ACL item of value v (n bytes) as its getter reads it. */
+static int attr_raw(uint16_t tag, const uint8_t *v, size_t n, void *out)
+{
+	static uint8_t raw[4 + PROTO_XFER_MAX_XATTR_LEN + 16];
+	struct proto_xfer_iter it;
+
+	raw[0] = (uint8_t)(tag >> 8);
+	raw[1] = (uint8_t)tag;
+	raw[2] = (uint8_t)(n >> 8);
+	raw[3] = (uint8_t)n;
+	memcpy(raw + 4, v, n);
+	proto_xfer_iter_init(&it, raw, 4 + n);
+	assert_int_equal(proto_xfer_iter_next(&it), 1);
+	return tag == PROTO_T_XATTRS ? proto_xfer_get_xattrs(&it, out)
+				     : proto_xfer_get_acl(&it, out);
+}
+
+/* XATTRS items: a round trip (a binary value, an empty one); names out
+ * of the three namespaces, out of order, twice, with a control
+ * character, and lengths that do not add up are malformed; an item past
+ * 32 KiB is not written. */
+static void test_xattrs_item(void **state)
+{
+	static struct proto_xfer_xattrs a, g;
+	static uint8_t big[PROTO_XFER_MAX_XATTR_LEN];
+	/* idx 9, 2 names: "user.a" = 00 ff, "user.b" = "" */
+	uint8_t v[] = { 0,   0,	  0,   9,   0,	 2,   6,   0,	 2,
+			'u', 's', 'e', 'r', '.', 'a', 0,   0xff, 6,
+			0,   0,	  'u', 's', 'e', 'r', '.', 'b' };
+	struct proto_xfer_iter it;
+	const uint8_t *body;
+	struct msg m;
+	size_t len;
+
+	(void)state;
+	a.idx = 3;
+	a.n = 3;
+	a.v[0] = (struct proto_xattr){ "security.selinux", (const uint8_t *)"x",
+				       16, 1 };
+	a.v[1] = (struct proto_xattr){ "trusted.t", (const uint8_t *)"\0\1", 9,
+				       2 };
+	a.v[2] = (struct proto_xattr){ "user.z", NULL, 6, 0 };
+	msg_init(&m, MSG_CAP);
+	proto_msg_begin(&m.b, PROTO_XFER_FILES);
+	proto_put_xfer_xattrs(&m.b, &a);
+	assert_int_equal(proto_msg_end(&m.b), 0);
+	body = msg_body(&m, PROTO_XFER_FILES, &len);
+	assert_int_equal(len, proto_xfer_xattrs_size(&a));
+	proto_xfer_iter_init(&it, body, len);
+	assert_int_equal(proto_xfer_iter_next(&it), 1);
+	assert_int_equal(proto_xfer_get_xattrs(&it, &g), 0);
+	assert_int_equal(g.idx, 3);
+	assert_int_equal(g.n, 3);
+	assert_memory_equal(g.v[1].name, "trusted.t", 9);
+	assert_int_equal(g.v[1].value_len, 2);
+	assert_memory_equal(g.v[1].value, "\0\1", 2);
+	assert_int_equal(g.v[2].value_len, 0);
+	msg_free(&m);
+
+	assert_int_equal(attr_raw(PROTO_T_XATTRS, v, sizeof(v), &g), 0);
+	assert_int_equal(g.idx, 9);
+	assert_int_equal(g.v[0].value[1], 0xff);
+	v[25] = 'a'; /* "user.a" twice */
+	assert_int_equal(attr_raw(PROTO_T_XATTRS, v, sizeof(v), &g),
+			 LR_EBADMSG);
+	v[25] = '0'; /* "user.0" after "user.a": out of order */
+	assert_int_equal(attr_raw(PROTO_T_XATTRS, v, sizeof(v), &g),
+			 LR_EBADMSG);
+	v[25] = 'b';
+	memcpy(v + 9, "usex", 4); /* no namespace */
+	assert_int_equal(attr_raw(PROTO_T_XATTRS, v, sizeof(v), &g),
+			 LR_EBADMSG);
+	memcpy(v + 9, "user", 4);
+	v[14] = '\n';
+	assert_int_equal(attr_raw(PROTO_T_XATTRS, v, sizeof(v), &g),
+			 LR_EBADMSG);
+	v[14] = 'a';
+	assert_int_equal(attr_raw(PROTO_T_XATTRS, v, sizeof(v) - 1, &g),
+			 LR_EBADMSG);
+	v[5] = 3; /* three said, two there */
+	assert_int_equal(attr_raw(PROTO_T_XATTRS, v, sizeof(v), &g),
+			 LR_EBADMSG);
+	assert_false(proto_xfer_xattr_name_ok("user.", 5));
+	assert_false(proto_xfer_xattr_name_ok("system.posix_acl_access", 23));
+	assert_true(proto_xfer_xattr_name_ok("trusted.x", 9));
+
+	/* one value of 32 KiB: past the item's bound, not written */
+	a.n = 1;
+	a.v[0] = (struct proto_xattr){ "user.big", big, 8,
+				       PROTO_XFER_MAX_XATTR_LEN - 10 };
+	msg_init(&m, MSG_CAP);
+	proto_msg_begin(&m.b, PROTO_XFER_FILES);
+	proto_put_xfer_xattrs(&m.b, &a);
+	assert_int_not_equal(proto_msg_end(&m.b), 0);
+	msg_free(&m);
+}
+
+/* ACL items: a round trip; a missing OTHER, a named entry without a
+ * mask, tags out of order, a perm above 7, a name on USER_OBJ, a
+ * default ACL kind 3 are malformed. */
+static void test_acl_item(void **state)
+{
+	static struct proto_xfer_acl a, g;
+	/* idx 2, access, 4 entries: user:: 6, user:1000 "daemon" 4,
+	 * group:: 4, other:: 0 (no mask: malformed), then fixed below */
+	uint8_t v[] = { 0,  0, 0, 2, 1, 0,    5,		/* */
+			1,  6, 0, 0, 0, 0,    0,		/* user:: */
+			2,  4, 0, 0, 3, 0xe8, 3, 'b', 'i', 'n', /* user:bin */
+			4,  4, 0, 0, 0, 0,    0,		/* group:: */
+			16, 6, 0, 0, 0, 0,    0,		/* mask:: */
+			32, 0, 0, 0, 0, 0,    0 /* other:: */ };
+	struct proto_xfer_iter it;
+	const uint8_t *body;
+	struct msg m;
+	size_t len;
+
+	(void)state;
+	a.idx = 1;
+	a.which = PROTO_ACL_DEFAULT;
+	a.n = 3;
+	a.e[0] = (struct proto_acl_entry){ .tag = PROTO_ACL_USER_OBJ,
+					   .perm = 7 };
+	a.e[1] = (struct proto_acl_entry){ .tag = PROTO_ACL_GROUP_OBJ,
+					   .perm = 5 };
+	a.e[2] = (struct proto_acl_entry){ .tag = PROTO_ACL_OTHER, .perm = 1 };
+	msg_init(&m, MSG_CAP);
+	proto_msg_begin(&m.b, PROTO_XFER_FILES);
+	proto_put_xfer_acl(&m.b, &a);
+	assert_int_equal(proto_msg_end(&m.b), 0);
+	body = msg_body(&m, PROTO_XFER_FILES, &len);
+	assert_int_equal(len, proto_xfer_acl_size(&a));
+	proto_xfer_iter_init(&it, body, len);
+	assert_int_equal(proto_xfer_iter_next(&it), 1);
+	assert_int_equal(proto_xfer_get_acl(&it, &g), 0);
+	assert_true(g.idx == 1 && g.which == PROTO_ACL_DEFAULT && g.n == 3);
+	assert_int_equal(g.e[2].perm, 1);
+	msg_free(&m);
+
+	assert_int_equal(attr_raw(PROTO_T_ACL, v, sizeof(v), &g), 0);
+	assert_int_equal(g.e[1].id, 1000);
+	assert_string_equal(g.e[1].name, "bin");
+	v[31] = 8; /* mask -> group: a named entry without a mask */
+	assert_int_equal(attr_raw(PROTO_T_ACL, v, sizeof(v), &g), LR_EBADMSG);
+	v[31] = 16;
+	v[38] = 16; /* other -> a second mask, no other */
+	assert_int_equal(attr_raw(PROTO_T_ACL, v, sizeof(v), &g), LR_EBADMSG);
+	v[38] = 32;
+	v[7] = 4; /* user:: -> group:: before user: out of order */
+	assert_int_equal(attr_raw(PROTO_T_ACL, v, sizeof(v), &g), LR_EBADMSG);
+	v[7] = 1;
+	v[8] = 8; /* perm 8 */
+	assert_int_equal(attr_raw(PROTO_T_ACL, v, sizeof(v), &g), LR_EBADMSG);
+	v[8] = 6;
+	v[13] = 1; /* a name on user:: (and the lengths then off) */
+	assert_int_equal(attr_raw(PROTO_T_ACL, v, sizeof(v), &g), LR_EBADMSG);
+	v[13] = 0;
+	v[4] = 3; /* which 3 */
+	assert_int_equal(attr_raw(PROTO_T_ACL, v, sizeof(v), &g), LR_EBADMSG);
+	v[4] = 2;
+	assert_int_equal(attr_raw(PROTO_T_ACL, v, sizeof(v), &g), 0);
 }
 
 /* DELETED items: a round trip; kind 0 or 5, a NUL and an empty path
@@ -1282,7 +1446,47 @@ static const struct rq_case rq_cases[] = {
 	  0,
 	  0,
 	  false },
-	{ "unknown flag bit", 1, 4, 0, 1u << 17, { "" }, 1, 0, 0, false },
+	{ "unknown flag bit", 1, 4, 0, 1u << 19, { "" }, 1, 0, 0, false },
+	{ "xattrs and acls",
+	  1,
+	  4,
+	  0,
+	  PROTO_XF_XATTRS | PROTO_XF_ACLS,
+	  { "" },
+	  1,
+	  0,
+	  0,
+	  true },
+	{ "numeric ids with acls",
+	  1,
+	  4,
+	  0,
+	  PROTO_XF_ACLS | PROTO_XF_NUMERIC_IDS,
+	  { "" },
+	  1,
+	  0,
+	  0,
+	  true },
+	{ "acls into a pipe",
+	  2,
+	  4,
+	  0,
+	  PROTO_XF_ACLS | PROTO_XF_STDOUT,
+	  { "a" },
+	  1,
+	  0,
+	  0,
+	  false },
+	{ "xattrs in doctor's test",
+	  1,
+	  4,
+	  0,
+	  PROTO_XF_XATTRS | PROTO_XF_SCRATCH,
+	  { "" },
+	  1,
+	  0,
+	  0,
+	  false },
 	{ "hard links", 1, 4, 0, PROTO_XF_HARD_LINKS, { "" }, 1, 0, 0, true },
 	{ "hard links into a pipe",
 	  2,
@@ -2313,6 +2517,8 @@ int main(void)
 		cmocka_unit_test(test_probe_request_malformed),
 		cmocka_unit_test(test_probe_result_roundtrip),
 		cmocka_unit_test(test_probe_result_malformed),
+		cmocka_unit_test(test_xattrs_item),
+		cmocka_unit_test(test_acl_item),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

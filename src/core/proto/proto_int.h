@@ -70,6 +70,9 @@ static inline uint64_t proto__rd64(const uint8_t *p)
 /* Room for a TLV of n value bytes: its value's first byte, or NULL (and
  * b->err set, sticky) when it does not fit. */
 uint8_t *proto__put_tlv(struct proto_buf *b, uint16_t tag, size_t n);
+/* A TLV for a batch item (xfer_item.c): NULL and -ENOBUFS (sticky) past
+ * PROTO_MAX_BODY. */
+uint8_t *proto__put_item(struct proto_buf *b, uint16_t tag, size_t n);
 
 /* ---- reading (tlv.c) ---- */
 

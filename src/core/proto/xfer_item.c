@@ -50,7 +50,7 @@ size_t proto_xfer_entry_size(const struct proto_xfer_entry *e)
 }
 
 /* A TLV for a batch item: -ENOBUFS (sticky) past PROTO_MAX_BODY. */
-static uint8_t *put_item(struct proto_buf *b, uint16_t tag, size_t n)
+uint8_t *proto__put_item(struct proto_buf *b, uint16_t tag, size_t n)
 {
 	if (!proto_xfer_batch_room(b, n)) {
 		if (!b->err)
@@ -62,7 +62,8 @@ static uint8_t *put_item(struct proto_buf *b, uint16_t tag, size_t n)
 
 void proto_put_xfer_entry(struct proto_buf *b, const struct proto_xfer_entry *e)
 {
-	uint8_t *q = put_item(b, PROTO_T_ENTRY, proto_xfer_entry_size(e) - 4);
+	uint8_t *q =
+		proto__put_item(b, PROTO_T_ENTRY, proto_xfer_entry_size(e) - 4);
 
 	if (!q)
 		return;
@@ -86,7 +87,7 @@ void proto_put_xfer_entry(struct proto_buf *b, const struct proto_xfer_entry *e)
 
 void proto_put_xfer_plan(struct proto_buf *b, const struct proto_xfer_plan *p)
 {
-	uint8_t *q = put_item(b, PROTO_T_PLAN, PROTO_XFER_PLAN_LEN);
+	uint8_t *q = proto__put_item(b, PROTO_T_PLAN, PROTO_XFER_PLAN_LEN);
 
 	if (!q)
 		return;
@@ -96,7 +97,7 @@ void proto_put_xfer_plan(struct proto_buf *b, const struct proto_xfer_plan *p)
 
 void proto_put_xfer_held(struct proto_buf *b, const struct proto_xfer_held *h)
 {
-	uint8_t *q = put_item(b, PROTO_T_HELD, PROTO_XFER_HELD_LEN);
+	uint8_t *q = proto__put_item(b, PROTO_T_HELD, PROTO_XFER_HELD_LEN);
 
 	if (!q)
 		return;
@@ -107,7 +108,7 @@ void proto_put_xfer_held(struct proto_buf *b, const struct proto_xfer_held *h)
 
 void proto_put_xfer_sum(struct proto_buf *b, const struct proto_xfer_sum *s)
 {
-	uint8_t *q = put_item(b, PROTO_T_SUM, PROTO_XFER_SUM_LEN);
+	uint8_t *q = proto__put_item(b, PROTO_T_SUM, PROTO_XFER_SUM_LEN);
 
 	if (!q)
 		return;
@@ -120,7 +121,7 @@ void proto_put_xfer_sum(struct proto_buf *b, const struct proto_xfer_sum *s)
 
 void proto_put_xfer_ack(struct proto_buf *b, const struct proto_xfer_ack *a)
 {
-	uint8_t *q = put_item(b, PROTO_T_ACK, PROTO_XFER_ACK_LEN);
+	uint8_t *q = proto__put_item(b, PROTO_T_ACK, PROTO_XFER_ACK_LEN);
 
 	if (!q)
 		return;
@@ -133,7 +134,7 @@ void proto_put_xfer_ack(struct proto_buf *b, const struct proto_xfer_ack *a)
 void proto_put_xfer_fail(struct proto_buf *b, const struct proto_xfer_fail *f)
 {
 	size_t n = strnlen(f->text, PROTO_MAX_TEXT);
-	uint8_t *q = put_item(b, PROTO_T_FAIL, 8 + n);
+	uint8_t *q = proto__put_item(b, PROTO_T_FAIL, 8 + n);
 
 	if (!q)
 		return;
@@ -150,7 +151,7 @@ void proto_put_xfer_unread(struct proto_buf *b,
 
 	if (n > PROTO_XFER_MAX_PATH)
 		n = PROTO_XFER_MAX_PATH;
-	q = put_item(b, PROTO_T_UNREAD, 4 + n);
+	q = proto__put_item(b, PROTO_T_UNREAD, 4 + n);
 	if (!q)
 		return;
 	proto__be32(q, u->code);
@@ -160,7 +161,7 @@ void proto_put_xfer_unread(struct proto_buf *b,
 void proto_put_xfer_fdigest(struct proto_buf *b,
 			    const struct proto_xfer_fdigest *d)
 {
-	uint8_t *q = put_item(b, PROTO_T_FDIGEST, PROTO__FDIGEST_LEN);
+	uint8_t *q = proto__put_item(b, PROTO_T_FDIGEST, PROTO__FDIGEST_LEN);
 
 	if (!q)
 		return;
@@ -170,7 +171,7 @@ void proto_put_xfer_fdigest(struct proto_buf *b,
 
 void proto_put_xfer_wait(struct proto_buf *b, const struct proto_xfer_wait *w)
 {
-	uint8_t *q = put_item(b, PROTO_T_WAIT, PROTO__WAIT_LEN);
+	uint8_t *q = proto__put_item(b, PROTO_T_WAIT, PROTO__WAIT_LEN);
 
 	if (q)
 		proto__wait_encode(q, w);
@@ -406,7 +407,8 @@ void proto_put_xfer_owner(struct proto_buf *b, const struct proto_xfer_owner *o)
 {
 	size_t ul = strnlen(o->user, PROTO_XFER_MAX_IDNAME),
 	       gl = strnlen(o->group, PROTO_XFER_MAX_IDNAME);
-	uint8_t *q = put_item(b, PROTO_T_OWNER, PROTO__OWNER_FIXED + ul + gl);
+	uint8_t *q =
+		proto__put_item(b, PROTO_T_OWNER, PROTO__OWNER_FIXED + ul + gl);
 
 	if (!q)
 		return;
@@ -451,7 +453,7 @@ void proto_put_xfer_deleted(struct proto_buf *b,
 
 	if (n > PROTO_XFER_MAX_PATH)
 		n = PROTO_XFER_MAX_PATH;
-	q = put_item(b, PROTO_T_DELETED, 1 + n);
+	q = proto__put_item(b, PROTO_T_DELETED, 1 + n);
 	if (!q)
 		return;
 	q[0] = d->kind;

@@ -13,7 +13,8 @@
 	 PROTO_XF_DELETE | PROTO_XF_DELETE_EXCLUDED | PROTO_XF_DRY_RUN | \
 	 PROTO_XF_CHECKSUM | PROTO_XF_WHOLE_FILE | PROTO_XF_HARD_LINKS | \
 	 PROTO_XF_OWNER | PROTO_XF_GROUP | PROTO_XF_NUMERIC_IDS |        \
-	 PROTO_XF_SPECIALS | PROTO_XF_DEVICES)
+	 PROTO_XF_SPECIALS | PROTO_XF_DEVICES | PROTO_XF_XATTRS |        \
+	 PROTO_XF_ACLS)
 #define XFER_MAX_DEPTH 256u /* components, as fsio_path_check */
 
 /*
@@ -195,13 +196,15 @@ static bool xfer_request_ok(const struct proto_xfer_request *m)
 	if ((m->flags & PROTO_XF_DELETE_EXCLUDED) &&
 	    !(m->flags & PROTO_XF_DELETE))
 		return false;
-	/* ids as they are: of owners or groups kept */
+	/* ids as they are: of owners, groups or ACL entries kept */
 	if ((m->flags & PROTO_XF_NUMERIC_IDS) &&
-	    !(m->flags & (PROTO_XF_OWNER | PROTO_XF_GROUP)))
+	    !(m->flags & (PROTO_XF_OWNER | PROTO_XF_GROUP | PROTO_XF_ACLS)))
 		return false;
-	/* links between files of one named tree: not into a pipe, not in
-	 * doctor's test transfer (nothing there is named) */
-	if ((m->flags & PROTO_XF_HARD_LINKS) &&
+	/* links between files of one named tree, and attributes of named
+	 * files: not into a pipe, not in doctor's test transfer (nothing
+	 * there is named) */
+	if ((m->flags &
+	     (PROTO_XF_HARD_LINKS | PROTO_XF_XATTRS | PROTO_XF_ACLS)) &&
 	    (m->flags & (PROTO_XF_STDOUT | PROTO_XF_SCRATCH)))
 		return false;
 	/* a push's rules are for its receiver's deletions only */
@@ -310,6 +313,10 @@ int proto_encode_xfer_done(struct proto_buf *b, const struct proto_xfer_done *m)
 	proto_put_u64(b, PROTO_T_BYTES, m->bytes);
 	proto__wait_encode(w, &m->wait);
 	proto_put_bytes(b, PROTO_T_WAIT, w, sizeof(w));
+	if (m->xattrs_failed)
+		proto_put_u64(b, PROTO_T_XATTRS_FAILED, m->xattrs_failed);
+	if (m->xattrs_why[0])
+		proto_put_str(b, PROTO_T_XATTRS_WHY, m->xattrs_why);
 	return proto_msg_end(b);
 }
 
@@ -327,6 +334,8 @@ static const struct proto__field xfer_done_fields[] = {
 	PROTO__F_U64(PROTO_T_FILES_SKIPPED, XD, files_skipped, PROTO__REQUIRED),
 	PROTO__F_U64(PROTO_T_BYTES, XD, bytes, PROTO__REQUIRED),
 	PROTO__F_FN(PROTO_T_WAIT, get_done_wait, PROTO__WAIT_LEN, 0),
+	PROTO__F_U64(PROTO_T_XATTRS_FAILED, XD, xattrs_failed, 0),
+	PROTO__F_STR(PROTO_T_XATTRS_WHY, XD, xattrs_why, 0),
 };
 #undef XD
 
@@ -345,7 +354,8 @@ int proto_decode_xfer_done(const uint8_t *body, size_t len,
 	    m->files_failed > PROTO_XFER_MAX_FILES ||
 	    m->files_skipped > PROTO_XFER_MAX_FILES ||
 	    m->files_ok + m->files_failed + m->files_skipped >
-		    PROTO_XFER_MAX_FILES)
+		    PROTO_XFER_MAX_FILES ||
+	    m->xattrs_failed > PROTO_XFER_MAX_FILES)
 		return LR_EBADMSG;
 	return 0;
 }

@@ -20,8 +20,8 @@
 
 /* size bytes of fd, chunk by chunk: the chunk digests, then the file
  * digest into out. -ESTALE when the file is shorter than size now. */
-int xfer__fd_digest(int fd, uint64_t size, uint32_t chunk,
-		    uint8_t out[DIGEST_LEN])
+static int fd_digest(int fd, uint64_t size, uint32_t chunk,
+		     uint8_t out[DIGEST_LEN])
 {
 	uint64_t n64 = size ? (size - 1) / chunk + 1 : 0;
 	uint8_t *buf, *sums;
@@ -76,7 +76,7 @@ bool xfer__entry_digest(struct xsess *x, int fd,
 	if (!(x->o->flags & XFER_F_CHECKSUM) || pe->kind != PROTO_XK_FILE)
 		return false;
 	d->idx = pe->idx;
-	return !xfer__fd_digest(fd, pe->size, x->chunk, d->digest);
+	return !fd_digest(fd, pe->size, x->chunk, d->digest);
 }
 
 /* Receiver: whether name in dirfd, a regular file of e's size, holds
@@ -99,7 +99,7 @@ bool xfer__same_content(struct xsess *x, int dirfd, const char *name,
 		return false;
 	same = !fstat(fd, &st) && S_ISREG(st.st_mode) &&
 	       (uint64_t)st.st_size == e->size &&
-	       !xfer__fd_digest(fd, e->size, x->chunk, mine) &&
+	       !fd_digest(fd, e->size, x->chunk, mine) &&
 	       !memcmp(mine, x->rx.fdig, DIGEST_LEN);
 	if (same && !(x->o->flags & XFER_F_DRY_RUN) &&
 	    (st.st_mtim.tv_sec != e->mtime_sec ||

@@ -416,7 +416,12 @@ static int apply_meta(struct xsess *x, struct xfile *f, bool synced)
 	 * not failed */
 	if (f->rx.owned && fchown(f->fd, f->rx.uid, f->rx.gid))
 		f->rx.owner_err = -errno;
-	if ((mode != f->rx.cmode || !f->rx.cmode || f->rx.owned) &&
+	/* -X/-A: after the owner (a chown clears file capabilities), before
+	 * the mode (an ACL changes it); what is not given is said, the file
+	 * kept */
+	xfer__xattr_file(x, f);
+	if ((mode != f->rx.cmode || !f->rx.cmode || f->rx.owned ||
+	     (flags & XFER_F_ACLS)) && /* an ACL set changed it */
 	    fchmod(f->fd, mode))
 		return failed(f, -errno, "chmod");
 	if (futimens(f->fd, ts))
@@ -647,6 +652,7 @@ void xfer__late_free(struct late *l)
 
 		free(l->path);
 		free(l->target);
+		xfer__xgive_free(l->xg);
 		free(l);
 		l = n;
 	}
@@ -883,18 +889,19 @@ static void late_dir(struct xsess *x, const struct late *l)
 	struct timespec ts[2] = { { .tv_nsec = UTIME_NOW },
 				  { l->mtime_sec, l->mtime_nsec } };
 	uint32_t flags = x->o->flags;
-	int dfd = fsio_open_dir(x->rx.destfd, l->path, false, 0);
+	int dfd = fsio_open_dir(x->rx.destfd, l->path, false, 0), e;
 
 	if (dfd < 0)
 		return;
 	/* before the mode: a chown clears setgid */
 	if (l->owned && fchown(dfd, l->uid, l->gid)) {
-		int e = -errno;
-
+		e = -errno;
 		xfer__lock(&x->lock);
 		xfer__owner_said(x, l->path, e);
 		xfer__unlock(&x->lock);
 	}
+	if (flags & XFER_F_ACLS) /* before the mode, which the ACL changes */
+		xfer__xattr_dir_acls(x, dfd, l);
 	fchmod(dfd, l->mode & ((flags & XFER_F_KEEP_SETID) ? 07777 : 01777));
 	futimens(dfd, ts);
 	if (!(flags & XFER_F_NO_FSYNC))

@@ -22,7 +22,7 @@ const char *xfer__path(const struct xfile *f)
 	return f->path ? f->path : "";
 }
 
-void xfer__emit(struct xsess *x, struct xfer_event *ev)
+static void xfer__emit(struct xsess *x, struct xfer_event *ev)
 {
 	/* xfer.h's contract: no callback under an engine lock */
 	assert(xfer__locks_held == 0);
@@ -205,8 +205,9 @@ void xfer__evq_free(struct xsess *x)
 	x->evq = x->evq_spare = (struct xfer__evq){ 0 };
 }
 
-void xfer__progress_fill(struct xsess *x, struct xfer_progress *p,
-			 uint64_t total, bool known, uint64_t files_total)
+static void xfer__progress_fill(struct xsess *x, struct xfer_progress *p,
+				uint64_t total, bool known,
+				uint64_t files_total)
 {
 	xfer__lock(&x->lock);
 	p->bytes_done = x->bytes_done + x->bytes_held;

@@ -26,7 +26,7 @@ bool xfer__node_unasked(const struct xsess *x, const struct proto_xfer_entry *e)
 const char *xfer__node_refused(const struct xsess *x,
 			       const struct proto_xfer_entry *e)
 {
-	if (!x->own.root)
+	if (!xfer__owner_root(x))
 		return "FIFOs, sockets and device nodes are made only by a "
 		       "receiver running as root";
 	if (is_device(e) && !x->o->allow_devices)

@@ -23,6 +23,30 @@
 
 #define NAME_BUF 4096 /* getpwuid_r's scratch */
 
+/* -o/-g: names and ids looked up, the last XOWN_CACHE of each kind */
+#define XOWN_CACHE 64
+struct xown_cache {
+	struct xown_cell {
+		uint32_t id;
+		bool known; /* the name has an id on this machine */
+		char name[PROTO_XFER_MAX_IDNAME + 1];
+	} v[XOWN_CACHE];
+	unsigned n, next;
+};
+struct xowners {
+	struct xown_cache users, groups;
+	bool root;	       /* receiver: may give files any owner */
+	gid_t *groups_of_mine; /* supplementary groups */
+	unsigned ngroups;
+	/* receiver: the OWNER item before the next entry, mapped here */
+	struct xown_pending {
+		uint32_t idx;
+		bool valid;
+		uid_t uid;
+		gid_t gid;
+	} next;
+};
+
 /* A name the cache keeps for an id, or the id it keeps for a name: the
  * last XOWN_CACHE looked up, replaced in turn. */
 static struct xown_cell *cache_find_id(struct xown_cache *c, uint32_t id)
@@ -136,9 +160,9 @@ bool xfer__owner_item(struct xsess *x, const struct stat *st, uint32_t idx,
 	if (flags & XFER_F_NUMERIC_IDS)
 		return true;
 	if (flags & XFER_F_OWNER)
-		name_of(&x->own.users, o->uid, false, o->user);
+		name_of(&x->own->users, o->uid, false, o->user);
 	if (flags & XFER_F_GROUP)
-		name_of(&x->own.groups, o->gid, true, o->group);
+		name_of(&x->own->groups, o->gid, true, o->group);
 	return true;
 }
 
@@ -177,55 +201,88 @@ static bool my_group(struct xsess *x, gid_t gid)
 
 	if (gid == getegid())
 		return true;
-	for (i = 0; i < x->own.ngroups; i++)
-		if (x->own.groups_of_mine[i] == gid)
+	for (i = 0; i < x->own->ngroups; i++)
+		if (x->own->groups_of_mine[i] == gid)
 			return true;
 	return false;
 }
 
-void xfer__owner_init(struct xsess *x)
+int xfer__owner_init(struct xsess *x)
 {
+	struct xowners *o = calloc(1, sizeof(*o));
 	int n = getgroups(0, NULL);
 
-	x->own.root = geteuid() == 0;
-	x->own.groups_of_mine = n > 0 ? calloc((size_t)n, sizeof(gid_t)) : NULL;
-	n = x->own.groups_of_mine ? getgroups(n, x->own.groups_of_mine) : 0;
-	x->own.ngroups = n > 0 ? (unsigned)n : 0;
+	if (!o)
+		return -ENOMEM;
+	o->root = geteuid() == 0;
+	o->groups_of_mine = n > 0 ? calloc((size_t)n, sizeof(gid_t)) : NULL;
+	n = o->groups_of_mine ? getgroups(n, o->groups_of_mine) : 0;
+	o->ngroups = n > 0 ? (unsigned)n : 0;
+	x->own = o;
+	return 0;
 }
 
 void xfer__owner_fini(struct xsess *x)
 {
-	free(x->own.groups_of_mine);
-	x->own.groups_of_mine = NULL;
-	x->own.ngroups = 0;
+	if (!x->own)
+		return;
+	free(x->own->groups_of_mine);
+	free(x->own);
+	x->own = NULL;
 }
 
-void xfer__owner_note(struct xsess *x, const struct proto_xfer_owner *o)
+bool xfer__owner_root(const struct xsess *x)
+{
+	return x->own && x->own->root;
+}
+
+static void owner_note(struct xsess *x, const struct proto_xfer_owner *o)
 {
 	uint32_t flags = x->o->flags;
 	bool numeric = flags & XFER_F_NUMERIC_IDS;
-	struct xown_pending *p = &x->own.next;
+	struct xown_pending *p = &x->own->next;
 
 	*p = (struct xown_pending){
 		.idx = o->idx, .valid = true, .uid = (uid_t)-1, .gid = (gid_t)-1
 	};
-	if ((flags & XFER_F_OWNER) && x->own.root)
+	if ((flags & XFER_F_OWNER) && x->own->root)
 		p->uid = (uid_t)(numeric ? o->uid
-					 : id_of(&x->own.users, o->user, o->uid,
-						 false));
+					 : id_of(&x->own->users, o->user,
+						 o->uid, false));
 	if (flags & XFER_F_GROUP) {
 		gid_t g = (gid_t)(numeric ? o->gid
-					  : id_of(&x->own.groups, o->group,
+					  : id_of(&x->own->groups, o->group,
 						  o->gid, true));
 
-		if (x->own.root || my_group(x, g))
+		if (x->own->root || my_group(x, g))
 			p->gid = g;
 	}
 }
 
+const char *xfer__owner_on_item(struct xsess *x,
+				const struct proto_xfer_iter *it)
+{
+	struct proto_xfer_owner o;
+
+	if (!(x->o->flags & (XFER_F_OWNER | XFER_F_GROUP)) ||
+	    x->own->next.valid)
+		return "an owner out of place (only with -o or -g, one before "
+		       "its entry)";
+	if (proto_xfer_get_owner(it, &o))
+		return "a malformed owner (a name is 1..32 bytes of A-Z a-z "
+		       "0-9 . _ - @ $)";
+	owner_note(x, &o);
+	return NULL;
+}
+
+void xfer__owner_next_gone(struct xsess *x)
+{
+	x->own->next.valid = false;
+}
+
 bool xfer__owner_take(struct xsess *x, uint32_t idx, uid_t *uid, gid_t *gid)
 {
-	struct xown_pending *p = &x->own.next;
+	struct xown_pending *p = &x->own->next;
 	bool have = p->valid && p->idx == idx &&
 		    (p->uid != (uid_t)-1 || p->gid != (gid_t)-1);
 
@@ -300,6 +357,18 @@ int xfer__owner_node(struct xsess *x, const struct late *l, int dfd,
 		(void)utimensat(AT_FDCWD, p, m->ts, 0);
 	close(fd);
 	return r;
+}
+
+void xfer__owner_name(struct xsess *x, uint32_t id, bool group, char *out)
+{
+	name_of(group ? &x->own->groups : &x->own->users, id, group, out);
+}
+
+uint32_t xfer__owner_id(struct xsess *x, const char *name, uint32_t sent,
+			bool group)
+{
+	return id_of(group ? &x->own->groups : &x->own->users, name, sent,
+		     group);
 }
 
 void xfer__owner_said(struct xsess *x, const char *path, int e)

@@ -203,6 +203,8 @@ static int entry_late(struct rxc *c, struct xfile *f,
 	if (!r)
 		c->late->owned = xfer__owner_take(x, e->idx, &c->late->uid,
 						  &c->late->gid);
+	if (!r && e->kind == PROTO_XK_DIR) /* -A: its ACLs with its mode */
+		c->late->xg = xfer__xattr_take(x, e->idx);
 	x->files_done++;
 	if (!r)
 		r = xfer__push_ack(x, e->idx, 0, PROTO_XS_FILE_DONE, 0);
@@ -228,6 +230,10 @@ static int entry_dir(struct rxc *c, struct xfile *f,
 		return r ? lr_err_setc(c->err, r, "memory") : 0;
 	}
 
+	/* -X: its attributes now, on the descriptor made or opened (its
+	 * ACLs change its mode: at the end, with it) */
+	if (dfd >= 0 && (x->o->flags & XFER_F_XATTRS))
+		xfer__xattr_dir(x, dfd, e->idx, path);
 	/* kept for its files, which follow it */
 	if (dfd >= 0 && made)
 		xfer__dirh_made(x, path, dfd);
@@ -284,6 +290,7 @@ static int entry_file(struct rxc *c, struct xfile *f,
 	int r = 0;
 
 	f->rx.owned = xfer__owner_take(x, e->idx, &f->rx.uid, &f->rx.gid);
+	f->rx.xg = xfer__xattr_take(x, e->idx);
 	if (e->eflags & PROTO_XE_LINKED) { /* other names may link to it */
 		xfer__lock(&x->lock);
 		r = xfer__hl_leader_add(x, e->idx, path);
@@ -300,6 +307,7 @@ static int entry_file(struct rxc *c, struct xfile *f,
 		else
 			xfer__hl_leader_newer(x, f);
 		xfer__owner_fix(x, f); /* up to date, but for its owner */
+		xfer__xattr_fix(x, f); /* and its attributes */
 		x->res->files_skipped++;
 		x->files_done++;
 		x->bytes_held += e->size;
@@ -458,24 +466,6 @@ static int on_fdigest(struct rxc *c, const struct proto_xfer_iter *it)
 	return 0;
 }
 
-/* -o/-g: the owner and group of the entry announced next. */
-static int on_owner(struct rxc *c, const struct proto_xfer_iter *it)
-{
-	struct xsess *x = c->x;
-	struct proto_xfer_owner o;
-
-	if (!(x->o->flags & (XFER_F_OWNER | XFER_F_GROUP)) || x->own.next.valid)
-		return lr_err_set(c->err, LR_EBADMSG,
-				  "the sender sent an owner out of place "
-				  "(only with -o or -g, one before its entry)");
-	if (proto_xfer_get_owner(it, &o))
-		return lr_err_set(c->err, LR_EBADMSG,
-				  "the sender sent a malformed owner (a name "
-				  "is 1..32 bytes of A-Z a-z 0-9 . _ - @ $)");
-	xfer__owner_note(x, &o);
-	return 0;
-}
-
 static int on_files(struct rxc *c, const uint8_t *body, size_t len)
 {
 	struct proto_xfer_iter it;
@@ -491,6 +481,7 @@ static int on_files(struct rxc *c, const uint8_t *body, size_t len)
 	while ((r = proto_xfer_iter_next(&it)) == 1) {
 		struct proto_xfer_entry e;
 		struct proto_xfer_unread u;
+		const char *why;
 
 		if (it.tag == PROTO_T_UNREAD) {
 			if (proto_xfer_get_unread(&it, &u))
@@ -503,9 +494,18 @@ static int on_files(struct rxc *c, const uint8_t *body, size_t len)
 				return r;
 			continue;
 		}
-		if (it.tag == PROTO_T_FDIGEST || it.tag == PROTO_T_OWNER) {
-			r = it.tag == PROTO_T_FDIGEST ? on_fdigest(c, &it)
-						      : on_owner(c, &it);
+		if (it.tag == PROTO_T_XATTRS || it.tag == PROTO_T_ACL ||
+		    it.tag == PROTO_T_OWNER) {
+			why = it.tag == PROTO_T_OWNER
+				      ? xfer__owner_on_item(c->x, &it)
+				      : xfer__xattr_note(c->x, &it);
+			if (why)
+				return lr_err_set(c->err, LR_EBADMSG,
+						  "the sender sent %s", why);
+			continue;
+		}
+		if (it.tag == PROTO_T_FDIGEST) {
+			r = on_fdigest(c, &it);
 			if (r)
 				return r;
 			continue;
@@ -514,10 +514,15 @@ static int on_files(struct rxc *c, const uint8_t *body, size_t len)
 			return lr_err_set(c->err, LR_EBADMSG,
 					  "the sender announced a malformed "
 					  "entry");
+		if ((why = xfer__xattr_check(c->x, &e)))
+			return lr_err_set(c->err, LR_EBADMSG,
+					  "the sender sent %s", why);
 		/* made at the first entry (an UNREAD alone makes nothing) */
 		r = dest_ready(c) ?: on_entry(c, &e);
 		c->x->rx.has_fdig = false; /* it was this entry's, or none */
-		c->x->own.next.valid = false;
+		xfer__owner_next_gone(c->x);
+		xfer__xgive_free(
+			xfer__xattr_take(c->x, e.idx)); /* if not taken */
 		if (r)
 			return r;
 	}
@@ -867,6 +872,7 @@ static int send_done(struct rxc *c)
 	done.wait.write_us = x->waits.disk_us;
 	done.wait.net_us = x->waits.net_us;
 	done.wait.cipher_us = x->waits.cipher_us;
+	xfer__xattr_done(x, &done);
 	r = x->error;
 	if (r)
 		*c->err = x->err;
@@ -910,7 +916,6 @@ static int recv_session(struct rxc *c)
 	struct xsess *x = c->x;
 	int r;
 
-	xfer__owner_init(x);
 	x->rx.drop_limit = c->tot.bytes == UINT64_MAX
 				   ? UINT64_MAX / 2
 				   : c->tot.bytes + (64u << 20);

@@ -103,6 +103,7 @@ static void file_named(struct xsess *x, struct xfile *f, int fr, bool dirty)
 	xfer__hl_leader_named(x, f, f->rx.dirfd, f->rx.name);
 	if (f->rx.owner_err)
 		xfer__owner_said(x, xfer__path(f), f->rx.owner_err);
+	xfer__xattr_named(x, f);
 	xfer__file_event(x, f, true, false, NULL, 0);
 	xfer__file_release(f);
 }

@@ -494,6 +494,17 @@ static int overflow(struct txc *c, struct wentry *e, const char *path,
 			  "the source grew during the transfer (%s)", path);
 }
 
+/* The descriptor to read an entry's attributes on: a file's own, a
+ * directory's that the walk opened to list it (-1: none). */
+static int attr_fd(const struct txc *c, const struct wentry *e, uint8_t kind)
+{
+	if (kind == PROTO_XK_FILE)
+		return e->fd;
+	if (kind == PROTO_XK_DIR && !e->read_err && c->w.depth > 0)
+		return dirfd(c->w.st[c->w.depth - 1].d);
+	return -1;
+}
+
 static int announce_one(struct txc *c, struct proto_buf *b)
 {
 	struct xsess *x = c->x;
@@ -532,10 +543,16 @@ static int announce_one(struct txc *c, struct proto_buf *b)
 	/* a hard link's owner is its file's */
 	has_own = !e.is_stdin && pe.kind != PROTO_XK_HARDLINK &&
 		  xfer__owner_item(x, &e.st, c->next_idx, &own);
+	/* -X/-A: a file's on its descriptor, a directory's on the one the
+	 * walk opened to list it */
+	if (x->o->flags & (XFER_F_XATTRS | XFER_F_ACLS))
+		xfer__xattr_read(x, e.is_stdin ? -1 : attr_fd(c, &e, pe.kind),
+				 pe.kind, c->next_idx, path);
 	r = xfer__batch_room(x, b,
 			     proto_xfer_entry_size(&pe) +
 				     (has_dig ? 4 + PROTO__FDIGEST_LEN : 0) +
-				     (has_own ? xfer__owner_size(&own) : 0),
+				     (has_own ? xfer__owner_size(&own) : 0) +
+				     xfer__xattr_size(x),
 			     PROTO_XFER_FILES);
 	if (r)
 		return r;
@@ -543,6 +560,7 @@ static int announce_one(struct txc *c, struct proto_buf *b)
 		proto_put_xfer_fdigest(b, &dig);
 	if (has_own)
 		proto_put_xfer_owner(b, &own);
+	xfer__xattr_put(x, b);
 	proto_put_xfer_entry(b, &pe);
 	if (e.read_err && (r = unreadable(c, b)))
 		return r;
@@ -838,6 +856,11 @@ static void take_done(struct txc *c)
 	res->remote.disk_us = c->done.wait.write_us;
 	res->remote.net_us = c->done.wait.net_us;
 	res->remote.cipher_us = c->done.wait.cipher_us;
+	/* -X/-A: what the receiver could not give */
+	res->xattrs_failed += c->done.xattrs_failed;
+	if (!res->xattrs_why[0] && c->done.xattrs_why[0])
+		snprintf(res->xattrs_why, sizeof(res->xattrs_why),
+			 "the receiver: %s", c->done.xattrs_why);
 	if (c->done.files_failed > res->files_failed) {
 		/* failures only the receiver saw (symlinks made last) */
 		res->files_failed = c->done.files_failed;

@@ -57,6 +57,8 @@ int xfer__sess_init(struct xsess *x, struct xfer_conns *cs,
 	x->cb = cb;
 	x->res = res;
 	x->sender = sender;
+	if (xfer__owner_init(x))
+		return -ENOMEM;
 	x->chunk = o->chunk_size ? o->chunk_size : XFER_DEFAULT_CHUNK;
 	x->rx.destfd = x->rx.outfd = -1;
 	for (i = 0; i < XFER_WINDOW; i++)
@@ -91,6 +93,7 @@ void xfer__sess_fini(struct xsess *x)
 	xfer__evq_free(x);
 	xfer__links_free(x);
 	xfer__owner_fini(x);
+	xfer__xattr_fini(x);
 	free(x->tx.retries);
 	free(x->rx.acks);
 	free(x->rx.svc_buf);

@@ -86,6 +86,7 @@ void xfer__file_release(struct xfile *f)
 	free(f->tx.pre);
 	free(f->rx.jpend);
 	free(f->tx.fail_text);
+	xfer__xgive_free(f->rx.xg);
 	free(f->path);
 	memset(f, 0, sizeof(*f));
 	f->fd = f->rx.dirfd = f->rx.jfd = -1;
@@ -164,7 +165,7 @@ void xfer__fifo_pop(struct xsess *x)
 	q->fifo_len--;
 }
 
-bool xfer__sum_ready(struct xsess *x, struct xfile *f)
+static bool xfer__sum_ready(struct xsess *x, struct xfile *f)
 {
 	f->tx.state = XTX_HASHED;
 	if (!f->from_pipe && f->nchunks <= 1) {

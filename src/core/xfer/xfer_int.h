@@ -22,13 +22,14 @@
  *       announced, dropped, the directory handles' refs, dirty, tick and
  *       gone (their fd and rel change only on the control thread, under
  *       the lock);
- *     - bytes_done, bytes_held, files_done, error, err, waits, the file
- *       events waiting for delivery (evq), and the counters and
+ *     - bytes_done, bytes_held, files_done, error, err, waits, xat_unsaid,
+ *       the file events waiting for delivery (evq), and the counters and
  *       first_failure of x->res.
  *   Atomics instead of the lock: abort, closing, wake_pending,
  *   last_activity_ms, rx.ended.
  *   The control thread's own (no lock): woken, rx.no_anon, rx.umask,
- *   rx.svc_buf, the entries' late list and everything in its loop state.
+ *   rx.svc_buf, own, xat_next, xat_tx, the entries' late list and
+ *   everything in its loop state.
  *   Set before a file is visible to stream threads, then read-only until
  *   it is released: a file's kind, eflags, mode, mtime, name, dirfd, dh,
  *   jfd, cmode, implicit_sum and (but for a pipe) size. Its path, until
@@ -83,7 +84,9 @@ _Static_assert(XFER__SAME(XFER_F_OVERWRITE, PROTO_XF_OVERWRITE) &&
 		       XFER__SAME(XFER_F_GROUP, PROTO_XF_GROUP) &&
 		       XFER__SAME(XFER_F_NUMERIC_IDS, PROTO_XF_NUMERIC_IDS) &&
 		       XFER__SAME(XFER_F_SPECIALS, PROTO_XF_SPECIALS) &&
-		       XFER__SAME(XFER_F_DEVICES, PROTO_XF_DEVICES),
+		       XFER__SAME(XFER_F_DEVICES, PROTO_XF_DEVICES) &&
+		       XFER__SAME(XFER_F_XATTRS, PROTO_XF_XATTRS) &&
+		       XFER__SAME(XFER_F_ACLS, PROTO_XF_ACLS),
 	       "enum xfer_flag is the wire's");
 _Static_assert(XFER__SAME(XFER_PUSH, PROTO_XFER_PUSH) &&
 		       XFER__SAME(XFER_PULL, PROTO_XFER_PULL),
@@ -215,7 +218,8 @@ struct xfile_rx {
 	ino_t st_ino;
 	mode_t st_mode;
 	nlink_t st_nlink;
-	int owner_err; /* -errno: the owner could not be given (kept) */
+	int owner_err;	  /* -errno: the owner could not be given (kept) */
+	struct xgive *xg; /* -X/-A (xattr.c): its items, what was not given */
 	/* a pipe's short chunk (its end) before its SUM: index + 1, 0 for
 	 * none, and its length; every other chunk before the SUM is whole */
 	uint32_t pipe_end, pipe_end_len;
@@ -391,30 +395,6 @@ struct xrecv {
 	struct xleaders leaders;
 };
 
-/* -o/-g: names and ids looked up, the last XOWN_CACHE of each kind */
-#define XOWN_CACHE 64
-struct xown_cache {
-	struct xown_cell {
-		uint32_t id;
-		bool known; /* the name has an id on this machine */
-		char name[PROTO_XFER_MAX_IDNAME + 1];
-	} v[XOWN_CACHE];
-	unsigned n, next;
-};
-struct xowners {
-	struct xown_cache users, groups;
-	bool root;	       /* receiver: may give files any owner */
-	gid_t *groups_of_mine; /* supplementary groups */
-	unsigned ngroups;
-	/* receiver: the OWNER item before the next entry, mapped here */
-	struct xown_pending {
-		uint32_t idx;
-		bool valid;
-		uid_t uid;
-		gid_t gid;
-	} next;
-};
-
 struct xsess {
 	struct xfer_conns *cs;
 	const struct xfer_opts *o;
@@ -435,7 +415,12 @@ struct xsess {
 	struct xsend tx;
 	struct xrecv rx;
 	struct xfer__evq evq, evq_spare;
-	struct xowners own; /* -o/-g (control thread) */
+	struct xowners *own; /* -o/-g (owner.c; control thread) */
+	/* -X/-A (xattr.c): the next entry's items, an entry's read; control
+	 * thread but xat_unsaid (under the lock) */
+	struct xgive *xat_next;
+	struct xattr_tx *xat_tx;
+	bool xat_unsaid; /* the destination holds none: said once */
 	uint64_t bytes_done, bytes_held;
 	uint64_t files_done;
 	_Atomic int64_t last_activity_ms;
@@ -574,10 +559,6 @@ void xfer__deleted(struct xsess *x, const char *path);
 void xfer__dry_event(struct xsess *x, struct xfile *f, bool replace);
 /* Deliver the queued file events. Control thread, no lock held. */
 void xfer__deliver(struct xsess *x);
-/* Deliver one event made by the control thread. No lock held. */
-void xfer__emit(struct xsess *x, struct xfer_event *ev);
-void xfer__progress_fill(struct xsess *x, struct xfer_progress *p,
-			 uint64_t total, bool known, uint64_t files_total);
 void xfer__progress_tick(struct xsess *x, struct pclock *pc, int64_t now,
 			 uint64_t total, bool known, uint64_t files);
 /* START and END events, and the clock of the progress events. */
@@ -652,8 +633,6 @@ void xfer__chunk_hashed(struct xsess *x, struct xfile *f);
 /* Sender, under lock: when every chunk of f is taken and hashed and its
  * size known, its SUM is queued and the control thread woken. */
 void xfer__sum_if_hashed(struct xsess *x, struct xfile *f);
-/* Sender, under lock: the file's chunks are all hashed. */
-bool xfer__sum_ready(struct xsess *x, struct xfile *f);
 /* Sender, under lock: the head of the work queue leaves it. */
 void xfer__fifo_pop(struct xsess *x);
 /* Sender, under lock: work for a stream thread (1), 0 when closing,
@@ -825,6 +804,7 @@ struct late {
 	uid_t uid;
 	gid_t gid;
 	uint32_t dev_major, dev_minor; /* a device node's */
+	struct xgive *xg; /* -A: a directory's ACLs, given with its mode */
 };
 
 int xfer__late_add(struct late **head, const struct proto_xfer_entry *e);
@@ -841,18 +821,16 @@ void xfer__del_note(struct xsess *x, const char *path, size_t len);
 /* Remove what was not announced from the directories the session was
  * sent (l: the late list), DELETED items into b; nothing when unread
  * sources were told. 0 or -errno (sending). Control thread. */
-/* checksum.c: -c/--checksum */
-int xfer__fd_digest(int fd, uint64_t size, uint32_t chunk,
-		    uint8_t out[DIGEST_LEN]);
+int xfer__del_run(struct xsess *x, const struct late *l, uint64_t unread,
+		  struct proto_buf *b);
+void xfer__del_free(struct xsess *x);
+
+/* ---- checksum.c: -c/--checksum ---- */
 bool xfer__entry_digest(struct xsess *x, int fd,
 			const struct proto_xfer_entry *pe,
 			struct proto_xfer_fdigest *d);
 bool xfer__same_content(struct xsess *x, int dirfd, const char *name,
 			const struct proto_xfer_entry *e);
-
-int xfer__del_run(struct xsess *x, const struct late *l, uint64_t unread,
-		  struct proto_buf *b);
-void xfer__del_free(struct xsess *x);
 
 /* ---- names.c: one temporary file a name (receiver) ---- */
 
@@ -866,25 +844,25 @@ bool xfer__name_taken(struct xsess *x, const struct proto_xfer_entry *e);
 bool xfer__owner_item(struct xsess *x, const struct stat *st, uint32_t idx,
 		      struct proto_xfer_owner *o);
 size_t xfer__owner_size(const struct proto_xfer_owner *o); /* in a batch */
-/* Receiver: at the start; an OWNER item noted (mapped to this machine's
- * ids) for the entry after it; the ids it gives entry idx: true with
- * uid/gid set ((uid_t)-1: left as it is) when there is anything to
- * change. */
-void xfer__owner_init(struct xsess *x);
+/* At the session's start (-ENOMEM) and end; whether this end is root.
+ * Receiver: an OWNER item noted (mapped to this machine's ids) for the
+ * next entry (NULL, or why it is out of place or malformed), forgotten
+ * after that entry; the ids it gives entry idx: true with uid/gid set
+ * ((uid_t)-1: as it is) when there is anything to change. */
+int xfer__owner_init(struct xsess *x);
 void xfer__owner_fini(struct xsess *x);
-void xfer__owner_note(struct xsess *x, const struct proto_xfer_owner *o);
+bool xfer__owner_root(const struct xsess *x);
+const char *xfer__owner_on_item(struct xsess *x,
+				const struct proto_xfer_iter *it);
+void xfer__owner_next_gone(struct xsess *x);
 bool xfer__owner_take(struct xsess *x, uint32_t idx, uid_t *uid, gid_t *gid);
-/* A file found up to date (SKIP) whose owner or group differ: given
- * them on a descriptor of the inode that was looked at, its mode then
- * set again (a chown clears setid bits; they stay under consent); not
- * for a file with other names (its inode may be outside the
- * destination). */
+/* An up-to-date file (SKIP): its owner and group on a descriptor of the
+ * inode looked at (not one of other names), then its setid bits (under
+ * consent) again. */
 void xfer__owner_fix(struct xsess *x, const struct xfile *f);
-/* A symlink or node l made at the end as name in dfd: opened without
- * following it, checked to be of m's type (and, made not NULL, that
- * inode), given l's owner (when it has one; a failure said, not fatal)
- * and, when not NULL, m's mode and times. 0 or -errno (the node is not
- * what was made). */
+/* A symlink or node l made as name in dfd: opened without following it,
+ * checked to be of m's type (and inode, made), given l's owner (a failure
+ * said) and m's mode and times: 0, or -errno (not what was made). */
 struct xnode_meta {
 	mode_t type;
 	const struct stat *made;
@@ -893,10 +871,37 @@ struct xnode_meta {
 };
 int xfer__owner_node(struct xsess *x, const struct late *l, int dfd,
 		     const char *name, const struct xnode_meta *m);
-/* An owner or group that could not be given (e): counted in
- * owners_failed, said in a file event (the entry itself is kept). Under
- * lock. */
+/* An owner or group not given (e): counted in owners_failed, said in a
+ * file event (the entry kept). Under lock. */
 void xfer__owner_said(struct xsess *x, const char *path, int e);
+/* For ACL entries (control thread): id's name here ("" none), a name's
+ * id here (sent when unknown). */
+void xfer__owner_name(struct xsess *x, uint32_t id, bool group, char *out);
+uint32_t xfer__owner_id(struct xsess *x, const char *name, uint32_t sent,
+			bool group);
+
+/* ---- xattr.c: -X extended attributes, -A POSIX ACLs ---- */
+
+/* Sender: an entry's items read from fd (-1: none), their size, put. */
+void xfer__xattr_read(struct xsess *x, int fd, uint8_t kind, uint32_t idx,
+		      const char *path);
+size_t xfer__xattr_size(const struct xsess *x);
+void xfer__xattr_put(struct xsess *x, struct proto_buf *b);
+/* Receiver: an item noted, whether e may have them (NULL, or why not),
+ * taken; given on descriptors (a file's, an up-to-date file's under lock,
+ * a directory's, its ACLs at the end); said when named; in XFER_DONE. */
+const char *xfer__xattr_note(struct xsess *x, const struct proto_xfer_iter *it);
+const char *xfer__xattr_check(const struct xsess *x,
+			      const struct proto_xfer_entry *e);
+struct xgive *xfer__xattr_take(struct xsess *x, uint32_t idx);
+void xfer__xattr_file(struct xsess *x, struct xfile *f);
+void xfer__xattr_fix(struct xsess *x, struct xfile *f);
+void xfer__xattr_dir(struct xsess *x, int dfd, uint32_t idx, const char *path);
+void xfer__xattr_dir_acls(struct xsess *x, int dfd, const struct late *l);
+void xfer__xattr_named(struct xsess *x, struct xfile *f);
+void xfer__xattr_done(const struct xsess *x, struct proto_xfer_done *d);
+void xfer__xgive_free(struct xgive *g);
+void xfer__xattr_fini(struct xsess *x);
 
 /* ---- nodes.c: FIFOs, sockets and device nodes (-D) ---- */
 
@@ -911,12 +916,10 @@ const char *xfer__node_refused(const struct xsess *x,
 
 /* ---- hardlink.c: -H ---- */
 
-/* Sender: whether the file e (a regular file of more than one name) is a
- * name of one announced before: 1 with e made a HARDLINK to it (its
- * descriptor closed), 0 when it goes as a file (flagged linked when it
- * has more names). again: the file is announced once more (it changed as
- * it was read): it is the one later names link to. Nothing is noted
- * until xfer__hl_commit, once e is announced as idx. */
+/* Sender: whether file e (of more than one name) is a name of one
+ * announced before: 1 with e made a HARDLINK to it (its fd closed), 0 when
+ * it goes as a file (LINKED when it has more names; again: announced once
+ * more, it is the one later names link to). Noted by xfer__hl_commit. */
 int xfer__hl_decide(struct xlinks *l, struct wentry *e, bool again);
 int xfer__hl_commit(struct xlinks *l, const struct wentry *e, uint32_t idx,
 		    const char *path);
@@ -926,8 +929,7 @@ void xfer__hl_dead(struct xlinks *l, uint32_t idx);
 void xfer__hl_forget(struct xlinks *l, const struct stat *st);
 /* The path of the file announced as idx (LINKED), or NULL. */
 const char *xfer__hl_path(const struct xlinks *l, uint32_t idx);
-/* Counter: whether st is a name of a file counted before (its bytes are
- * not counted again). */
+/* Counter: whether st is a name of a file counted before. */
 bool xfer__hl_counted(struct xlinks *l, const struct stat *st);
 void xfer__hl_free(struct xlinks *l);
 /* Receiver, under lock: a LINKED file entry is announced (0, -ENOMEM);
@@ -935,8 +937,7 @@ void xfer__hl_free(struct xlinks *l);
 int xfer__hl_leader_add(struct xsess *x, uint32_t idx, const char *path);
 void xfer__hl_leader_named(struct xsess *x, const struct xfile *f, int dirfd,
 			   const char *name);
-/* ... or a newer copy of it is kept there (UPDATE): its names are not
- * linked to that one. */
+/* ... or a newer copy is kept there (UPDATE): not linked to. */
 void xfer__hl_leader_newer(struct xsess *x, const struct xfile *f);
 /* Receiver: why a HARDLINK entry e is refused (its file is not a LINKED
  * file entry of this session), or NULL. Under lock. */
@@ -945,8 +946,7 @@ const char *xfer__hl_refused(struct xsess *x, const struct proto_xfer_entry *e);
  * is kept (UPDATE), or -errno with why filled. */
 int xfer__hl_make(struct xsess *x, const struct late *l, char *why,
 		  size_t whylen);
-/* Receiver: the path of the file a hard link names (valid until the
- * session's end), or NULL. */
+/* The path of the file a hard link names (until the session's end). */
 const char *xfer__hl_file(struct xsess *x, uint32_t idx);
 void xfer__hl_leaders_free(struct xsess *x);
 

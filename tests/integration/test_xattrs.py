@@ -1,0 +1,334 @@
+# SPDX-License-Identifier: MIT
+"""-X (extended attributes) and -A (POSIX ACLs), issue 20, between the
+namespace hosts: kept on files and directories of a push and a pull, to
+an ext4 image made by the test (a loop device) and to tmpfs; compared
+with the source by getfattr and getfacl. What the source no longer has is
+removed on the next run; a value too large for the destination and a file
+system without attributes are said in one line and counted, the files
+kept; file capabilities need the setid consent; ACL names are mapped on
+the receiving machine (--numeric-ids: the ids as they are); a resumed
+file and a file rebuilt by the delta get them too. Needs root (mounts,
+trusted. names, namespaces).
+"""
+
+import os
+import shutil
+import struct
+import subprocess
+
+import pytest
+
+from lrproc import describe
+from test_hardlinks import same_bytes
+from test_owners import fake_ids, get_elsewhere
+from util import wait_until
+from xferutil import (MiB, as_nobody, end_event, kill_and_reap,
+                      temp_leftovers, wait_partial)
+
+
+@pytest.fixture(autouse=True)
+def as_root():
+    if os.geteuid() != 0:
+        pytest.skip("mounts and trusted. attributes need root (run as "
+                    "root)")
+    for tool in ("getfattr", "setfacl", "getfacl", "mkfs.ext4"):
+        if not shutil.which(tool):
+            pytest.skip(f"{tool} is missing (packages attr, acl, e2fsprogs; "
+                        f"scripts/deps.sh installs them)")
+
+
+def run(*argv):
+    res = subprocess.run([str(a) for a in argv], capture_output=True,
+                         text=True, timeout=60)
+    assert res.returncode == 0, describe(res)
+    return res.stdout
+
+
+class Mounts:
+    """File systems mounted by a test, unmounted at its end."""
+
+    def __init__(self, tmp):
+        self.tmp = tmp
+        self.points = []
+
+    def ext4(self, name, size="64M"):
+        img = self.tmp / f"{name}.img"
+        run("truncate", "-s", size, img)
+        run("mkfs.ext4", "-q", "-F", img)
+        return self._mount(name, "-o", "loop", img)
+
+    def tmpfs(self, name):
+        return self._mount(name, "-t", "tmpfs", "-o", "size=128M", "none")
+
+    def ramfs(self, name):
+        return self._mount(name, "-t", "ramfs", "none")
+
+    def _mount(self, name, *args):
+        point = self.tmp / name
+        point.mkdir()
+        run("mount", *args, point)
+        self.points.append(point)
+        return point
+
+    def close(self):
+        for p in reversed(self.points):
+            subprocess.run(["umount", "-l", str(p)], capture_output=True,
+                           timeout=30)
+
+
+@pytest.fixture
+def mounts(tmp_path):
+    m = Mounts(tmp_path)
+    yield m
+    m.close()
+
+
+def attrs(path):
+    """The user. and trusted. attributes of path, as getfattr dumps them."""
+    out = subprocess.run(["getfattr", "--absolute-names", "-h", "-d", "-e",
+                          "hex", "-m", "^(user|trusted)\\.", str(path)],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, describe(out)
+    return sorted(line for line in out.stdout.splitlines()
+                  if line and not line.startswith("#"))
+
+
+def acl(path, numeric=False):
+    out = run("getfacl", "--omit-header", "--absolute-names", "-p",
+              *(["-n"] if numeric else []), path)
+    return out.strip()
+
+
+def entries(top):
+    for d, dirs, files in os.walk(top):
+        for n in sorted(dirs + files):
+            p = os.path.join(d, n)
+            if not os.path.islink(p):
+                yield os.path.relpath(p, top)
+
+
+def same_meta(src, dst, numeric=False):
+    names = list(entries(src))
+    assert names == list(entries(dst))
+    for rel in names:
+        s, d = os.path.join(src, rel), os.path.join(dst, rel)
+        assert attrs(d) == attrs(s), rel
+        assert acl(d, numeric) == acl(s, numeric), rel
+        assert os.stat(d).st_mode == os.stat(s).st_mode, rel
+
+
+def attr_tree(top):
+    """f: user. and trusted. names (one binary), an ACL for daemon and
+    bin; d: a name, an ACL and a default ACL; d/plain: nothing; ro: a
+    read-only file with a name; l: a symlink (nothing of its own)."""
+    (top / "d").mkdir(parents=True)
+    (top / "f").write_bytes(b"f" * 1000)
+    (top / "d" / "plain").write_text("plain\n")
+    (top / "ro").write_text("ro\n")
+    os.symlink("f", top / "l")
+    os.setxattr(top / "f", "user.color", b"blue")
+    os.setxattr(top / "f", "user.bin", b"\x00\x01\xff")
+    os.setxattr(top / "f", "trusted.t", b"root only")
+    os.setxattr(top / "d", "user.dir", b"a directory's")
+    os.setxattr(top / "ro", "user.ro", b"1")
+    run("setfacl", "-m", "u:daemon:rw-,g:bin:r--", top / "f")
+    run("setfacl", "-m", "u:daemon:r-x", top / "d")
+    run("setfacl", "-d", "-m", "u:daemon:rwx,g:bin:r-x", top / "d")
+    os.chmod(top / "ro", 0o444)
+
+
+@pytest.mark.parametrize("fs", ["ext4", "tmpfs"])
+def test_push_keeps_attributes_and_acls(xenv, mounts, fs):
+    x = xenv
+    root = getattr(mounts, fs)("dest")
+    x.start_server(root=root)
+    top = x.src / "t"
+    attr_tree(top)
+    res = x.send_ok("--json", "-X", "-A", str(top) + "/", x.dest("xa"))
+    assert end_event(res.stdout)["xattrs_failed"] == 0
+    same_meta(top, root / "xa")
+    # without the options: none of them, as before
+    x.send_ok("-q", str(top) + "/", x.dest("none"))
+    assert attrs(root / "none" / "f") == []
+    assert "user:daemon" not in acl(root / "none" / "f")
+    assert "default:" not in acl(root / "none" / "d")
+    # -X alone: attributes, no ACL; -A alone: the reverse
+    x.send_ok("-q", "-X", str(top) + "/", x.dest("x"))
+    assert attrs(root / "x" / "f") == attrs(top / "f")
+    assert "user:daemon" not in acl(root / "x" / "f")
+    x.send_ok("-q", "-A", str(top) + "/", x.dest("a"))
+    assert attrs(root / "a" / "f") == []
+    assert acl(root / "a" / "d") == acl(top / "d")
+
+
+def test_a_new_run_makes_the_destination_the_source(xsrv):
+    """Up-to-date files and directories get what changed: names added and
+    removed, an ACL removed, one added at the destination removed."""
+    x = xsrv
+    top = x.src / "t"
+    attr_tree(top)
+    x.send_ok("-q", "-X", "-A", str(top) + "/", x.dest("s"))
+    dst = x.root / "s"
+    os.removexattr(top / "f", "user.color")
+    os.setxattr(top / "f", "user.new", b"new")
+    os.setxattr(top / "d", "user.dir", b"changed")
+    run("setfacl", "-b", top / "f")
+    run("setfacl", "-k", top / "d")
+    os.setxattr(dst / "d" / "plain", "user.extra", b"not in the source")
+    run("setfacl", "-m", "u:daemon:rwx", dst / "d" / "plain")
+    res = x.send_ok("--json", "-X", "-A", str(top) + "/", x.dest("s"))
+    end = end_event(res.stdout)
+    assert end["files_skipped"] == 3 and end["bytes"] == 0, end
+    same_meta(top, dst)
+
+
+def test_what_the_destination_cannot_hold(xenv, mounts):
+    """A value past an ext4 block, and a file system without attributes
+    (ramfs): said in one line, counted, the files kept."""
+    x = xenv
+    src = mounts.tmpfs("srcfs")
+    top = src / "t"
+    top.mkdir()
+    for n in ("big", "small", "third"):
+        (top / n).write_text(n + "\n")
+    os.setxattr(top / "big", "user.big", b"b" * 8000)
+    os.setxattr(top / "big", "user.fits", b"fits")
+    os.setxattr(top / "small", "user.s", b"s")
+    os.setxattr(top / "third", "user.t", b"t")
+    ext4 = mounts.ext4("ext4")
+    x.start_server(root=ext4)
+    res = x.send_ok("--json", "-X", str(top) + "/", x.dest("e"))
+    end = end_event(res.stdout)
+    assert end["files_ok"] == 3 and end["xattrs_failed"] == 1, end
+    assert "user.big too large for the destination's file system" in \
+        res.stdout + res.stderr, describe(res)
+    assert os.getxattr(ext4 / "e" / "small", "user.s") == b"s"
+    assert os.getxattr(ext4 / "e" / "big", "user.fits") == b"fits"
+    same_bytes(top, ext4 / "e")
+    x.srv.stop()
+    ram = mounts.ramfs("ram")
+    x.start_server(root=ram)
+    res = x.send_ok("-X", str(top) + "/", x.dest("r"))
+    said = (res.stdout + res.stderr).count("does not hold extended "
+                                          "attributes")
+    assert said == 1, describe(res)
+    assert "3 without all their attributes" in res.stdout + res.stderr, \
+        describe(res)
+    same_bytes(top, ram / "r")
+
+
+def capability(bit):
+    """security.capability, version 2, effective: one permitted bit."""
+    return struct.pack("<IIIII", 0x02000001, 1 << bit, 0, 0, 0)
+
+
+def test_file_capabilities_need_the_setid_consent(xenv):
+    x = xenv
+    top = x.src / "t"
+    top.mkdir()
+    (top / "ping").write_text("a program\n")
+    os.setxattr(top / "ping", "security.capability", capability(13))
+    os.setxattr(top / "ping", "user.u", b"u")
+    x.start_server()
+    res = x.send_ok("-X", str(top) + "/", x.dest("no"))
+    assert "need the setid consent" in res.stdout + res.stderr, describe(res)
+    got = x.root / "no" / "ping"
+    assert "security.capability" not in os.listxattr(got)
+    assert os.getxattr(got, "user.u") == b"u"
+    x.srv.stop()
+    x.start_server("--allow-setid")
+    x.send_ok("-q", "-X", "--keep-setid", str(top) + "/", x.dest("yes"))
+    assert os.getxattr(x.root / "yes" / "ping", "security.capability") == \
+        capability(13)
+
+
+def test_pull_maps_acl_names_on_the_receiving_machine(xsrv):
+    x = xsrv
+    top = x.root / "t"
+    attr_tree(top)
+    pw, gr = fake_ids(x.tmp, 4001, 4002)
+    got = x.tmp / "got"
+    got.mkdir()
+    res = get_elsewhere(x, pw, gr, "-q", "-X", "-A", x.dest("t/"), got)
+    assert res.returncode == 0, describe(res)
+    assert attrs(got / "f") == attrs(top / "f")
+    # there, daemon is 4001 and bin 4002
+    assert "user:4001:rw-" in acl(got / "f", numeric=True)
+    assert "group:4002:r--" in acl(got / "f", numeric=True)
+    assert "default:user:4001:rwx" in acl(got / "d", numeric=True)
+    num = x.tmp / "num"
+    num.mkdir()
+    res = get_elsewhere(x, pw, gr, "-q", "-A", "--numeric-ids",
+                        x.dest("t/"), num)
+    assert res.returncode == 0, describe(res)
+    same_meta_acl = [acl(num / n, True) == acl(top / n, True)
+                     for n in ("f", "d", "d/plain", "ro")]
+    assert all(same_meta_acl)
+
+
+def test_a_receiver_that_is_not_root(xsrv):
+    """get -X -A as the user nobody: user. names and ACLs kept (a
+    read-only file's too), trusted. names left out without a word."""
+    x = xsrv
+    top = x.root / "t"
+    attr_tree(top)
+    with as_nobody(x, "lr-xattrs-") as (dest, get):
+        res = get("--json", "-X", "-A", x.dest("t/"))
+        assert res.returncode == 0, describe(res)
+        assert end_event(res.stdout)["xattrs_failed"] == 0, describe(res)
+        user_only = [a for a in attrs(top / "f") if a.startswith("user.")]
+        assert attrs(os.path.join(dest, "f")) == user_only
+        assert attrs(os.path.join(dest, "ro")) == attrs(top / "ro")
+        for n in ("f", "d", "d/plain"):
+            # the owner's entries are nobody's there: compare the rest
+            assert acl(os.path.join(dest, n)) == acl(top / n), n
+
+
+def test_resume_and_delta_keep_them(xsrv):
+    """A file killed mid-transfer and finished by a second run, and one
+    rebuilt from the old copy by the delta, get their attributes."""
+    x = xsrv
+    top = x.src / "t"
+    top.mkdir()
+    big = top / "big"
+    with open(big, "wb") as f:
+        f.write(os.urandom(32 * MiB))
+    os.setxattr(big, "user.v", b"1")
+    run("setfacl", "-m", "u:daemon:r--", big)
+    x.shape_a("160mbit")
+    proc, out, err = x.popen_send("--json", "-X", "-A", "--limit", "20M",
+                                  str(top) + "/", x.dest("r"))
+    try:
+        wait_partial(x.root / "r", "big", 4 * MiB, timeout=20)
+        journal = x.root / "r" / ".big.lrjournal"
+        wait_until(lambda: journal.exists() and
+                   journal.stat().st_size >= 40 + 24, 20,
+                   what=f"a record in {journal}")
+        assert proc.poll() is None, f"{out.text()} {err.text()}"
+    finally:
+        kill_and_reap(proc)
+        x.unshape_a()
+    res = x.send_ok("--json", "-X", "-A", str(top) + "/", x.dest("r"))
+    assert end_event(res.stdout)["bytes_already_held"] > 0
+    same_meta(top, x.root / "r")
+    # the delta: a few bytes changed, a name changed
+    with open(big, "r+b") as f:
+        f.seek(5 * MiB)
+        f.write(b"changed")
+    os.setxattr(big, "user.v", b"2")
+    res = x.send_ok("--json", "-X", "-A", "--update", str(top) + "/",
+                    x.dest("r"))
+    end = end_event(res.stdout)
+    assert end["bytes"] < 8 * MiB and end["bytes_already_held"] > 0, end
+    same_meta(top, x.root / "r")
+    same_bytes(top, x.root / "r")
+    assert not temp_leftovers(x.root)
+
+
+def test_standard_output_refuses_them(xsrv):
+    x = xsrv
+    (x.root / "f").write_text("x\n")
+    res = x.get("-X", x.dest("f"), "-")
+    assert res.returncode == 2, describe(res)
+    assert "-X and -A need a destination directory" in res.stderr, \
+        describe(res)
