@@ -50,7 +50,7 @@
 	"                        --allow-devices)\n"                                 \
 	"  -D                    --specials and --devices\n"                         \
 	"  -X, --xattrs          keep extended attributes (user.; trusted. and\n"    \
-	"                        security. too between root ends)\n"                 \
+	"                        security. too with --keep-setid, as root)\n"        \
 	"  -A, --acls            keep POSIX ACLs, their users and groups by name\n"  \
 	"      --numeric-ids     with -o/-g/-A: ids as they are, no names\n"         \
 	"      --no-fsync        do not wait for the destination disk before\n"      \

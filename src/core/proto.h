@@ -485,17 +485,23 @@ struct proto_xfer_owner {
 	char group[PROTO_XFER_MAX_IDNAME + 1];
 };
 
-/* PROTO_T_XATTRS: idx:u32 n:u16, then n times nlen:u8 vlen:u16 name
- * value: with XATTRS, the extended attributes of the file or directory
- * whose ENTRY follows it at once. Names are 1..255 bytes without control
- * characters, in the user., trusted. or security. namespace with at
- * least one byte after it, in strictly increasing byte order (so none
- * twice); the whole value is at most PROTO_XFER_MAX_XATTR_LEN bytes. */
+/* PROTO_T_XATTRS: idx:u32 flags:u8 n:u16, then n times nlen:u8 vlen:u16
+ * name value: with XATTRS, the extended attributes of the file or
+ * directory whose ENTRY follows it at once. Names are 1..255 bytes
+ * without control characters, in the user., trusted. or security.
+ * namespace with at least one byte after it, in strictly increasing byte
+ * order (so none twice); the whole value is at most
+ * PROTO_XFER_MAX_XATTR_LEN bytes. flags: what the sender could not read
+ * (the receiver then removes nothing of that kind). */
 #define PROTO_XFER_MAX_XATTRS	  128u
 #define PROTO_XFER_MAX_XATTR_LEN  32768u
 #define PROTO_XFER_MAX_XATTR_NAME 255u
-#define PROTO__XATTRS_FIXED	  6u
-#define PROTO__XATTR_EACH	  3u /* nlen vlen */
+#define PROTO__XATTRS_FIXED	  7u
+enum proto_xattrs_flag {
+	PROTO_XAF_PARTIAL = 1u << 0,	/* not every attribute read (XATTRS) */
+	PROTO_XAF_ACL_UNREAD = 1u << 1, /* its ACLs not read (ACLS) */
+};
+#define PROTO__XATTR_EACH 3u /* nlen vlen */
 struct proto_xattr {
 	const char *name; /* into the message, not terminated */
 	const uint8_t *value;
@@ -504,6 +510,7 @@ struct proto_xattr {
 };
 struct proto_xfer_xattrs {
 	uint32_t idx;
+	uint8_t flags; /* enum proto_xattrs_flag */
 	uint16_t n;
 	struct proto_xattr v[PROTO_XFER_MAX_XATTRS];
 };
@@ -795,7 +802,8 @@ int proto_xfer_get_xattrs(const struct proto_xfer_iter *it,
 			  struct proto_xfer_xattrs *a);
 /* Whether name (n bytes) may travel in an XATTRS item. */
 bool proto_xfer_xattr_name_ok(const char *name, size_t n);
-/* PROTO_T_ACL: the same. */
+/* PROTO_T_ACL: the same; whether a holds the rules above. */
+bool proto_xfer_acl_ok(const struct proto_xfer_acl *a);
 size_t proto_xfer_acl_size(const struct proto_xfer_acl *a);
 void proto_put_xfer_acl(struct proto_buf *b, const struct proto_xfer_acl *a);
 int proto_xfer_get_acl(const struct proto_xfer_iter *it,

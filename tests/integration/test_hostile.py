@@ -185,8 +185,8 @@ CASES = {
                        r"entry than the one that follows them"),
                 in_act(10, r"DONE: ok 1 failed 0"),
                 in_act(10, r"DONE: kept without all their attributes: 1 "
-                       r"\(xa_cap: its file capabilities "
-                       r"\(security\.capability\) need the setid consent"),
+                       r"\(xa_cap: its trusted\. and security\. names "
+                       r"need the setid consent"),
                 in_act(11, SENT + r"extended attributes or an ACL for an "
                        r"entry that is not a file or directory")]),
     "more_files": dict(

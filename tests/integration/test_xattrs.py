@@ -12,9 +12,12 @@ trusted. names, namespaces).
 """
 
 import os
+import pathlib
+import pwd
 import shutil
 import struct
 import subprocess
+import tempfile
 
 import pytest
 
@@ -22,8 +25,8 @@ from lrproc import describe
 from test_hardlinks import same_bytes
 from test_owners import fake_ids, get_elsewhere
 from util import wait_until
-from xferutil import (MiB, as_nobody, end_event, kill_and_reap,
-                      temp_leftovers, wait_partial)
+from xferutil import (MiB, as_nobody, end_event, env_without_token,
+                      kill_and_reap, temp_leftovers, wait_partial)
 
 
 @pytest.fixture(autouse=True)
@@ -31,7 +34,7 @@ def as_root():
     if os.geteuid() != 0:
         pytest.skip("mounts and trusted. attributes need root (run as "
                     "root)")
-    for tool in ("getfattr", "setfacl", "getfacl", "mkfs.ext4"):
+    for tool in ("getfattr", "setfacl", "getfacl", "mkfs.ext4", "debugfs"):
         if not shutil.which(tool):
             pytest.skip(f"{tool} is missing (packages attr, acl, e2fsprogs; "
                         f"scripts/deps.sh installs them)")
@@ -51,10 +54,14 @@ class Mounts:
         self.tmp = tmp
         self.points = []
 
-    def ext4(self, name, size="64M"):
+    def ext4(self, name, size="64M", before=None):
+        """An ext4 image mounted at tmp/name; before(img) runs on the
+        image before it is mounted."""
         img = self.tmp / f"{name}.img"
         run("truncate", "-s", size, img)
         run("mkfs.ext4", "-q", "-F", img)
+        if before:
+            before(img)
         return self._mount(name, "-o", "loop", img)
 
     def tmpfs(self, name):
@@ -141,19 +148,30 @@ def attr_tree(top):
 def test_push_keeps_attributes_and_acls(xenv, mounts, fs):
     x = xenv
     root = getattr(mounts, fs)("dest")
-    x.start_server(root=root)
+    # trusted. names are kept with the setid consent of both ends
+    x.start_server("--allow-setid", root=root)
     top = x.src / "t"
     attr_tree(top)
-    res = x.send_ok("--json", "-X", "-A", str(top) + "/", x.dest("xa"))
+    res = x.send_ok("--json", "-X", "-A", "--keep-setid", str(top) + "/",
+                    x.dest("xa"))
     assert end_event(res.stdout)["xattrs_failed"] == 0
     same_meta(top, root / "xa")
+    # without it: the user. names, and the one entry without all of
+    # its own counted and said once
+    res = x.send_ok("--json", "-X", "-A", str(top) + "/", x.dest("nc"))
+    end = end_event(res.stdout)
+    assert end["xattrs_failed"] == 1, end
+    assert "need the setid consent" in end["xattrs_why"], end
+    assert attrs(root / "nc" / "f") == [
+        a for a in attrs(top / "f") if a.startswith("user.")]
+    assert acl(root / "nc" / "f") == acl(top / "f")
     # without the options: none of them, as before
     x.send_ok("-q", str(top) + "/", x.dest("none"))
     assert attrs(root / "none" / "f") == []
     assert "user:daemon" not in acl(root / "none" / "f")
     assert "default:" not in acl(root / "none" / "d")
     # -X alone: attributes, no ACL; -A alone: the reverse
-    x.send_ok("-q", "-X", str(top) + "/", x.dest("x"))
+    x.send_ok("-q", "-X", "--keep-setid", str(top) + "/", x.dest("x"))
     assert attrs(root / "x" / "f") == attrs(top / "f")
     assert "user:daemon" not in acl(root / "x" / "f")
     x.send_ok("-q", "-A", str(top) + "/", x.dest("a"))
@@ -161,13 +179,14 @@ def test_push_keeps_attributes_and_acls(xenv, mounts, fs):
     assert acl(root / "a" / "d") == acl(top / "d")
 
 
-def test_a_new_run_makes_the_destination_the_source(xsrv):
+def test_a_new_run_makes_the_destination_the_source(xenv):
     """Up-to-date files and directories get what changed: names added and
     removed, an ACL removed, one added at the destination removed."""
-    x = xsrv
+    x = xenv
+    x.start_server("--allow-setid")
     top = x.src / "t"
     attr_tree(top)
-    x.send_ok("-q", "-X", "-A", str(top) + "/", x.dest("s"))
+    x.send_ok("-q", "-X", "-A", "--keep-setid", str(top) + "/", x.dest("s"))
     dst = x.root / "s"
     os.removexattr(top / "f", "user.color")
     os.setxattr(top / "f", "user.new", b"new")
@@ -176,7 +195,8 @@ def test_a_new_run_makes_the_destination_the_source(xsrv):
     run("setfacl", "-k", top / "d")
     os.setxattr(dst / "d" / "plain", "user.extra", b"not in the source")
     run("setfacl", "-m", "u:daemon:rwx", dst / "d" / "plain")
-    res = x.send_ok("--json", "-X", "-A", str(top) + "/", x.dest("s"))
+    res = x.send_ok("--json", "-X", "-A", "--keep-setid", str(top) + "/",
+                    x.dest("s"))
     end = end_event(res.stdout)
     assert end["files_skipped"] == 3 and end["bytes"] == 0, end
     same_meta(top, dst)
@@ -231,7 +251,8 @@ def test_file_capabilities_need_the_setid_consent(xenv):
     os.setxattr(top / "ping", "user.u", b"u")
     x.start_server()
     res = x.send_ok("-X", str(top) + "/", x.dest("no"))
-    assert "need the setid consent" in res.stdout + res.stderr, describe(res)
+    assert "security. names need the setid consent" in \
+        res.stdout + res.stderr, describe(res)
     got = x.root / "no" / "ping"
     assert "security.capability" not in os.listxattr(got)
     assert os.getxattr(got, "user.u") == b"u"
@@ -249,7 +270,8 @@ def test_pull_maps_acl_names_on_the_receiving_machine(xsrv):
     pw, gr = fake_ids(x.tmp, 4001, 4002)
     got = x.tmp / "got"
     got.mkdir()
-    res = get_elsewhere(x, pw, gr, "-q", "-X", "-A", x.dest("t/"), got)
+    res = get_elsewhere(x, pw, gr, "-q", "-X", "-A", "--keep-setid",
+                        x.dest("t/"), got)
     assert res.returncode == 0, describe(res)
     assert attrs(got / "f") == attrs(top / "f")
     # there, daemon is 4001 and bin 4002
@@ -282,6 +304,109 @@ def test_a_receiver_that_is_not_root(xsrv):
         for n in ("f", "d", "d/plain"):
             # the owner's entries are nobody's there: compare the rest
             assert acl(os.path.join(dest, n)) == acl(top / n), n
+
+
+def odd_acl(tmp):
+    """An access ACL for /f written straight into an ext4 image, its
+    entries out of the kernel's order (USER after GROUP_OBJ): the kernel
+    hands it out as it is, as it does from FUSE or a network file
+    system."""
+    def write(img):
+        mnt = tmp / "prep"
+        mnt.mkdir()
+        run("mount", "-o", "loop", img, mnt)
+        try:
+            (mnt / "f").write_text("odd\n")
+            (mnt / "g").write_text("plain\n")
+            os.setxattr(mnt / "f", "user.kept", b"yes")
+        finally:
+            run("umount", mnt)
+        blob = struct.pack("<I", 2)
+        for tag, perm, uid in ((1, 6, 0xffffffff), (4, 4, 0xffffffff),
+                               (2, 6, 1), (16, 6, 0xffffffff),
+                               (32, 4, 0xffffffff)):
+            blob += struct.pack("<HHI", tag, perm, uid)
+        (tmp / "acl.bin").write_bytes(blob)
+        run("debugfs", "-w", "-R",
+            f"ea_set -f {tmp / 'acl.bin'} /f system.posix_acl_access", img)
+    return write
+
+
+def test_an_acl_the_wire_cannot_carry_is_said_not_fatal(xenv, mounts):
+    x = xenv
+    src = mounts.ext4("odd", "16M", before=odd_acl(x.tmp))
+    x.start_server()
+    res = x.send_ok("--json", "-X", "-A", str(src) + "/", x.dest("o"))
+    end = end_event(res.stdout)
+    assert end["files_ok"] == 2 and end["xattrs_failed"] == 1, end
+    assert "an ACL of a form this end cannot send" in end["xattrs_why"], end
+    assert os.getxattr(x.root / "o" / "f", "user.kept") == b"yes"
+    assert (x.root / "o" / "g").read_text() == "plain\n"
+
+
+def test_acl_names_that_meet_on_one_id_leave_the_copy_alone(xsrv):
+    """Two users of an ACL that the receiving machine knows by one id:
+    the ACL is not given, said once for the entry, and the copy there
+    keeps the ACL it had."""
+    x = xsrv
+    top = x.root / "t"
+    (top / "d").mkdir(parents=True)
+    run("setfacl", "-m", "u:daemon:rwx,u:bin:r-x", top / "d")
+    got = x.tmp / "got"
+    (got / "d").mkdir(parents=True)
+    run("setfacl", "-m", "u:12345:rwx", got / "d")
+    before = acl(got / "d", numeric=True)
+    pw, gr = x.tmp / "passwd", x.tmp / "group"
+    pw.write_text("root:x:0:0:root:/:/bin/sh\n"
+                  "daemon:x:4001:4001:daemon:/:/bin/false\n"
+                  "bin:x:4001:4001:bin:/:/bin/false\n")
+    gr.write_text("root:x:0:\n")
+    res = get_elsewhere(x, pw, gr, "--json", "-A", x.dest("t/"), got)
+    assert res.returncode == 0, describe(res)
+    end = end_event(res.stdout)
+    assert end["xattrs_failed"] == 1, end
+    assert "name one id here" in end["xattrs_why"], end
+    assert acl(got / "d", numeric=True) == before
+
+
+def test_what_the_sender_could_not_read_is_not_removed(xsrv):
+    """A directory the sending user cannot open: its attributes and ACLs
+    are unknown, so the copy there keeps its own (rsync removes them)."""
+    x = xsrv
+    nobody = pwd.getpwnam("nobody")
+    dst = x.root / "p"
+    (dst / "locked").mkdir(parents=True)
+    (dst / "open").mkdir()
+    for d in ("locked", "open"):
+        os.setxattr(dst / d, "user.extra", b"there")
+        run("setfacl", "-m", "u:12345:rwx", dst / d)
+    base = pathlib.Path(tempfile.mkdtemp(prefix="lr-xattrs-"))
+    try:
+        os.chmod(base, 0o755)
+        (base / "t" / "locked").mkdir(parents=True)
+        (base / "t" / "open").mkdir()
+        os.setxattr(base / "t" / "open", "user.o", b"o")
+        os.chmod(base / "t" / "locked", 0o700)  # root's: nobody cannot
+        for p in (base / "t", base / "t" / "open"):
+            os.chown(p, nobody.pw_uid, nobody.pw_gid)
+        tok = base / "token"
+        shutil.copy(x.token_file, tok)
+        os.chown(tok, nobody.pw_uid, nobody.pw_gid)
+        argv = [x.bin, "send", "-p", str(x.srv.port), "--token-file", tok,
+                "--json", "-X", "-A", f"{base / 't'}/", x.dest("p")]
+        res = x.h.run_a(["setpriv", f"--reuid={nobody.pw_uid}",
+                         f"--regid={nobody.pw_gid}", "--clear-groups",
+                         *argv], stdin=subprocess.DEVNULL,
+                        capture_output=True, text=True, timeout=60,
+                        env=env_without_token())
+        assert res.returncode == 23, describe(res)  # a source not read
+        assert os.getxattr(dst / "locked", "user.extra") == b"there"
+        assert "user:12345:rwx" in acl(dst / "locked", numeric=True)
+        # the one it read: the copy is the source
+        assert attrs(dst / "open") == attrs(base / "t" / "open")
+        assert "12345" not in acl(dst / "open", numeric=True)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_resume_and_delta_keep_them(xsrv):

@@ -776,10 +776,10 @@ static void test_xattrs_item(void **state)
 {
 	static struct proto_xfer_xattrs a, g;
 	static uint8_t big[PROTO_XFER_MAX_XATTR_LEN];
-	/* idx 9, 2 names: "user.a" = 00 ff, "user.b" = "" */
-	uint8_t v[] = { 0,   0,	  0,   9,   0,	 2,   6,   0,	 2,
-			'u', 's', 'e', 'r', '.', 'a', 0,   0xff, 6,
-			0,   0,	  'u', 's', 'e', 'r', '.', 'b' };
+	/* idx 9, flags 0, 2 names: "user.a" = 00 ff, "user.b" = "" */
+	uint8_t v[] = { 0, 0,	0,   9,	  0,   0,   2,	 6,   0,
+			2, 'u', 's', 'e', 'r', '.', 'a', 0,   0xff,
+			6, 0,	0,   'u', 's', 'e', 'r', '.', 'b' };
 	struct proto_xfer_iter it;
 	const uint8_t *body;
 	struct msg m;
@@ -813,24 +813,30 @@ static void test_xattrs_item(void **state)
 	assert_int_equal(attr_raw(PROTO_T_XATTRS, v, sizeof(v), &g), 0);
 	assert_int_equal(g.idx, 9);
 	assert_int_equal(g.v[0].value[1], 0xff);
-	v[25] = 'a'; /* "user.a" twice */
+	v[26] = 'a'; /* "user.a" twice */
 	assert_int_equal(attr_raw(PROTO_T_XATTRS, v, sizeof(v), &g),
 			 LR_EBADMSG);
-	v[25] = '0'; /* "user.0" after "user.a": out of order */
+	v[26] = '0'; /* "user.0" after "user.a": out of order */
 	assert_int_equal(attr_raw(PROTO_T_XATTRS, v, sizeof(v), &g),
 			 LR_EBADMSG);
-	v[25] = 'b';
-	memcpy(v + 9, "usex", 4); /* no namespace */
+	v[26] = 'b';
+	memcpy(v + 10, "usex", 4); /* no namespace */
 	assert_int_equal(attr_raw(PROTO_T_XATTRS, v, sizeof(v), &g),
 			 LR_EBADMSG);
-	memcpy(v + 9, "user", 4);
-	v[14] = '\n';
+	memcpy(v + 10, "user", 4);
+	v[15] = '\n';
 	assert_int_equal(attr_raw(PROTO_T_XATTRS, v, sizeof(v), &g),
 			 LR_EBADMSG);
-	v[14] = 'a';
+	v[15] = 'a';
 	assert_int_equal(attr_raw(PROTO_T_XATTRS, v, sizeof(v) - 1, &g),
 			 LR_EBADMSG);
-	v[5] = 3; /* three said, two there */
+	v[4] = 4; /* an unknown flag */
+	assert_int_equal(attr_raw(PROTO_T_XATTRS, v, sizeof(v), &g),
+			 LR_EBADMSG);
+	v[4] = PROTO_XAF_PARTIAL | PROTO_XAF_ACL_UNREAD;
+	assert_int_equal(attr_raw(PROTO_T_XATTRS, v, sizeof(v), &g), 0);
+	assert_int_equal(g.flags, 3);
+	v[6] = 3; /* three said, two there */
 	assert_int_equal(attr_raw(PROTO_T_XATTRS, v, sizeof(v), &g),
 			 LR_EBADMSG);
 	assert_false(proto_xfer_xattr_name_ok("user.", 5));

@@ -56,7 +56,8 @@ void proto_put_xfer_xattrs(struct proto_buf *b,
 	uint8_t *q;
 	unsigned i;
 
-	if (a->n > PROTO_XFER_MAX_XATTRS || len > PROTO_XFER_MAX_XATTR_LEN) {
+	if (a->n > PROTO_XFER_MAX_XATTRS || len > PROTO_XFER_MAX_XATTR_LEN ||
+	    (a->flags & ~(PROTO_XAF_PARTIAL | PROTO_XAF_ACL_UNREAD))) {
 		if (!b->err)
 			b->err = -EMSGSIZE;
 		return;
@@ -65,7 +66,8 @@ void proto_put_xfer_xattrs(struct proto_buf *b,
 	if (!q)
 		return;
 	proto__be32(q, a->idx);
-	proto__be16(q + 4, a->n);
+	q[4] = a->flags;
+	proto__be16(q + 5, a->n);
 	for (i = 0; i < a->n; i++) {
 		const struct proto_xattr *e = &a->v[i];
 
@@ -91,8 +93,10 @@ int proto_xfer_get_xattrs(const struct proto_xfer_iter *it,
 	    len > PROTO_XFER_MAX_XATTR_LEN)
 		return LR_EBADMSG;
 	a->idx = proto__rd32(v);
-	a->n = proto__rd16(v + 4);
-	if (a->n > PROTO_XFER_MAX_XATTRS)
+	a->flags = v[4];
+	a->n = proto__rd16(v + 5);
+	if (a->n > PROTO_XFER_MAX_XATTRS ||
+	    (a->flags & ~(PROTO_XAF_PARTIAL | PROTO_XAF_ACL_UNREAD)))
 		return LR_EBADMSG;
 	for (i = 0; i < a->n; i++) {
 		struct proto_xattr *e = &a->v[i];
@@ -123,7 +127,7 @@ static bool acl_named(uint8_t tag)
 
 /* The entries' tags: known, in order, the single ones once, a mask when
  * a named entry needs one; perms, ids and names where they belong. */
-static bool acl_ok(const struct proto_xfer_acl *a)
+bool proto_xfer_acl_ok(const struct proto_xfer_acl *a)
 {
 	unsigned i, seen = 0, named = 0;
 	uint8_t prev = 0;
@@ -173,7 +177,7 @@ void proto_put_xfer_acl(struct proto_buf *b, const struct proto_xfer_acl *a)
 	uint8_t *q;
 	unsigned i;
 
-	if (!acl_ok(a)) {
+	if (!proto_xfer_acl_ok(a)) {
 		if (!b->err)
 			b->err = -EINVAL;
 		return;
@@ -230,5 +234,5 @@ int proto_xfer_get_acl(const struct proto_xfer_iter *it,
 		e->name[nl] = '\0';
 		at += nl;
 	}
-	return at == len && acl_ok(a) ? 0 : LR_EBADMSG;
+	return at == len && proto_xfer_acl_ok(a) ? 0 : LR_EBADMSG;
 }

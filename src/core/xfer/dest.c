@@ -884,7 +884,7 @@ static void late_each(struct xsess *x, struct late *l, uint8_t kind,
 	free(v);
 }
 
-static void late_dir(struct xsess *x, const struct late *l)
+static void late_dir(struct xsess *x, struct late *l)
 {
 	struct timespec ts[2] = { { .tv_nsec = UTIME_NOW },
 				  { l->mtime_sec, l->mtime_nsec } };

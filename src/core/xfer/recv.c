@@ -203,7 +203,8 @@ static int entry_late(struct rxc *c, struct xfile *f,
 	if (!r)
 		c->late->owned = xfer__owner_take(x, e->idx, &c->late->uid,
 						  &c->late->gid);
-	if (!r && e->kind == PROTO_XK_DIR) /* -A: its ACLs with its mode */
+	/* -A: a directory's ACLs, given with its mode at the end */
+	if (!r && e->kind == PROTO_XK_DIR && (x->o->flags & XFER_F_ACLS))
 		c->late->xg = xfer__xattr_take(x, e->idx);
 	x->files_done++;
 	if (!r)
@@ -300,14 +301,16 @@ static int entry_file(struct rxc *c, struct xfile *f,
 		r = xfer__plan_file(x, f, e, &c->plan, &plan);
 	if (r)
 		return lr_err_setc(c->err, r, "planning %s", xfer__path(f));
+	if (plan.action == PROTO_XA_SKIP) /* its attributes (no lock held) */
+		xfer__xattr_fix(x, f);
 	xfer__lock(&x->lock);
 	if (plan.action == PROTO_XA_SKIP) {
 		if (!f->rx.kept_newer) /* the same file: names may link */
 			xfer__hl_leader_named(x, f, f->rx.dirfd, f->rx.name);
 		else
 			xfer__hl_leader_newer(x, f);
-		xfer__owner_fix(x, f); /* up to date, but for its owner */
-		xfer__xattr_fix(x, f); /* and its attributes */
+		xfer__owner_fix(x, f);	 /* up to date, but for its owner */
+		xfer__xattr_named(x, f); /* what was not given, said */
 		x->res->files_skipped++;
 		x->files_done++;
 		x->bytes_held += e->size;

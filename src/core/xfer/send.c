@@ -494,15 +494,13 @@ static int overflow(struct txc *c, struct wentry *e, const char *path,
 			  "the source grew during the transfer (%s)", path);
 }
 
-/* The descriptor to read an entry's attributes on: a file's own, a
- * directory's that the walk opened to list it (-1: none). */
-static int attr_fd(const struct txc *c, const struct wentry *e, uint8_t kind)
+/* e, not announced after all: its descriptor closed; r. */
+static int drop_entry(struct wentry *e, int r)
 {
-	if (kind == PROTO_XK_FILE)
-		return e->fd;
-	if (kind == PROTO_XK_DIR && !e->read_err && c->w.depth > 0)
-		return dirfd(c->w.st[c->w.depth - 1].d);
-	return -1;
+	if (e->fd >= 0 && !e->is_stdin)
+		close(e->fd);
+	e->fd = -1;
+	return r;
 }
 
 static int announce_one(struct txc *c, struct proto_buf *b)
@@ -545,9 +543,9 @@ static int announce_one(struct txc *c, struct proto_buf *b)
 		  xfer__owner_item(x, &e.st, c->next_idx, &own);
 	/* -X/-A: a file's on its descriptor, a directory's on the one the
 	 * walk opened to list it */
-	if (x->o->flags & (XFER_F_XATTRS | XFER_F_ACLS))
-		xfer__xattr_read(x, e.is_stdin ? -1 : attr_fd(c, &e, pe.kind),
-				 pe.kind, c->next_idx, path);
+	if ((x->o->flags & (XFER_F_XATTRS | XFER_F_ACLS)) &&
+	    (r = xfer__xattr_read(x, &c->w, &e, pe.kind, c->next_idx, path)))
+		return drop_entry(&e, r);
 	r = xfer__batch_room(x, b,
 			     proto_xfer_entry_size(&pe) +
 				     (has_dig ? 4 + PROTO__FDIGEST_LEN : 0) +
@@ -562,6 +560,8 @@ static int announce_one(struct txc *c, struct proto_buf *b)
 		proto_put_xfer_owner(b, &own);
 	xfer__xattr_put(x, b);
 	proto_put_xfer_entry(b, &pe);
+	if (b->err) /* an item this end made is not one the wire carries */
+		return drop_entry(&e, b->err);
 	if (e.read_err && (r = unreadable(c, b)))
 		return r;
 	c->late_kinds |= pe.kind != PROTO_XK_FILE;

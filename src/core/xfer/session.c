@@ -57,8 +57,6 @@ int xfer__sess_init(struct xsess *x, struct xfer_conns *cs,
 	x->cb = cb;
 	x->res = res;
 	x->sender = sender;
-	if (xfer__owner_init(x))
-		return -ENOMEM;
 	x->chunk = o->chunk_size ? o->chunk_size : XFER_DEFAULT_CHUNK;
 	x->rx.destfd = x->rx.outfd = -1;
 	for (i = 0; i < XFER_WINDOW; i++)
@@ -68,6 +66,10 @@ int xfer__sess_init(struct xsess *x, struct xfer_conns *cs,
 	x->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (x->evfd < 0)
 		return -errno;
+	if (xfer__owner_init(x)) {
+		close(x->evfd);
+		return -ENOMEM;
+	}
 	init_locks(x);
 	x->t0_us = net_now_us();
 	x->ctrl_sent_ms = net_now_ms();

@@ -1,38 +1,39 @@
 // SPDX-License-Identifier: MIT
 /*
- * -X extended attributes and -A POSIX ACLs, kept as rsync -X and -A keep
- * them (docs/PROTOCOL.md section 7.3, XATTRS and ACL items).
+ * -X extended attributes and -A POSIX ACLs at the receiver, kept as
+ * rsync -X and -A keep them (docs/PROTOCOL.md section 7.3, XATTRS and
+ * ACL items; the sender's part is xattr_read.c).
  *
- * The sender reads a file's or directory's attributes on its descriptor:
- * the user., trusted. and security. names it can see (system. ones are
- * the ACLs, sent apart with -A), in byte order, within the item's bounds.
- * It reads the ACLs as Linux keeps them (system.posix_acl_access and,
- * for a directory, system.posix_acl_default) and sends their entries with
- * the names of their ids, as OWNER items do.
- *
- * The receiver keeps the names it may set (user.; as root trusted. and
- * security., security.capability only with the setid consent), maps the
- * ACL names to its own ids, and gives them on the descriptor: a file's
- * before it is named, after its owner and before its mode (a chown
- * clears file capabilities; a chmod after the ACL keeps the mode sent).
- * What the source has not is removed: user. names (and trusted. as
- * root) and the ACLs. security. names are only ever set.
+ * It keeps the names it may set: user. names; trusted. and security.
+ * names (which carry privilege, as setuid bits do: file capabilities,
+ * security labels, overlay redirects) only when it runs as root and has
+ * the setid consent. It maps the ACL names to its own ids, and gives
+ * them on the descriptor: a file's before it is named, after its owner
+ * and before its mode (a chown clears file capabilities; the chmod after
+ * the ACL keeps the mode sent); a directory's attributes when it is
+ * announced, its ACLs at the end with its mode. What the source has not
+ * is removed: user. names and the ACLs; never what the sender could not
+ * read, never trusted. or security. names.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include "xfer_int.h"
 #include "banned.h"
 
-#define LIST_MAX     65536u /* Linux's XATTR_LIST_MAX */
-#define ACL_V2	     2u	    /* the version of Linux's ACL xattr value */
-#define ACL_UNDEF    0xffffffffu
-#define ACL_BLOB_MAX (4u + 8u * PROTO_XFER_MAX_ACL)
+#define LIST_MAX  65536u /* Linux's XATTR_LIST_MAX */
+#define ACL_V2	  2u	 /* the version of Linux's ACL xattr value */
+#define ACL_UNDEF 0xffffffffu
+
+/* Reasons said once a session (x->xat_said) */
+#define SAID_UNSUPPORTED 1u
+#define SAID_CONSENT	 2u
 
 static const char *const acl_names[2] = { "system.posix_acl_access",
 					  "system.posix_acl_default" };
@@ -47,35 +48,46 @@ struct xgive_attr {
 struct xgive {
 	uint32_t idx;
 	bool attrs_came; /* an XATTRS item came (at most one) */
+	bool keep_attrs; /* the sender could not read them all */
+	bool keep_acls;	 /* ... nor its ACLs: the copy keeps its own */
+	bool acl_came[2];
+	bool counted; /* in xattrs_failed already */
 	unsigned n;
 	struct xgive_attr *v;
-	uint8_t *acl[2]; /* access, default: NULL when none came */
+	uint8_t *acl[2]; /* access, default: NULL when none is given */
 	uint32_t acl_len[2];
-	char *why; /* a name or ACL not kept, in words (NULL: none) */
-	/* a file's: what giving them failed with (-errno) and why, said
-	 * when it is named */
+	char *why;	   /* a name or ACL not kept, in words (NULL: none) */
+	unsigned why_once; /* why is a SAID_* reason, said once a session */
+	/* what giving them failed with (-errno) and why, said when the
+	 * entry is done */
 	int err;
 	char *err_why;
 };
 
-struct xattr_tx {
-	struct proto_xfer_xattrs a;
-	bool has_a, has_acl[2];
-	struct proto_xfer_acl acl[2];
-	char list[LIST_MAX];
-	uint8_t values[PROTO_XFER_MAX_XATTR_LEN];
-	uint8_t blob[ACL_BLOB_MAX];
+/* Where attributes are given: a descriptor open for reading (a file
+ * being received, a directory), or an O_PATH one through /proc (a file
+ * found up to date, never opened for reading: it may be a node now). */
+struct xh {
+	int fd;
+	char path[32]; /* "" for fd */
 };
 
-static uint16_t rd_le16(const uint8_t *p)
+static ssize_t h_list(const struct xh *h, char *buf, size_t n)
 {
-	return (uint16_t)(p[0] | p[1] << 8);
+	return h->path[0] ? listxattr(h->path, buf, n)
+			  : flistxattr(h->fd, buf, n);
 }
 
-static uint32_t rd_le32(const uint8_t *p)
+static int h_set(const struct xh *h, const char *name, const void *v, size_t n)
 {
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
+	return h->path[0] ? setxattr(h->path, name, v, n, 0)
+			  : fsetxattr(h->fd, name, v, n, 0);
+}
+
+static int h_remove(const struct xh *h, const char *name)
+{
+	return h->path[0] ? removexattr(h->path, name)
+			  : fremovexattr(h->fd, name);
 }
 
 static void wr_le16(uint8_t *p, uint16_t v)
@@ -90,194 +102,6 @@ static void wr_le32(uint8_t *p, uint32_t v)
 	wr_le16(p + 2, (uint16_t)(v >> 16));
 }
 
-/* ---- the sender ---- */
-
-static void left_out(struct xsess *x, const char *path, const char *what)
-{
-	char why[PROTO_MAX_TEXT];
-
-	snprintf(why, sizeof(why), "%s: not sent", what);
-	xfer__lock(&x->lock);
-	x->res->xattrs_failed++;
-	if (!x->res->xattrs_why[0])
-		snprintf(x->res->xattrs_why, sizeof(x->res->xattrs_why),
-			 "%s: %s", path, why);
-	xfer__path_event(x, path, true, why, 0);
-	xfer__unlock(&x->lock);
-}
-
-static int by_name(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* The names of fd's attributes that may travel, sorted, into v (at most
- * PROTO_XFER_MAX_XATTRS + 1, to tell that there are more): how many. */
-static unsigned list_names(struct xattr_tx *t, int fd, const char **v)
-{
-	ssize_t len = flistxattr(fd, t->list, sizeof(t->list));
-	unsigned n = 0;
-	ssize_t i = 0;
-
-	while (len > 0 && i < len && n <= PROTO_XFER_MAX_XATTRS) {
-		const char *name = t->list + i;
-		size_t k = strnlen(name, (size_t)(len - i));
-
-		if (proto_xfer_xattr_name_ok(name, k))
-			v[n++] = name;
-		i += (ssize_t)k + 1;
-	}
-	qsort(v, n, sizeof(*v), by_name);
-	return n;
-}
-
-static void read_attrs(struct xsess *x, struct xattr_tx *t, int fd,
-		       const char *path)
-{
-	const char *names[PROTO_XFER_MAX_XATTRS + 1];
-	size_t room = PROTO_XFER_MAX_XATTR_LEN - PROTO__XATTRS_FIXED, used = 0;
-	unsigned n = list_names(t, fd, names), i;
-	bool cut = n > PROTO_XFER_MAX_XATTRS;
-
-	for (i = 0; i < n && t->a.n < PROTO_XFER_MAX_XATTRS; i++) {
-		size_t nl = strlen(names[i]), cap;
-		ssize_t vl;
-
-		if (room < PROTO__XATTR_EACH + nl) {
-			cut = true;
-			break;
-		}
-		cap = room - PROTO__XATTR_EACH - nl;
-		vl = fgetxattr(fd, names[i], t->values + used,
-			       cap < UINT16_MAX ? cap : UINT16_MAX);
-		if (vl < 0) {
-			cut |= errno == ERANGE || errno == E2BIG;
-			continue; /* gone since the list: as if never there */
-		}
-		t->a.v[t->a.n++] = (struct proto_xattr){
-			.name = names[i],
-			.name_len = (uint8_t)nl,
-			.value = t->values + used,
-			.value_len = (uint16_t)vl,
-		};
-		used += (size_t)vl;
-		room -= PROTO__XATTR_EACH + nl + (size_t)vl;
-	}
-	t->has_a = t->a.n > 0;
-	if (cut)
-		left_out(x, path,
-			 "extended attributes past 128 or 32 KiB in all");
-}
-
-/* Linux's ACL value blob (n bytes) into a: false when it is not one
- * this end can send. */
-static bool acl_of_blob(struct xsess *x, const uint8_t *blob, size_t n,
-			struct proto_xfer_acl *a)
-{
-	bool numeric = x->o->flags & XFER_F_NUMERIC_IDS;
-	size_t i;
-
-	if (n < 4 || (n - 4) % 8 || rd_le32(blob) != ACL_V2 ||
-	    (n - 4) / 8 > PROTO_XFER_MAX_ACL)
-		return false;
-	a->n = (uint16_t)((n - 4) / 8);
-	for (i = 0; i < a->n; i++) {
-		const uint8_t *p = blob + 4 + 8 * i;
-		struct proto_acl_entry *e = &a->e[i];
-
-		e->tag = (uint8_t)rd_le16(p);
-		e->perm = (uint8_t)(rd_le16(p + 2) & 7);
-		e->name[0] = '\0';
-		e->id = 0;
-		if (rd_le16(p) > 0xff)
-			return false;
-		if (e->tag == PROTO_ACL_USER || e->tag == PROTO_ACL_GROUP) {
-			e->id = rd_le32(p + 4);
-			if (!numeric)
-				xfer__owner_name(x, e->id,
-						 e->tag == PROTO_ACL_GROUP,
-						 e->name);
-		}
-	}
-	return true;
-}
-
-static void read_acl(struct xsess *x, struct xattr_tx *t, int fd, int which,
-		     const char *path)
-{
-	ssize_t n = fgetxattr(fd, acl_names[which], t->blob, sizeof(t->blob));
-	struct proto_xfer_acl *a = &t->acl[which];
-
-	if (n < 0 && errno != ENODATA && errno != EOPNOTSUPP &&
-	    errno != ENOTSUP)
-		left_out(x, path,
-			 errno == ERANGE ? "an ACL of more than 256 "
-					   "entries"
-					 : "an ACL that could not be "
-					   "read");
-	if (n < 0)
-		return;
-	a->which = (uint8_t)(which + 1);
-	if (!acl_of_blob(x, t->blob, (size_t)n, a)) {
-		left_out(x, path, "an ACL of a form this end does not know");
-		return;
-	}
-	/* the three entries the mode has already: nothing more to say */
-	if (which == 0 && a->n == 3)
-		return;
-	t->has_acl[which] = true;
-}
-
-void xfer__xattr_read(struct xsess *x, int fd, uint8_t kind, uint32_t idx,
-		      const char *path)
-{
-	uint32_t flags = x->o->flags;
-	struct xattr_tx *t = x->xat_tx;
-
-	if (!t && (flags & (XFER_F_XATTRS | XFER_F_ACLS)))
-		t = x->xat_tx = malloc(sizeof(*t));
-	if (!t)
-		return;
-	t->has_a = t->has_acl[0] = t->has_acl[1] = false;
-	t->a.n = 0;
-	t->a.idx = t->acl[0].idx = t->acl[1].idx = idx;
-	if (fd < 0 || (kind != PROTO_XK_FILE && kind != PROTO_XK_DIR))
-		return;
-	if (flags & XFER_F_XATTRS)
-		read_attrs(x, t, fd, path);
-	if (flags & XFER_F_ACLS)
-		read_acl(x, t, fd, 0, path);
-	if ((flags & XFER_F_ACLS) && kind == PROTO_XK_DIR)
-		read_acl(x, t, fd, 1, path);
-}
-
-size_t xfer__xattr_size(const struct xsess *x)
-{
-	const struct xattr_tx *t = x->xat_tx;
-
-	if (!t)
-		return 0;
-	return (t->has_a ? proto_xfer_xattrs_size(&t->a) : 0) +
-	       (t->has_acl[0] ? proto_xfer_acl_size(&t->acl[0]) : 0) +
-	       (t->has_acl[1] ? proto_xfer_acl_size(&t->acl[1]) : 0);
-}
-
-void xfer__xattr_put(struct xsess *x, struct proto_buf *b)
-{
-	const struct xattr_tx *t = x->xat_tx;
-	int i;
-
-	if (!t)
-		return;
-	if (t->has_a)
-		proto_put_xfer_xattrs(b, &t->a);
-	for (i = 0; i < 2; i++)
-		if (t->has_acl[i])
-			proto_put_xfer_acl(b, &t->acl[i]);
-}
-
-/* ---- the receiver ---- */
-
 void xfer__xgive_free(struct xgive *g)
 {
 	if (!g)
@@ -290,14 +114,6 @@ void xfer__xgive_free(struct xgive *g)
 	free(g);
 }
 
-void xfer__xattr_fini(struct xsess *x)
-{
-	xfer__xgive_free(x->xat_next);
-	x->xat_next = NULL;
-	free(x->xat_tx);
-	x->xat_tx = NULL;
-}
-
 static bool prefixed(const char *s, size_t n, const char *p)
 {
 	size_t k = strlen(p);
@@ -305,31 +121,30 @@ static bool prefixed(const char *s, size_t n, const char *p)
 	return n > k && !memcmp(s, p, k);
 }
 
-/* Whether this receiver sets name (n bytes), and if not, why (NULL:
- * left out without a word, as rsync leaves trusted. and security. names
- * to a receiver that is not root). */
+/* Whether this receiver sets name (n bytes); when not, *once says why
+ * (a SAID_* reason), 0 to leave it out without a word (as rsync leaves
+ * trusted. and security. names to a receiver that is not root). */
 static bool may_set(const struct xsess *x, const char *name, size_t n,
-		    const char **why)
+		    unsigned *once)
 {
-	*why = NULL;
+	*once = 0;
 	if (prefixed(name, n, "user."))
 		return true;
 	if (geteuid() != 0)
 		return false;
-	if (n == strlen("security.capability") &&
-	    !memcmp(name, "security.capability", n) &&
-	    !(x->o->flags & XFER_F_KEEP_SETID)) {
-		*why = "its file capabilities (security.capability) need the "
-		       "setid consent (--keep-setid)";
+	if (!(x->o->flags & XFER_F_KEEP_SETID)) {
+		*once = SAID_CONSENT;
 		return false;
 	}
 	return true;
 }
 
-static void note_why(struct xgive *g, const char *why)
+static void note_why(struct xgive *g, const char *why, unsigned once)
 {
-	if (why && !g->why)
+	if (why && !g->why) {
 		g->why = strdup(why);
+		g->why_once = once;
+	}
 }
 
 /* The entry's record, made at its first item. */
@@ -350,15 +165,22 @@ static struct xgive *next_of(struct xsess *x, uint32_t idx)
 static const char *note_attrs(struct xsess *x,
 			      const struct proto_xfer_xattrs *a)
 {
+	uint32_t flags = x->o->flags;
 	struct xgive *g = next_of(x, a->idx);
 	size_t bytes = 0;
+	unsigned i, once;
 	char *data;
-	unsigned i;
 
 	if (!g || g->attrs_came)
 		return "extended attributes out of place (one item, for the "
 		       "entry that follows it)";
+	if (((a->n || (a->flags & PROTO_XAF_PARTIAL)) &&
+	     !(flags & XFER_F_XATTRS)) ||
+	    ((a->flags & PROTO_XAF_ACL_UNREAD) && !(flags & XFER_F_ACLS)))
+		return "extended attributes out of place (only with -X)";
 	g->attrs_came = true;
+	g->keep_attrs = a->flags & PROTO_XAF_PARTIAL;
+	g->keep_acls = a->flags & PROTO_XAF_ACL_UNREAD;
 	for (i = 0; i < a->n; i++)
 		bytes += a->v[i].name_len + 1u + a->v[i].value_len;
 	g->v = malloc(a->n * sizeof(*g->v) + bytes + 1);
@@ -367,10 +189,14 @@ static const char *note_attrs(struct xsess *x,
 	data = (char *)(g->v + a->n);
 	for (i = 0; i < a->n; i++) {
 		const struct proto_xattr *e = &a->v[i];
-		const char *why;
 
-		if (!may_set(x, e->name, e->name_len, &why)) {
-			note_why(g, why);
+		if (!may_set(x, e->name, e->name_len, &once)) {
+			if (once)
+				note_why(g,
+					 "its trusted. and security. names "
+					 "need the setid consent (--keep-setid "
+					 "and the receiver's)",
+					 once);
 			continue;
 		}
 		memcpy(data, e->name, e->name_len);
@@ -403,9 +229,10 @@ static const char *note_acl(struct xsess *x, struct proto_xfer_acl *a)
 	unsigned i;
 	uint8_t *blob;
 
-	if (!g || g->acl[w])
+	if (!g || g->acl_came[w])
 		return "an ACL out of place (one of each kind, for the entry "
 		       "that follows it)";
+	g->acl_came[w] = true;
 	for (i = 0; i < a->n; i++) {
 		struct proto_acl_entry *e = &a->e[i];
 
@@ -418,13 +245,15 @@ static const char *note_acl(struct xsess *x, struct proto_xfer_acl *a)
 			e->id = ACL_UNDEF;
 	}
 	/* the kernel's order: by tag, then id; two names of one id here
-	 * cannot both be given */
+	 * cannot both be given: the copy keeps its own ACL */
 	qsort(a->e, a->n, sizeof(a->e[0]), by_tag_id);
 	for (i = 1; i < a->n; i++)
 		if (a->e[i].tag == a->e[i - 1].tag &&
 		    a->e[i].id == a->e[i - 1].id) {
-			note_why(g, "two entries of its ACL name one id here: "
-				    "the ACL is not given");
+			note_why(g,
+				 "two entries of its ACL name one id here: "
+				 "the ACL is not given",
+				 0);
 			return NULL;
 		}
 	blob = malloc(4 + 8u * a->n);
@@ -449,7 +278,7 @@ const char *xfer__xattr_note(struct xsess *x, const struct proto_xfer_iter *it)
 	if (it->tag == PROTO_T_XATTRS) {
 		struct proto_xfer_xattrs *a;
 
-		if (!(flags & XFER_F_XATTRS))
+		if (!(flags & (XFER_F_XATTRS | XFER_F_ACLS)))
 			return "extended attributes out of place (only with -X)";
 		a = malloc(sizeof(*a));
 		if (!a)
@@ -488,7 +317,7 @@ const char *xfer__xattr_check(const struct xsess *x,
 	if (e->kind != PROTO_XK_FILE && e->kind != PROTO_XK_DIR)
 		return "extended attributes or an ACL for an entry that is "
 		       "not a file or directory";
-	if (g->acl[1] && e->kind != PROTO_XK_DIR)
+	if (g->acl_came[1] && e->kind != PROTO_XK_DIR)
 		return "a default ACL for an entry that is not a directory";
 	return NULL;
 }
@@ -501,13 +330,6 @@ struct xgive *xfer__xattr_take(struct xsess *x, uint32_t idx)
 		return NULL;
 	x->xat_next = NULL;
 	return g;
-}
-
-/* A name there that the source may have had and has not: removed. */
-static bool managed(const char *name)
-{
-	return prefixed(name, strlen(name), "user.") ||
-	       (geteuid() == 0 && prefixed(name, strlen(name), "trusted."));
 }
 
 static bool in_give(const struct xgive *g, const char *name)
@@ -537,22 +359,29 @@ static int give_fail(int e, const char *what, const char *name, char *why,
 	return e;
 }
 
-static int remove_extra(int fd, const struct xgive *g, char *why, size_t cap)
+/* The copy's user. names the source has not: removed (not when the
+ * sender could not read them all). */
+static int remove_extra(const struct xh *h, const struct xgive *g, char *why,
+			size_t cap)
 {
-	char *list = malloc(LIST_MAX);
+	char *list;
 	ssize_t len, i = 0;
 	int r = 0;
 
+	if (g && g->keep_attrs)
+		return 0;
+	list = malloc(LIST_MAX);
 	if (!list)
 		return -ENOMEM;
-	len = flistxattr(fd, list, LIST_MAX);
+	len = h_list(h, list, LIST_MAX);
 	while (len > 0 && i < len) {
 		const char *name = list + i;
+		size_t l = strnlen(name, (size_t)(len - i));
 
-		i += (ssize_t)strnlen(name, (size_t)(len - i)) + 1;
-		if (!managed(name) || in_give(g, name))
+		i += (ssize_t)l + 1;
+		if (!prefixed(name, l, "user.") || in_give(g, name))
 			continue;
-		if (fremovexattr(fd, name) && errno != ENODATA && !r)
+		if (h_remove(h, name) && errno != ENODATA && !r)
 			r = give_fail(-errno, "extended attributes", name, why,
 				      cap);
 	}
@@ -560,109 +389,124 @@ static int remove_extra(int fd, const struct xgive *g, char *why, size_t cap)
 	return r;
 }
 
-static int give_attrs(int fd, const struct xgive *g, char *why, size_t cap)
+static int give_attrs(const struct xh *h, const struct xgive *g, char *why,
+		      size_t cap)
 {
-	int r = remove_extra(fd, g, why, cap);
+	int r = remove_extra(h, g, why, cap);
 	unsigned i;
 
 	for (i = 0; g && i < g->n; i++)
-		if (fsetxattr(fd, g->v[i].name, g->v[i].value, g->v[i].len,
-			      0) &&
-		    !r)
+		if (h_set(h, g->v[i].name, g->v[i].value, g->v[i].len) && !r)
 			r = give_fail(-errno, "extended attributes",
 				      g->v[i].name, why, cap);
 	return r;
 }
 
-static int give_acls(int fd, const struct xgive *g, bool dir, char *why,
-		     size_t cap)
+/* The ACLs that came given, the others removed: not one that came but
+ * could not be given, nor any the sender could not read. */
+static int give_acls(const struct xh *h, const struct xgive *g, bool dir,
+		     char *why, size_t cap)
 {
 	int w, r = 0;
 
 	for (w = 0; w < (dir ? 2 : 1); w++) {
+		const char *what = w ? "its default ACL" : "its ACL";
+
 		if (g && g->acl[w]) {
-			if (fsetxattr(fd, acl_names[w], g->acl[w],
-				      g->acl_len[w], 0) &&
+			if (h_set(h, acl_names[w], g->acl[w], g->acl_len[w]) &&
 			    !r)
-				r = give_fail(-errno, "ACLs",
-					      w ? "its default ACL" : "its ACL",
-					      why, cap);
-		} else if (fremovexattr(fd, acl_names[w]) && errno != ENODATA &&
+				r = give_fail(-errno, "ACLs", what, why, cap);
+		} else if (!(g && (g->acl_came[w] || g->keep_acls)) &&
+			   h_remove(h, acl_names[w]) && errno != ENODATA &&
 			   errno != ENOTSUP && errno != EOPNOTSUPP && !r) {
-			r = give_fail(-errno, "ACLs",
-				      w ? "its default ACL" : "its ACL", why,
-				      cap);
+			r = give_fail(-errno, "ACLs", what, why, cap);
 		}
 	}
 	return r;
 }
 
-/* Give fd (a file, or with dir a directory) what g says, and remove what
+/* Give h (a file, or with dir a directory) what g says, and remove what
  * the source has not: attrs and/or acls. 0, or the first -errno with its
  * reason in words into why. */
-static int give(struct xsess *x, int fd, const struct xgive *g, bool dir,
-		bool attrs, bool acls, char *why, size_t cap)
+static int give(struct xsess *x, const struct xh *h, const struct xgive *g,
+		bool dir, bool attrs, bool acls, char *why, size_t cap)
 {
 	uint32_t flags = x->o->flags;
-	int r = 0, e;
+	char w2[PROTO_MAX_TEXT];
+	int r = 0, e = 0;
 
 	why[0] = '\0';
 	if (attrs && (flags & XFER_F_XATTRS))
-		r = give_attrs(fd, g, why, cap);
-	if (acls && (flags & XFER_F_ACLS)) {
-		char w2[PROTO_MAX_TEXT];
-
-		e = give_acls(fd, g, dir, r ? w2 : why, r ? sizeof(w2) : cap);
-		r = r ?: e;
-	}
-	return r;
+		r = give_attrs(h, g, why, cap);
+	if (acls && (flags & XFER_F_ACLS))
+		e = give_acls(h, g, dir, r ? w2 : why, r ? sizeof(w2) : cap);
+	return r ?: e;
 }
 
-/* What could not be given to path (e: -errno, or 0 for a name left out):
- * counted, said (the destination's lack of them once). Under lock. */
-static void said(struct xsess *x, const char *path, int e, const char *why)
+/* What could not be given to path (e: -errno, or 0 for a name not kept):
+ * the entry counted once (g, when it has one), the reason said (the
+ * destination's lack of them, and the consent, once a session). Under
+ * lock. */
+static void said(struct xsess *x, struct xgive *g, const char *path, int e,
+		 const char *why, unsigned once)
 {
-	char line[PROTO_MAX_TEXT];
+	char line[PROTO_MAX_TEXT], esc[ESC_MAX];
 
+	if (g && g->counted)
+		return;
+	if (g)
+		g->counted = true;
 	x->res->xattrs_failed++;
 	if (!x->res->xattrs_why[0])
 		snprintf(x->res->xattrs_why, sizeof(x->res->xattrs_why),
-			 "%s: %s", path, why);
-	if (e == -ENOTSUP || e == -EOPNOTSUPP) {
-		if (x->xat_unsaid)
-			return;
-		x->xat_unsaid = true;
-	}
+			 "%s: %s",
+			 fsio_escape(path, strlen(path), esc, sizeof(esc)),
+			 why);
+	if (e == -ENOTSUP || e == -EOPNOTSUPP)
+		once = SAID_UNSUPPORTED;
+	if (once && (x->xat_said & once))
+		return;
+	x->xat_said |= once;
 	snprintf(line, sizeof(line), "kept without all its attributes: %s",
 		 why);
 	xfer__path_event(x, path, true, line, 0);
 }
 
+/* A failure of giving into g (made when there is none, for entry idx):
+ * said when the entry is done. */
+static struct xgive *keep_failure(struct xgive **gp, uint32_t idx, int e,
+				  const char *why)
+{
+	if (!*gp && (*gp = calloc(1, sizeof(**gp))))
+		(*gp)->idx = idx;
+	if (*gp && !(*gp)->err_why) {
+		(*gp)->err = e;
+		(*gp)->err_why = strdup(why);
+	}
+	return *gp;
+}
+
 void xfer__xattr_file(struct xsess *x, struct xfile *f)
 {
+	struct xh h = { .fd = f->fd };
 	char why[PROTO_MAX_TEXT];
 	int e;
 
 	if (!(x->o->flags & (XFER_F_XATTRS | XFER_F_ACLS)))
 		return;
-	e = give(x, f->fd, f->rx.xg, false, true, true, why, sizeof(why));
-	if (!e)
-		return;
-	if (!f->rx.xg && (f->rx.xg = calloc(1, sizeof(*f->rx.xg))))
-		f->rx.xg->idx = f->idx;
-	if (f->rx.xg && !f->rx.xg->err_why) {
-		f->rx.xg->err = e;
-		f->rx.xg->err_why = strdup(why);
-	}
+	e = give(x, &h, f->rx.xg, false, true, true, why, sizeof(why));
+	if (e)
+		keep_failure(&f->rx.xg, f->idx, e, why);
 }
 
 void xfer__xattr_named(struct xsess *x, struct xfile *f)
 {
-	const struct xgive *g = f->rx.xg;
+	struct xgive *g = f->rx.xg;
 
 	if (g && (g->err_why || g->why))
-		said(x, xfer__path(f), g->err_why ? g->err : 0,
-		     g->err_why ? g->err_why : g->why);
+		said(x, g, xfer__path(f), g->err_why ? g->err : 0,
+		     g->err_why ? g->err_why : g->why,
+		     g->err_why ? 0 : g->why_once);
 }
 
 void xfer__xattr_done(const struct xsess *x, struct proto_xfer_done *d)
@@ -679,29 +523,38 @@ void xfer__xattr_done(const struct xsess *x, struct proto_xfer_done *d)
 
 void xfer__xattr_dir(struct xsess *x, int dfd, uint32_t idx, const char *path)
 {
-	const struct xgive *g = x->xat_next;
+	struct xgive *g = x->xat_next && x->xat_next->idx == idx ? x->xat_next
+								 : NULL;
+	struct xh h = { .fd = dfd };
 	char why[PROTO_MAX_TEXT];
-	int r;
+	int r = give(x, &h, g, true, true, false, why, sizeof(why));
 
-	if (g && g->idx != idx)
-		g = NULL;
-	r = give(x, dfd, g, true, true, false, why, sizeof(why));
+	/* only its ACLs are held to the end */
+	if (g) {
+		free(g->v);
+		g->v = NULL;
+		g->n = 0;
+	}
+	if (r && !g) /* the entry's record, to count it once */
+		g = keep_failure(&x->xat_next, idx, r, why);
 	if (!r && !(g && g->why))
 		return;
 	xfer__lock(&x->lock);
-	said(x, path, r, r ? why : g->why);
+	said(x, g, path, r, r ? why : g->why, r ? 0 : g->why_once);
 	xfer__unlock(&x->lock);
 }
 
-void xfer__xattr_dir_acls(struct xsess *x, int dfd, const struct late *l)
+void xfer__xattr_dir_acls(struct xsess *x, int dfd, struct late *l)
 {
+	struct xh h = { .fd = dfd };
 	char why[PROTO_MAX_TEXT];
-	int e = give(x, dfd, l->xg, true, false, true, why, sizeof(why));
+	int e = give(x, &h, l->xg, true, false, true, why, sizeof(why));
 
-	if (!e)
+	if (!e && !(l->xg && l->xg->why))
 		return;
 	xfer__lock(&x->lock);
-	said(x, l->path, e, why);
+	said(x, l->xg, l->path, e, e ? why : l->xg->why,
+	     e ? 0 : l->xg->why_once);
 	xfer__unlock(&x->lock);
 }
 
@@ -710,8 +563,9 @@ void xfer__xattr_fix(struct xsess *x, struct xfile *f)
 	const struct xfile_rx *r = &f->rx;
 	mode_t keep = (x->o->flags & XFER_F_KEEP_SETID) ? 07777 : 01777;
 	char why[PROTO_MAX_TEXT];
+	struct xh h;
 	struct stat st;
-	int fd, e;
+	int e;
 
 	if (!(x->o->flags & (XFER_F_XATTRS | XFER_F_ACLS)) || !r->have_st ||
 	    r->kept_newer || (x->o->flags & XFER_F_DRY_RUN))
@@ -719,18 +573,20 @@ void xfer__xattr_fix(struct xsess *x, struct xfile *f)
 	/* another name of the inode may be outside the destination */
 	if (r->st_nlink != 1)
 		return;
-	fd = openat(r->dirfd, r->name,
-		    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	if (fd < 0)
+	/* never opened for reading (a node renamed in since its stat would
+	 * be): an O_PATH descriptor, checked, then its /proc name */
+	h.fd = openat(r->dirfd, r->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (h.fd < 0)
 		return;
-	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_nlink == 1 &&
+	snprintf(h.path, sizeof(h.path), "/proc/self/fd/%d", h.fd);
+	if (!fstat(h.fd, &st) && S_ISREG(st.st_mode) && st.st_nlink == 1 &&
 	    st.st_dev == r->st_dev && st.st_ino == r->st_ino) {
-		e = give(x, fd, r->xg, false, true, true, why, sizeof(why));
+		e = give(x, &h, r->xg, false, true, true, why, sizeof(why));
+		if (e)
+			keep_failure(&f->rx.xg, f->idx, e, why);
 		/* an ACL given or removed changed the mode: the entry's */
 		if (x->o->flags & XFER_F_ACLS)
-			(void)fchmod(fd, f->mode & keep);
-		if (e || (r->xg && r->xg->why))
-			said(x, xfer__path(f), e, e ? why : r->xg->why);
+			(void)chmod(h.path, f->mode & keep);
 	}
-	close(fd);
+	close(h.fd);
 }

@@ -22,7 +22,7 @@
  *       announced, dropped, the directory handles' refs, dirty, tick and
  *       gone (their fd and rel change only on the control thread, under
  *       the lock);
- *     - bytes_done, bytes_held, files_done, error, err, waits, xat_unsaid,
+ *     - bytes_done, bytes_held, files_done, error, err, waits, xat_said,
  *       the file events waiting for delivery (evq), and the counters and
  *       first_failure of x->res.
  *   Atomics instead of the lock: abort, closing, wake_pending,
@@ -35,7 +35,7 @@
  *   jfd, cmode, implicit_sum and (but for a pipe) size. Its path, until
  *   its file event takes it (under the lock, only when no stream thread
  *   holds a chunk of it; a copy otherwise). A COMPLETE file is the
- *   thread's that names it: tmp and anon change there.
+ *   thread's that names it: tmp, anon and xg change there.
  *
  *   x->tx.pipe_lock orders a pipe's reads (its chunks are numbered in
  *   reading order); it is taken before x->lock, never after.
@@ -417,10 +417,10 @@ struct xsess {
 	struct xfer__evq evq, evq_spare;
 	struct xowners *own; /* -o/-g (owner.c; control thread) */
 	/* -X/-A (xattr.c): the next entry's items, an entry's read; control
-	 * thread but xat_unsaid (under the lock) */
+	 * thread but xat_said (under the lock) */
 	struct xgive *xat_next;
 	struct xattr_tx *xat_tx;
-	bool xat_unsaid; /* the destination holds none: said once */
+	unsigned xat_said; /* reasons said once a session */
 	uint64_t bytes_done, bytes_held;
 	uint64_t files_done;
 	_Atomic int64_t last_activity_ms;
@@ -874,17 +874,17 @@ int xfer__owner_node(struct xsess *x, const struct late *l, int dfd,
 /* An owner or group not given (e): counted in owners_failed, said in a
  * file event (the entry kept). Under lock. */
 void xfer__owner_said(struct xsess *x, const char *path, int e);
-/* For ACL entries (control thread): id's name here ("" none), a name's
- * id here (sent when unknown). */
+/* ACL entries: id's name here ("" none), a name's id (sent: unknown) */
 void xfer__owner_name(struct xsess *x, uint32_t id, bool group, char *out);
 uint32_t xfer__owner_id(struct xsess *x, const char *name, uint32_t sent,
 			bool group);
 
 /* ---- xattr.c: -X extended attributes, -A POSIX ACLs ---- */
 
-/* Sender: an entry's items read from fd (-1: none), their size, put. */
-void xfer__xattr_read(struct xsess *x, int fd, uint8_t kind, uint32_t idx,
-		      const char *path);
+/* Sender (xattr_read.c): entry e's items read, their size, put */
+int xfer__xattr_read(struct xsess *x, const struct walker *w,
+		     const struct wentry *e, uint8_t kind, uint32_t idx,
+		     const char *path);
 size_t xfer__xattr_size(const struct xsess *x);
 void xfer__xattr_put(struct xsess *x, struct proto_buf *b);
 /* Receiver: an item noted, whether e may have them (NULL, or why not),
@@ -897,7 +897,7 @@ struct xgive *xfer__xattr_take(struct xsess *x, uint32_t idx);
 void xfer__xattr_file(struct xsess *x, struct xfile *f);
 void xfer__xattr_fix(struct xsess *x, struct xfile *f);
 void xfer__xattr_dir(struct xsess *x, int dfd, uint32_t idx, const char *path);
-void xfer__xattr_dir_acls(struct xsess *x, int dfd, const struct late *l);
+void xfer__xattr_dir_acls(struct xsess *x, int dfd, struct late *l);
 void xfer__xattr_named(struct xsess *x, struct xfile *f);
 void xfer__xattr_done(const struct xsess *x, struct proto_xfer_done *d);
 void xfer__xgive_free(struct xgive *g);
