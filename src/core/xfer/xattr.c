@@ -31,6 +31,9 @@
 #define ACL_V2	  2u	 /* the version of Linux's ACL xattr value */
 #define ACL_UNDEF 0xffffffffu
 
+/* What give() gives of the attributes */
+enum give_attrs { GA_NONE, GA_SYNC, GA_FRESH };
+
 /* Reasons said once a session (x->xat_said) */
 #define SAID_UNSUPPORTED 1u
 #define SAID_CONSENT	 2u
@@ -364,16 +367,20 @@ static int give_fail(int e, const char *what, const char *name, char *why,
 static int remove_extra(const struct xh *h, const struct xgive *g, char *why,
 			size_t cap)
 {
-	char *list;
+	char small[1024], *list = small;
 	ssize_t len, i = 0;
 	int r = 0;
 
 	if (g && g->keep_attrs)
 		return 0;
-	list = malloc(LIST_MAX);
-	if (!list)
-		return -ENOMEM;
-	len = h_list(h, list, LIST_MAX);
+	/* most lists are short: the whole 64 KiB only when it is not */
+	len = h_list(h, small, sizeof(small));
+	if (len < 0 && errno == ERANGE) {
+		list = malloc(LIST_MAX);
+		if (!list)
+			return -ENOMEM;
+		len = h_list(h, list, LIST_MAX);
+	}
 	while (len > 0 && i < len) {
 		const char *name = list + i;
 		size_t l = strnlen(name, (size_t)(len - i));
@@ -385,14 +392,17 @@ static int remove_extra(const struct xh *h, const struct xgive *g, char *why,
 			r = give_fail(-errno, "extended attributes", name, why,
 				      cap);
 	}
-	free(list);
+	if (list != small)
+		free(list);
 	return r;
 }
 
-static int give_attrs(const struct xh *h, const struct xgive *g, char *why,
-		      size_t cap)
+/* fresh: made by this session (a file being received, not resumed),
+ * so it has no names of its own to remove */
+static int give_attrs(const struct xh *h, const struct xgive *g, bool fresh,
+		      char *why, size_t cap)
 {
-	int r = remove_extra(h, g, why, cap);
+	int r = fresh ? 0 : remove_extra(h, g, why, cap);
 	unsigned i;
 
 	for (i = 0; g && i < g->n; i++)
@@ -426,18 +436,20 @@ static int give_acls(const struct xh *h, const struct xgive *g, bool dir,
 }
 
 /* Give h (a file, or with dir a directory) what g says, and remove what
- * the source has not: attrs and/or acls. 0, or the first -errno with its
+ * the source has not: attributes (GA_FRESH: to a file made here, with
+ * nothing to remove) and/or acls. 0, or the first -errno with its
  * reason in words into why. */
 static int give(struct xsess *x, const struct xh *h, const struct xgive *g,
-		bool dir, bool attrs, bool acls, char *why, size_t cap)
+		bool dir, enum give_attrs attrs, bool acls, char *why,
+		size_t cap)
 {
 	uint32_t flags = x->o->flags;
 	char w2[PROTO_MAX_TEXT];
 	int r = 0, e = 0;
 
 	why[0] = '\0';
-	if (attrs && (flags & XFER_F_XATTRS))
-		r = give_attrs(h, g, why, cap);
+	if (attrs != GA_NONE && (flags & XFER_F_XATTRS))
+		r = give_attrs(h, g, attrs == GA_FRESH, why, cap);
 	if (acls && (flags & XFER_F_ACLS))
 		e = give_acls(h, g, dir, r ? w2 : why, r ? sizeof(w2) : cap);
 	return r ?: e;
@@ -494,7 +506,8 @@ void xfer__xattr_file(struct xsess *x, struct xfile *f)
 
 	if (!(x->o->flags & (XFER_F_XATTRS | XFER_F_ACLS)))
 		return;
-	e = give(x, &h, f->rx.xg, false, true, true, why, sizeof(why));
+	e = give(x, &h, f->rx.xg, false, f->rx.resumed ? GA_SYNC : GA_FRESH,
+		 true, why, sizeof(why));
 	if (e)
 		keep_failure(&f->rx.xg, f->idx, e, why);
 }
@@ -527,7 +540,7 @@ void xfer__xattr_dir(struct xsess *x, int dfd, uint32_t idx, const char *path)
 								 : NULL;
 	struct xh h = { .fd = dfd };
 	char why[PROTO_MAX_TEXT];
-	int r = give(x, &h, g, true, true, false, why, sizeof(why));
+	int r = give(x, &h, g, true, GA_SYNC, false, why, sizeof(why));
 
 	/* only its ACLs are held to the end */
 	if (g) {
@@ -548,7 +561,7 @@ void xfer__xattr_dir_acls(struct xsess *x, int dfd, struct late *l)
 {
 	struct xh h = { .fd = dfd };
 	char why[PROTO_MAX_TEXT];
-	int e = give(x, &h, l->xg, true, false, true, why, sizeof(why));
+	int e = give(x, &h, l->xg, true, GA_NONE, true, why, sizeof(why));
 
 	if (!e && !(l->xg && l->xg->why))
 		return;
@@ -581,7 +594,7 @@ void xfer__xattr_fix(struct xsess *x, struct xfile *f)
 	snprintf(h.path, sizeof(h.path), "/proc/self/fd/%d", h.fd);
 	if (!fstat(h.fd, &st) && S_ISREG(st.st_mode) && st.st_nlink == 1 &&
 	    st.st_dev == r->st_dev && st.st_ino == r->st_ino) {
-		e = give(x, &h, r->xg, false, true, true, why, sizeof(why));
+		e = give(x, &h, r->xg, false, GA_SYNC, true, why, sizeof(why));
 		if (e)
 			keep_failure(&f->rx.xg, f->idx, e, why);
 		/* an ACL given or removed changed the mode: the entry's */
