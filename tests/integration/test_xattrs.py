@@ -237,6 +237,33 @@ def test_what_the_destination_cannot_hold(xenv, mounts):
     same_bytes(top, ram / "r")
 
 
+def test_the_bounds_of_one_entry(xenv, mounts):
+    """Names past the item's 32 KiB: left out and said by the sender, the
+    entry counted once by the receiver. The first value fills the item
+    to the byte, so the next name finds no room at all (a read of size 0
+    asks for a length: it must not be taken for a value)."""
+    x = xenv
+    src = mounts.tmpfs("srcfs")
+    (src / "t").mkdir()
+    f = src / "t" / "f"
+    f.write_text("f\n")
+    # 32,768 - 7 (idx flags n) - 3 - 6 ("user.a") - 9: "user.b" meets
+    # exactly no room
+    os.setxattr(f, "user.a", b"a" * (32768 - 7 - 9 - 9))
+    os.setxattr(f, "user.b", b"b" * 1000)
+    os.setxattr(f, "user.c", b"c" * 10)
+    root = mounts.tmpfs("dest")
+    x.start_server(root=root)
+    res = x.send_ok("--json", "-X", f"{src / 't'}/", x.dest("b"))
+    end = end_event(res.stdout)
+    assert end["files_ok"] == 1 and end["xattrs_failed"] == 1, end
+    assert "past 128 or 32 KiB in all: not sent" in end["xattrs_why"], end
+    got = root / "b" / "f"
+    assert os.getxattr(got, "user.a") == os.getxattr(f, "user.a")
+    assert sorted(os.listxattr(got)) == ["user.a"]
+    assert got.read_text() == "f\n"
+
+
 def capability(bit):
     """security.capability, version 2, effective: one permitted bit."""
     return struct.pack("<IIIII", 0x02000001, 1 << bit, 0, 0, 0)

@@ -301,15 +301,18 @@ static int entry_file(struct rxc *c, struct xfile *f,
 		r = xfer__plan_file(x, f, e, &c->plan, &plan);
 	if (r)
 		return lr_err_setc(c->err, r, "planning %s", xfer__path(f));
-	if (plan.action == PROTO_XA_SKIP) /* its attributes (no lock held) */
+	/* up to date, but for its owner, then (a chown clears file
+	 * capabilities) its attributes; no lock held */
+	if (plan.action == PROTO_XA_SKIP) {
+		xfer__owner_fix(x, f);
 		xfer__xattr_fix(x, f);
+	}
 	xfer__lock(&x->lock);
 	if (plan.action == PROTO_XA_SKIP) {
 		if (!f->rx.kept_newer) /* the same file: names may link */
 			xfer__hl_leader_named(x, f, f->rx.dirfd, f->rx.name);
 		else
 			xfer__hl_leader_newer(x, f);
-		xfer__owner_fix(x, f);	 /* up to date, but for its owner */
 		xfer__xattr_named(x, f); /* what was not given, said */
 		x->res->files_skipped++;
 		x->files_done++;

@@ -553,7 +553,7 @@ static int announce_one(struct txc *c, struct proto_buf *b)
 				     xfer__xattr_size(x),
 			     PROTO_XFER_FILES);
 	if (r)
-		return r;
+		return drop_entry(&e, r);
 	if (has_dig)
 		proto_put_xfer_fdigest(b, &dig);
 	if (has_own)

@@ -37,6 +37,7 @@ enum give_attrs { GA_NONE, GA_SYNC, GA_FRESH };
 /* Reasons said once a session (x->xat_said) */
 #define SAID_UNSUPPORTED 1u
 #define SAID_CONSENT	 2u
+#define SAID_NOPROC	 4u
 
 static const char *const acl_names[2] = { "system.posix_acl_access",
 					  "system.posix_acl_default" };
@@ -85,6 +86,20 @@ static int h_set(const struct xh *h, const char *name, const void *v, size_t n)
 {
 	return h->path[0] ? setxattr(h->path, name, v, n, 0)
 			  : fsetxattr(h->fd, name, v, n, 0);
+}
+
+/* Whether name holds exactly v (n bytes) already. */
+static bool h_same(const struct xh *h, const char *name, const void *v,
+		   size_t n)
+{
+	uint8_t buf[512];
+	ssize_t k;
+
+	if (n >= sizeof(buf))
+		return false; /* a large one is simply set again */
+	k = h->path[0] ? getxattr(h->path, name, buf, sizeof(buf))
+		       : fgetxattr(h->fd, name, buf, sizeof(buf));
+	return k == (ssize_t)n && !memcmp(buf, v, n);
 }
 
 static int h_remove(const struct xh *h, const char *name)
@@ -184,6 +199,11 @@ static const char *note_attrs(struct xsess *x,
 	g->attrs_came = true;
 	g->keep_attrs = a->flags & PROTO_XAF_PARTIAL;
 	g->keep_acls = a->flags & PROTO_XAF_ACL_UNREAD;
+	if (a->flags) /* the sender's log says which */
+		note_why(g,
+			 "the sender could not read or send all its "
+			 "attributes: the copy keeps its own",
+			 0);
 	for (i = 0; i < a->n; i++)
 		bytes += a->v[i].name_len + 1u + a->v[i].value_len;
 	g->v = malloc(a->n * sizeof(*g->v) + bytes + 1);
@@ -345,9 +365,12 @@ static bool in_give(const struct xgive *g, const char *name)
 	return false;
 }
 
-static int give_fail(int e, const char *what, const char *name, char *why,
+static int give_fail(int e, const char *what, const char *raw, char *why,
 		     size_t cap)
 {
+	char name[ESC_MAX]; /* a name of the copy there may be anything */
+
+	fsio_escape(raw, strlen(raw), name, sizeof(name));
 	if (e == -ENOTSUP || e == -EOPNOTSUPP)
 		snprintf(why, cap,
 			 "the destination's file system does not hold %s",
@@ -406,7 +429,9 @@ static int give_attrs(const struct xh *h, const struct xgive *g, bool fresh,
 	unsigned i;
 
 	for (i = 0; g && i < g->n; i++)
-		if (h_set(h, g->v[i].name, g->v[i].value, g->v[i].len) && !r)
+		if (!(!fresh &&
+		      h_same(h, g->v[i].name, g->v[i].value, g->v[i].len)) &&
+		    h_set(h, g->v[i].name, g->v[i].value, g->v[i].len) && !r)
 			r = give_fail(-errno, "extended attributes",
 				      g->v[i].name, why, cap);
 	return r;
@@ -423,7 +448,9 @@ static int give_acls(const struct xh *h, const struct xgive *g, bool dir,
 		const char *what = w ? "its default ACL" : "its ACL";
 
 		if (g && g->acl[w]) {
-			if (h_set(h, acl_names[w], g->acl[w], g->acl_len[w]) &&
+			if (!h_same(h, acl_names[w], g->acl[w],
+				    g->acl_len[w]) &&
+			    h_set(h, acl_names[w], g->acl[w], g->acl_len[w]) &&
 			    !r)
 				r = give_fail(-errno, "ACLs", what, why, cap);
 		} else if (!(g && (g->acl_came[w] || g->keep_acls)) &&
@@ -491,7 +518,7 @@ static struct xgive *keep_failure(struct xgive **gp, uint32_t idx, int e,
 {
 	if (!*gp && (*gp = calloc(1, sizeof(**gp))))
 		(*gp)->idx = idx;
-	if (*gp && !(*gp)->err_why) {
+	if (*gp && e && !(*gp)->err_why) {
 		(*gp)->err = e;
 		(*gp)->err_why = strdup(why);
 	}
@@ -588,6 +615,14 @@ void xfer__xattr_fix(struct xsess *x, struct xfile *f)
 		return;
 	/* never opened for reading (a node renamed in since its stat would
 	 * be): an O_PATH descriptor, checked, then its /proc name */
+	if (access("/proc/self/fd", X_OK)) {
+		if (keep_failure(&f->rx.xg, f->idx, 0, "") && !f->rx.xg->why)
+			note_why(f->rx.xg,
+				 "up-to-date files keep their attributes "
+				 "where /proc is not mounted",
+				 SAID_NOPROC);
+		return;
+	}
 	h.fd = openat(r->dirfd, r->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (h.fd < 0)
 		return;
@@ -597,8 +632,10 @@ void xfer__xattr_fix(struct xsess *x, struct xfile *f)
 		e = give(x, &h, r->xg, false, GA_SYNC, true, why, sizeof(why));
 		if (e)
 			keep_failure(&f->rx.xg, f->idx, e, why);
-		/* an ACL given or removed changed the mode: the entry's */
-		if (x->o->flags & XFER_F_ACLS)
+		/* an ACL given or removed changed the mode: the entry's (no
+		 * chmod, and no new ctime, when it is that already) */
+		if ((x->o->flags & XFER_F_ACLS) && !fstat(h.fd, &st) &&
+		    (st.st_mode & 07777) != (f->mode & keep))
 			(void)chmod(h.path, f->mode & keep);
 	}
 	close(h.fd);

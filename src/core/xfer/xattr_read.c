@@ -32,7 +32,6 @@ static const char *const acl_names[2] = { "system.posix_acl_access",
 struct xattr_tx {
 	struct proto_xfer_xattrs a;
 	bool has_a, has_acl[2];
-	bool counted; /* this entry is in xattrs_failed already */
 	struct proto_xfer_acl acl[2];
 	char list[LIST_MAX];
 	const char *names[LIST_MAX / 2]; /* into list, sorted */
@@ -51,17 +50,14 @@ static uint32_t rd_le32(const uint8_t *p)
 	       (uint32_t)p[3] << 24;
 }
 
-/* What of path's could not go, said; the entry counted once. */
-static void left_out(struct xsess *x, struct xattr_tx *t, const char *path,
-		     const char *what)
+/* What of path's could not go, said here (the flags of its item tell the
+ * receiver, which counts the entry once). */
+static void left_out(struct xsess *x, const char *path, const char *what)
 {
 	char why[PROTO_MAX_TEXT], esc[ESC_MAX];
 
 	snprintf(why, sizeof(why), "%s: not sent", what);
 	xfer__lock(&x->lock);
-	if (!t->counted)
-		x->res->xattrs_failed++;
-	t->counted = true;
 	if (!x->res->xattrs_why[0])
 		snprintf(x->res->xattrs_why, sizeof(x->res->xattrs_why),
 			 "%s: %s",
@@ -117,13 +113,17 @@ static void read_attrs(struct xsess *x, struct xattr_tx *t, int fd,
 			break;
 		}
 		cap = room - PROTO__XATTR_EACH - nl;
-		vl = fgetxattr(fd, t->names[i], t->values + used,
-			       cap < UINT16_MAX ? cap : UINT16_MAX);
+		if (cap > UINT16_MAX)
+			cap = UINT16_MAX;
+		/* a size of 0 asks for the value's length: no room is no
+		 * room, not a question */
+		vl = cap ? fgetxattr(fd, t->names[i], t->values + used, cap)
+			 : (errno = ERANGE, -1);
 		if (vl < 0 && errno == ENODATA)
 			continue; /* gone since the list: as if never there */
-		if (vl < 0) {
-			cut |= errno == ERANGE || errno == E2BIG;
-			unread |= errno != ERANGE && errno != E2BIG;
+		if (vl < 0 || (size_t)vl > cap) {
+			cut |= vl >= 0 || errno == ERANGE || errno == E2BIG;
+			unread |= vl < 0 && errno != ERANGE && errno != E2BIG;
 			continue;
 		}
 		t->a.v[t->a.n++] = (struct proto_xattr){
@@ -138,11 +138,10 @@ static void read_attrs(struct xsess *x, struct xattr_tx *t, int fd,
 	if (cut || unread)
 		t->a.flags |= PROTO_XAF_PARTIAL;
 	if (cut)
-		left_out(x, t, path,
+		left_out(x, path,
 			 "extended attributes past 128 or 32 KiB in all");
 	if (unread)
-		left_out(x, t, path,
-			 "extended attributes that could not be read");
+		left_out(x, path, "extended attributes that could not be read");
 }
 
 /* Linux's ACL value blob (n bytes) into a: false when it is not one the
@@ -192,7 +191,7 @@ static void read_acl(struct xsess *x, struct xattr_tx *t, int fd, int which,
 	a->which = (uint8_t)(which + 1);
 	if (n < 0 || !acl_of_blob(x, t->blob, (size_t)n, a)) {
 		t->a.flags |= PROTO_XAF_ACL_UNREAD;
-		left_out(x, t, path,
+		left_out(x, path,
 			 n < 0 && errno == ERANGE ? "an ACL of more than 256 "
 						    "entries"
 			 : n < 0		  ? "an ACL that could not be "
@@ -230,7 +229,7 @@ int xfer__xattr_read(struct xsess *x, const struct walker *w,
 		t = x->xat_tx = malloc(sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	t->has_a = t->has_acl[0] = t->has_acl[1] = t->counted = false;
+	t->has_a = t->has_acl[0] = t->has_acl[1] = false;
 	t->a.n = 0;
 	t->a.flags = 0;
 	t->a.idx = t->acl[0].idx = t->acl[1].idx = idx;
