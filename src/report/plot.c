@@ -34,7 +34,8 @@ struct series {
 	char name[160];
 	double *t, *v; /* seconds, bytes/s */
 	size_t n, cap;
-	bool thin; /* a stream of a sum */
+	bool thin;  /* a stream of a sum */
+	size_t run; /* the run it is of (p->runs) */
 };
 
 /* One run as plotted and compared. */
@@ -51,6 +52,7 @@ struct plot {
 	size_t ns;
 	struct prun *runs;
 	size_t nruns;
+	size_t cur; /* the run being read */
 	char *err;
 	size_t errcap;
 };
@@ -82,6 +84,7 @@ static struct series *series_new(struct plot *p, bool thin, const char *fmt,
 	s = &p->s[p->ns++];
 	memset(s, 0, sizeof(*s));
 	s->thin = thin;
+	s->run = p->cur;
 	va_start(ap, fmt);
 	vsnprintf(s->name, sizeof(s->name), fmt, ap);
 	va_end(ap);
@@ -433,17 +436,65 @@ static void frame(FILE *out, int y0, const char *title, double xmax,
 }
 
 static void legend_entry(FILE *out, int y0, int i, const char *colour,
-			 const char *name, bool thin)
+			 const char *dash, const char *name, bool thin)
 {
 	int x = CHART_W - M_RIGHT + 15, y = y0 + M_TOP + 10 + i * 20;
 
 	fprintf(out,
-		"<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" "
+		"<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\"%s "
 		"stroke-width=\"%s\"/>\n<text x=\"%d\" y=\"%d\" "
 		"font-size=\"12\">",
-		x, y, x + 22, y, colour, thin ? "2" : "4", x + 28, y + 4);
+		x, y, x + 22, y, colour, dash, thin ? "2" : "4", x + 28, y + 4);
 	xml_text(out, name);
 	fputs("</text>\n", out);
+}
+
+/* The labels in the order first seen, into out (at most cap). */
+static size_t labels_of(const struct plot *p, const char **out, size_t cap)
+{
+	size_t n = 0, i, j;
+
+	for (i = 0; i < p->nruns; i++) {
+		for (j = 0; j < n; j++)
+			if (!strcmp(out[j], p->runs[i].label))
+				break;
+		if (j == n && n < cap)
+			out[n++] = p->runs[i].label;
+	}
+	return n;
+}
+
+/* Whether the comparison chart has something to say: runs of two labels
+ * or more. */
+static bool comparing(const struct plot *p)
+{
+	const char *labels[2];
+
+	return labels_of(p, labels, 2) > 1;
+}
+
+/* Series i's colour, its label's (as in the bars), and its dash: the
+ * k-th line of a label gets the k-th pattern (the first solid). */
+static void series_style(const struct plot *p, size_t i, const char **colour,
+			 const char **dash)
+{
+	static const char *const dashes[] = {
+		"",
+		" stroke-dasharray=\"10 5\"",
+		" stroke-dasharray=\"3 4\"",
+		" stroke-dasharray=\"14 4 3 4\"",
+		" stroke-dasharray=\"6 8\"",
+	};
+	const char *labels[MAX_SERIES];
+	const char *label = p->runs[p->s[i].run].label;
+	size_t nl = labels_of(p, labels, MAX_SERIES), l, j, k = 0;
+
+	for (l = 0; l < nl && strcmp(labels[l], label); l++)
+		;
+	for (j = 0; j < i; j++)
+		k += !strcmp(p->runs[p->s[j].run].label, label);
+	*colour = palette[l % MAX_SERIES];
+	*dash = dashes[k % (sizeof(dashes) / sizeof(dashes[0]))];
 }
 
 /* Throughput over time: a line a series. */
@@ -466,35 +517,24 @@ static void time_chart(FILE *out, const struct plot *p, int y0)
 	frame(out, y0, "Throughput over time", xmax, ymax, ystep, "seconds");
 	for (i = 0; i < p->ns; i++) {
 		const struct series *s = &p->s[i];
-		const char *c = palette[i % MAX_SERIES];
+		const char *dash = "", *c = palette[i % MAX_SERIES];
 
+		/* runs of two labels or more: a label's colour (the bars'),
+		 * its lines told apart by their dashes */
+		if (comparing(p))
+			series_style(p, i, &c, &dash);
 		fprintf(out,
-			"<polyline fill=\"none\" stroke=\"%s\" "
+			"<polyline fill=\"none\" stroke=\"%s\"%s "
 			"stroke-width=\"%s\" stroke-linejoin=\"round\" "
 			"points=\"",
-			c, s->thin ? "2" : "3.5");
+			c, dash, s->thin ? "2" : "3.5");
 		for (j = 0; j < s->n; j++)
 			fprintf(out, "%s%.1f,%.1f", j ? " " : "",
 				M_LEFT + s->t[j] / xmax * pw,
 				y0 + M_TOP + ph - s->v[j] / ymax * ph);
 		fputs("\"/>\n", out);
-		legend_entry(out, y0, (int)i, c, s->name, s->thin);
+		legend_entry(out, y0, (int)i, c, dash, s->name, s->thin);
 	}
-}
-
-/* The labels in the order first seen, into out (at most cap). */
-static size_t labels_of(const struct plot *p, const char **out, size_t cap)
-{
-	size_t n = 0, i, j;
-
-	for (i = 0; i < p->nruns; i++) {
-		for (j = 0; j < n; j++)
-			if (!strcmp(out[j], p->runs[i].label))
-				break;
-		if (j == n && n < cap)
-			out[n++] = p->runs[i].label;
-	}
-	return n;
 }
 
 static int cmp_dbl(const void *a, const void *b)
@@ -582,17 +622,8 @@ static void bar_chart(FILE *out, const struct plot *p, int y0)
 		g++;
 	}
 	for (l = 0; l < nl; l++)
-		legend_entry(out, y0, (int)l, palette[l % MAX_SERIES],
+		legend_entry(out, y0, (int)l, palette[l % MAX_SERIES], "",
 			     labels[l][0] ? labels[l] : "(a file)", false);
-}
-
-/* Whether the comparison chart has something to say: runs of two labels
- * or more. */
-static bool comparing(const struct plot *p)
-{
-	const char *labels[2];
-
-	return labels_of(p, labels, 2) > 1;
 }
 
 static void svg_charts(FILE *out, const struct plot *p)
@@ -662,8 +693,10 @@ int report_plot(FILE *out, bool html, const char *title,
 	p.runs = calloc(n ? n : 1, sizeof(*p.runs));
 	if (!p.runs)
 		return perr(&p, "out of memory");
-	for (i = 0; !r && i < n; i++)
+	for (i = 0; !r && i < n; i++) {
+		p.cur = i;
 		r = add_input(&p, &runs[i], &p.runs[i], n == 1);
+	}
 	p.nruns = i;
 	if (!r && !p.ns && !comparing(&p))
 		r = perr(&p, "nothing to draw: no intervals or progress over "

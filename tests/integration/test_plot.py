@@ -2,7 +2,8 @@
 """linerate plot: the SVG is drawn by a real renderer (rsvg-convert) and
 the pixels are checked where the data must be: the summed rate a line of
 its colour across the plot area, above its streams' lines; one bar per
-label, their heights in the ratio of the labels' medians. The HTML page
+label, their heights in the ratio of the labels' medians, and the runs
+over time in their label's colour. The HTML page
 holds the chart and the table and asks nothing of the network (its
 rendering by a browser: scripts/render-html.sh). Errors name the file
 and the line."""
@@ -146,10 +147,17 @@ def test_saved_labels_compared(plotting, server, tmp_path):
         g["a"]["median_bytes_per_second"]
     assert heights[1] / heights[0] == pytest.approx(want, rel=0.05), \
         (heights, want)
-    # the runs over time above: a line for each of the three runs
-    for i, colour in enumerate((SUM, STREAM1, STREAM2)):
+    # the runs over time above, in their label's colour (the bars'): the
+    # two runs of "one" in the first, told apart by a dash, "four" in the
+    # second, and no third colour
+    for colour in (SUM, STREAM1):
         assert len(columns_with(rows, times, colour)) > 0.5 * (
             times[2] - times[0]), colour
+    assert not columns_with(rows, times, STREAM2)
+    lines = re.findall(r'<polyline fill="none" stroke="([^"]+)"'
+                       r'( stroke-dasharray="[^"]+")?', svg.read_text())
+    assert [c for c, _ in lines] == [SUM, SUM, STREAM1], lines
+    assert lines[0][1] == "" and lines[1][1] != "", lines
     # no RUN: the label saved last
     res = lr(plotting, "plot", "-o", str(tmp_path / "last.svg"),
              "--results", results)
