@@ -15,6 +15,7 @@
 #include "crypto.h"
 #include "cryptobench.h"
 #include "session.h"
+#include "sysfs.h"
 #include "banned.h"
 
 static double now_s(void)
@@ -293,11 +294,25 @@ out_close:
 	fclose(f);
 }
 
+/* The governor, the one of a cluster that is not "performance" when
+ * the clusters differ (a board's big cores may be set and its LITTLE
+ * ones not): the one a transfer's advice is about. */
 static void probe_governor(char *gov, size_t cap)
 {
+	struct sysfs_cpufreq c[16];
+	size_t n = sysfs_cpufreq(SYSFS_CPUFREQ_ROOT, c, 16), i;
 	FILE *f;
 
 	gov[0] = '\0';
+	for (i = 0; i < n; i++)
+		if (c[i].governor[0] &&
+		    (!i || strcmp(c[i].governor, "performance"))) {
+			snprintf(gov, cap, "%s", c[i].governor);
+			if (strcmp(c[i].governor, "performance"))
+				return;
+		}
+	if (n)
+		return;
 	f = fopen("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor",
 		  "re");
 	if (!f)

@@ -9,6 +9,7 @@
 #include "err.h"
 #include "link.h"
 #include "proto.h"
+#include "sysfs.h"
 #include "xfer.h"
 
 /* What the command line checks, by the engine's names. */
@@ -123,6 +124,9 @@ struct doctor_local_report {
 	char model[128];	     /* the board or machine */
 	char kernel[96];
 	uint64_t cur_khz, max_khz; /* CPU 0's frequency; 0 unknown */
+	/* each frequency policy (a cluster: big and LITTLE cores apart) */
+	struct sysfs_cpufreq freq[8];
+	size_t nfreq;
 };
 
 /* A server in a child process (its own network namespace and a veth

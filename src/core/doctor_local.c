@@ -332,7 +332,8 @@ static double cipher_all_cores(enum crypto_cipher cipher)
 	return sum;
 }
 
-/* This machine: its model, kernel, CPU frequency now and at most. */
+/* This machine: its model, kernel, CPU frequency now and at most (CPU
+ * 0's, and each cluster's). */
 static void machine_facts(struct doctor_local_report *r)
 {
 	struct utsname u;
@@ -346,6 +347,7 @@ static void machine_facts(struct doctor_local_report *r)
 	if (!uname(&u))
 		snprintf(r->kernel, sizeof(r->kernel), "%s %s", u.release,
 			 u.machine);
+	r->nfreq = sysfs_cpufreq(SYSFS_CPUFREQ_ROOT, r->freq, 8);
 	if (!sysfs_read_small("/sys/devices/system/cpu/cpu0/cpufreq/"
 			      "scaling_cur_freq",
 			      buf, sizeof(buf)))

@@ -88,11 +88,47 @@ static void machine_lines(FILE *out, const struct doctor_local_report *r)
 	report_escaped(out, r->model);
 	fprintf(out, "; %.2f cores usable; governor %s", l->cores,
 		l->p.governor[0] ? l->p.governor : "unknown");
-	if (r->cur_khz)
+	if (r->nfreq > 1) { /* clusters apart: big and LITTLE cores */
+		size_t i;
+
+		for (i = 0; i < r->nfreq; i++) {
+			const struct sysfs_cpufreq *c = &r->freq[i];
+
+			fprintf(out, "%s %s", i ? "," : "; CPUs", c->cpus);
+			if (c->cur_khz)
+				fprintf(out, " at %.0f MHz", c->cur_khz / 1e3);
+			if (c->max_khz)
+				fprintf(out, " (at most %.0f)",
+					c->max_khz / 1e3);
+			if (c->governor[0] &&
+			    strcmp(c->governor, l->p.governor))
+				fprintf(out, " governor %s", c->governor);
+		}
+	} else if (r->cur_khz) {
 		fprintf(out, "; CPU 0 at %.0f MHz", r->cur_khz / 1e3);
-	if (r->max_khz)
-		fprintf(out, " (at most %.0f)", r->max_khz / 1e3);
+		if (r->max_khz)
+			fprintf(out, " (at most %.0f)", r->max_khz / 1e3);
+	}
 	fprintf(out, "; %s\n", r->kernel);
+}
+
+/* Each frequency policy, [] when the machine has none (a VM). */
+static void freq_json(cJSON *m, const struct doctor_local_report *r)
+{
+	cJSON *a = cJSON_AddArrayToObject(m, "cpufreq");
+	size_t i;
+
+	for (i = 0; a && i < r->nfreq; i++) {
+		cJSON *c = cJSON_CreateObject();
+
+		if (!c)
+			return;
+		cJSON_AddStringToObject(c, "cpus", r->freq[i].cpus);
+		report__add_num(c, "khz", (double)r->freq[i].cur_khz);
+		report__add_num(c, "max_khz", (double)r->freq[i].max_khz);
+		cJSON_AddStringToObject(c, "governor", r->freq[i].governor);
+		cJSON_AddItemToArray(a, c);
+	}
 }
 
 void report_doctor_local_human(FILE *out, const struct doctor_local_report *r,
@@ -205,6 +241,7 @@ void report_doctor_local_json(FILE *out, const struct doctor_local_report *r,
 		cJSON_AddStringToObject(m, "governor", r->d.local.p.governor);
 		report__add_num(m, "cpu0_khz", (double)r->cur_khz);
 		report__add_num(m, "cpu0_max_khz", (double)r->max_khz);
+		freq_json(m, r);
 	}
 	report__add_num(o, "disk_read_bytes_per_second",
 			report__json_num(r->disk_read_bps));

@@ -57,6 +57,13 @@ def check_doc(doc, res):
     assert doc["plain_tcp_bytes_per_second"] > 0, why
     assert doc["cipher_all_cores_bytes_per_second"] > 0, why
     assert doc["machine"]["kernel"].startswith(os.uname().release), why
+    # each frequency policy of this machine (none in most VMs)
+    root = "/sys/devices/system/cpu/cpufreq"
+    policies = [d for d in (os.listdir(root) if os.path.isdir(root) else [])
+                if d.startswith("policy")]
+    assert len(doc["machine"]["cpufreq"]) == len(policies), why
+    for c in doc["machine"]["cpufreq"]:
+        assert c["cpus"] and c["max_khz"] >= 0, why
 
 
 def test_as_root_through_namespaces(linerate_bin, tmp_path):

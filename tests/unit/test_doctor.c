@@ -10,13 +10,16 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <setjmp.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "doctor.h"
+#include "sysfs.h"
 
 /* ---- doctor_pick ---- */
 
@@ -514,6 +517,62 @@ static void advise_many(void **state)
 		assert_non_null(memchr(r.advice[i], 0, sizeof(r.advice[i])));
 }
 
+/* A file of a sample cpufreq tree. */
+static void put(const char *root, const char *rel, const char *text)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* The policies of a big.LITTLE board (policy4 before policy0 on disk
+ * does not matter; policy10 after policy4), a list with a gap, a policy
+ * without related_cpus left out, and a machine without cpufreq. */
+static void cpufreq_policies(void **state)
+{
+	char root[] = "/tmp/lr-cpufreq-XXXXXX", cmd[600];
+	struct sysfs_cpufreq c[4];
+	const char *dirs[] = { "policy0", "policy4", "policy10", "policy7" };
+	size_t i, n;
+
+	(void)state;
+	assert_non_null(mkdtemp(root));
+	for (i = 0; i < 4; i++) {
+		char p[512];
+
+		snprintf(p, sizeof(p), "%s/%s", root, dirs[i]);
+		assert_int_equal(mkdir(p, 0755), 0);
+	}
+	put(root, "policy0/related_cpus", "0 1 2 3\n");
+	put(root, "policy0/scaling_cur_freq", "1800000\n");
+	put(root, "policy0/cpuinfo_max_freq", "1800000\n");
+	put(root, "policy0/scaling_governor", "schedutil\n");
+	put(root, "policy4/related_cpus", "4 5 7\n");
+	put(root, "policy4/scaling_cur_freq", "408000\n");
+	put(root, "policy4/cpuinfo_max_freq", "2400000\n");
+	put(root, "policy4/scaling_governor", "performance\n");
+	put(root, "policy10/related_cpus", "10\n");
+	n = sysfs_cpufreq(root, c, 4);
+	assert_int_equal(n, 3);
+	assert_string_equal(c[0].cpus, "0-3");
+	assert_true(c[0].cur_khz == 1800000 && c[0].max_khz == 1800000);
+	assert_string_equal(c[0].governor, "schedutil");
+	assert_string_equal(c[1].cpus, "4-5,7");
+	assert_true(c[1].cur_khz == 408000 && c[1].max_khz == 2400000);
+	assert_string_equal(c[1].governor, "performance");
+	assert_string_equal(c[2].cpus, "10");
+	assert_true(c[2].cur_khz == 0 && c[2].governor[0] == '\0');
+	assert_int_equal(sysfs_cpufreq(root, c, 1), 1);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(sysfs_cpufreq(root, c, 4), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -534,6 +593,7 @@ int main(void)
 		cmocka_unit_test(advise_storage_kinds),
 		cmocka_unit_test(advise_sockbuf),
 		cmocka_unit_test(advise_many),
+		cmocka_unit_test(cpufreq_policies),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
