@@ -266,13 +266,40 @@ static int client_request(struct xcl *k)
 	return e2.code;
 }
 
+/* A request the server found malformed that asked for what came after
+ * the first transfers: an older server does not know it. The options, in
+ * the user's words, to say so. */
+static const char *newer_options(const struct proto_xfer_request *q)
+{
+	if (q->flags & (PROTO_XF_XATTRS | PROTO_XF_ACLS))
+		return "-X or -A";
+	if (q->flags & (PROTO_XF_SPECIALS | PROTO_XF_DEVICES))
+		return "--specials, --devices or -D";
+	if (q->flags & (PROTO_XF_OWNER | PROTO_XF_GROUP | PROTO_XF_HARD_LINKS))
+		return "-o, -g, -a or -H";
+	return NULL;
+}
+
 static int client_accept(struct xcl *k)
 {
 	struct proto_hdr h;
+	const char *newer;
 	int r;
 
 	r = expect(&k->ctrl, PROTO_XFER_ACCEPT, k->buf, &h,
 		   "the transfer to be accepted", k->err);
+	newer = newer_options(&k->req);
+	if (r == LR_EPEER && newer &&
+	    strstr(k->err->msg, "malformed XFER_REQUEST")) {
+		char was[sizeof(k->err->msg)];
+
+		snprintf(was, sizeof(was), "%s", k->err->msg);
+		return lr_err_set(k->err, r,
+				  "%s (an older linerate there refuses %s, "
+				  "which it does not know: update it, or leave "
+				  "the option out)",
+				  was, newer);
+	}
 	if (!r && proto_decode_xfer_accept(k->buf, h.len, &k->acc))
 		r = lr_err_set(k->err, LR_EBADMSG, "malformed XFER_ACCEPT");
 	if (!r && (k->acc.streams < 1 || k->acc.streams > k->req.streams))
