@@ -184,6 +184,33 @@ def test_a_saved_transfer_keeps_its_rate_not_every_event(world):
     assert "~" in row and "\ufffd" not in row
 
 
+def test_saves_at_the_same_time_get_their_own_ids_and_lines(world, serve):
+    """Twelve transfers saved into one file at once: ids 1..12, none
+    twice, each a whole line of its own run (an flock around the id scan
+    and the append)."""
+    w = world
+    srv = serve("--no-iperf3", "--max-tests", "16", "--root",
+                str(w["root"]), "--token-file", w["tok"])
+    src = w["tmp"] / "small.bin"
+    write_random(src, 64 << 10)
+    procs = [subprocess.Popen(
+        [w["bin"], "send", "-q", "-p", str(srv.port), "--token-file",
+         w["tok"], "-P", "1", "--save", f"c{i}", "--results", w["results"], str(src),
+         f"{LOOP}:c{i}/"], stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env_without_token()) for i in range(12)]
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, (out, err)
+    lines = open(w["results"]).read().splitlines()
+    assert len(lines) == 12, lines
+    runs = [json.loads(line) for line in lines]
+    assert sorted(r["id"] for r in runs) == list(range(1, 13))
+    assert sorted(r["label"] for r in runs) == sorted(
+        f"c{i}" for i in range(12))
+    assert len(listed(w)) == 12
+
+
 def test_a_bad_line_is_named_and_never_costs_the_others(world):
     w = world
     bench_save(w, "good")
