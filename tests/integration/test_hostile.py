@@ -189,6 +189,17 @@ CASES = {
                        r"need the setid consent"),
                 in_act(11, SENT + r"extended attributes or an ACL for an "
                        r"entry that is not a file or directory")]),
+    # an item whose flags say the sender could not read every attribute:
+    # the up-to-date copy keeps its own (said and counted); without an
+    # item, its user. names go
+    "xattr_partial": dict(
+        present={"xp_keep": 10, "xp_gone": 10},
+        absent=[],
+        xattrs={"xp_keep": {"user.x": b"v"}, "xp_gone": {"user.x": None}},
+        reason=[in_act(2, r"DONE: ok 0 failed 0"),
+                in_act(2, r"DONE: kept without all their attributes: 1 "
+                       r"\(xp_keep: the sender could not read or send all "
+                       r"its attributes")]),
     "more_files": dict(
         present={},
         absent=[f"more_files_{i}" for i in range(1, 5)],

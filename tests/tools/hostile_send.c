@@ -99,6 +99,7 @@ struct ent {
 	unsigned nxattrs;
 	const struct proto_xfer_acl *acl;
 	uint32_t xa_skew;
+	uint8_t xa_flags; /* the XATTRS item's flags (sent with no name) */
 };
 
 struct act {
@@ -711,8 +712,9 @@ static void put_xattr_items(struct proto_buf *b, const struct ent *e,
 	static struct proto_xfer_acl acl;
 	unsigned j;
 
-	if (e->xattrs) {
+	if (e->xattrs || e->xa_flags) {
 		xs.idx = idx + e->xa_skew;
+		xs.flags = e->xa_flags;
 		xs.n = (uint16_t)e->nxattrs;
 		for (j = 0; j < e->nxattrs; j++)
 			xs.v[j] = (struct proto_xattr){
@@ -721,8 +723,9 @@ static void put_xattr_items(struct proto_buf *b, const struct ent *e,
 				.value = e->xattrs[j].value,
 				.value_len = e->xattrs[j].len,
 			};
-		say("announce: an XATTRS item of %u names for entry %u",
-		    e->nxattrs, xs.idx);
+		say("announce: an XATTRS item of %u names, flags %u, for "
+		    "entry %u",
+		    e->nxattrs, e->xa_flags, xs.idx);
 		proto_put_xfer_xattrs(b, &xs);
 	}
 	if (e->acl) {
@@ -1683,6 +1686,34 @@ static int run_case(const char *name)
 				    .path = "xa_hl",
 				    .link_to = 0,
 				    XATTRS(g_xa_user) } },
+			.nents = 2,
+		};
+	} else if (!strcmp(name, "xattr_partial")) {
+		/* the same two files twice, up to date the second time: the
+		 * one whose item says the sender could not read them all
+		 * keeps its user. names, the one without an item loses them */
+		acts[n++] = (struct act){
+			.what = "-X: two files with user.x",
+			.flags = XA,
+			.ents = { { .kind = PROTO_XK_FILE,
+				    .path = "xp_keep",
+				    .size = 10,
+				    XATTRS(g_xa_user) },
+				  { .kind = PROTO_XK_FILE,
+				    .path = "xp_gone",
+				    .size = 10,
+				    XATTRS(g_xa_user) } },
+			.nents = 2,
+		};
+		acts[n++] = (struct act){
+			.what = "-X: the same files up to date, the first with "
+				"PARTIAL and no name, the second without an item",
+			.flags = XA,
+			.ents = { { .kind = PROTO_XK_FILE,
+				    .path = "xp_keep",
+				    .size = 10,
+				    .xa_flags = PROTO_XAF_PARTIAL },
+				  FILE10("xp_gone") },
 			.nents = 2,
 		};
 	} else if (!strcmp(name, "special_cases")) {
