@@ -16,6 +16,7 @@
  * read, never trusted. or security. names.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -518,7 +519,7 @@ static struct xgive *keep_failure(struct xgive **gp, uint32_t idx, int e,
 {
 	if (!*gp && (*gp = calloc(1, sizeof(**gp))))
 		(*gp)->idx = idx;
-	if (*gp && e && !(*gp)->err_why) {
+	if (*gp && !(*gp)->err_why) {
 		(*gp)->err = e;
 		(*gp)->err_why = strdup(why);
 	}
@@ -598,6 +599,20 @@ void xfer__xattr_dir_acls(struct xsess *x, int dfd, struct late *l)
 	xfer__unlock(&x->lock);
 }
 
+/* Whether /proc/self/fd can be used: looked at once a process (the
+ * mounts of a running receiver do not come and go). */
+static bool have_proc(void)
+{
+	static _Atomic int known; /* 0 not yet, 1 yes, 2 no */
+	int k = atomic_load(&known);
+
+	if (!k) {
+		k = access("/proc/self/fd", X_OK) ? 2 : 1;
+		atomic_store(&known, k);
+	}
+	return k == 1;
+}
+
 void xfer__xattr_fix(struct xsess *x, struct xfile *f)
 {
 	const struct xfile_rx *r = &f->rx;
@@ -615,8 +630,10 @@ void xfer__xattr_fix(struct xsess *x, struct xfile *f)
 		return;
 	/* never opened for reading (a node renamed in since its stat would
 	 * be): an O_PATH descriptor, checked, then its /proc name */
-	if (access("/proc/self/fd", X_OK)) {
-		if (keep_failure(&f->rx.xg, f->idx, 0, "") && !f->rx.xg->why)
+	if (!have_proc()) {
+		if (!f->rx.xg && (f->rx.xg = calloc(1, sizeof(*f->rx.xg))))
+			f->rx.xg->idx = f->idx;
+		if (f->rx.xg)
 			note_why(f->rx.xg,
 				 "up-to-date files keep their attributes "
 				 "where /proc is not mounted",
