@@ -573,26 +573,44 @@ static int send_security(struct send_cli *o, struct lr_err *err)
 	return 0;
 }
 
+/* A pull that may bring one regular file: one HOST:PATH without a
+ * trailing slash, no --files-from, no --delete (which is for trees). */
+static bool get_lone(const struct send_cli *o)
+{
+	return o->c.npaths == 1 && !o->c.src.contents && !o->files_from &&
+	       !(o->c.x.flags & XFER_F_DELETE);
+}
+
 /* get's DEST: opened when it is a directory; when it is missing, its
  * parent, with DEST's name to be made when the first file comes (a get
- * that fails first leaves nothing behind). */
-static int get_dest(const char *dest, struct xfer_dest *d, char *name,
-		    struct lr_err *err)
+ * that fails first leaves nothing behind). When one file is pulled (lone)
+ * and DEST, written without a trailing slash, is missing or a file, the
+ * file may take DEST's name instead, as with scp and rsync: the receiver
+ * decides when it sees what came (xfer_dest.one_file). */
+static int get_dest(const char *dest, bool lone, struct xfer_dest *d,
+		    char *name, struct lr_err *err)
 {
 	char parent[XFER_MAX_PATH + 1];
 	size_t n = strlen(dest);
 	const char *base;
-	int fd;
+	struct stat st;
+	int fd, e;
 
 	fd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd >= 0) {
 		*d = (struct xfer_dest){ .dirfd = fd, .path = "" };
 		return 0;
 	}
+	e = errno;
 	if (!n)
 		return lr_err_set(err, -EINVAL, "DEST is empty (. is here)");
-	if (errno != ENOENT || n > XFER_MAX_PATH)
-		return lr_err_setc(err, -errno, "%s", dest);
+	lone = lone && dest[n - 1] != '/';
+	/* a file there: replaced by the one file as any file is (skipped
+	 * when up to date, refused without --overwrite or --update) */
+	if (e == ENOTDIR && lone && !stat(dest, &st) && S_ISREG(st.st_mode))
+		e = ENOENT;
+	if (e != ENOENT || n > XFER_MAX_PATH)
+		return lr_err_setc(err, -e, "%s", dest);
 	memcpy(parent, dest, n + 1);
 	while (n > 1 && parent[n - 1] == '/')
 		parent[--n] = '\0';
@@ -609,7 +627,9 @@ static int get_dest(const char *dest, struct xfer_dest *d, char *name,
 	fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return lr_err_setc(err, -errno, "%s", parent);
-	*d = (struct xfer_dest){ .dirfd = fd, .path = name };
+	*d = (struct xfer_dest){ .dirfd = fd,
+				 .path = name,
+				 .one_file = lone ? name : NULL };
 	return 0;
 }
 
@@ -849,7 +869,7 @@ static int run(int argc, char **argv, bool pull)
 			"in clear (checked by digests, not protected against "
 			"an attacker on the wire)\n");
 	if (pull && !(o.c.x.flags & XFER_F_STDOUT) &&
-	    get_dest(o.dest, &o.c.dest, o.destname, &err)) {
+	    get_dest(o.dest, get_lone(&o), &o.c.dest, o.destname, &err)) {
 		fprintf(stderr, "linerate get: %s\n", err.msg);
 		return EXIT_RUNTIME;
 	}

@@ -120,6 +120,9 @@ enum proto_tag {
 	 * (u64), and the first reason (text) */
 	PROTO_T_XATTRS_FAILED = 0x0046,
 	PROTO_T_XATTRS_WHY = 0x0047,
+	/* XFER_REQUEST: the most entries the requester keeps in flight;
+	 * XFER_ACCEPT: the session's window (u32, both optional) */
+	PROTO_T_FILES_WINDOW = 0x0048,
 	/* XFER_REQUEST, critical: a peer that does not know them must refuse
 	 * the request rather than send what they leave out */
 	PROTO_T_FILTER = 0x8040,   /* kind:u8 pattern; repeated */
@@ -267,17 +270,21 @@ struct proto_results {
 
 /* ---------------- file transfer (docs/PROTOCOL.md section 7) ----------- */
 
-#define PROTO_XFER_MAX_PATH	 4096u /* bytes of a relative path */
-#define PROTO_XFER_MAX_NAME	 255u  /* bytes of one component */
-#define PROTO_XFER_MAX_PATHS	 64u   /* source paths of one pull */
-#define PROTO_XFER_MAX_FILTERS	 1024u /* filter rules of one request */
-#define PROTO_XFER_MAX_PATTERN	 1024u /* bytes of a filter pattern */
-#define PROTO_XFER_MIN_CHUNK	 (64u << 10)
-#define PROTO_XFER_MAX_CHUNK	 (8u << 20)
-#define PROTO_XFER_DIGEST_LEN	 16u
-#define PROTO_XFER_MAX_FILES	 (1ull << 32) /* per session */
-#define PROTO_XFER_SIZE_UNKNOWN	 UINT64_MAX   /* a pipe */
-#define PROTO_XFER_CHUNK_HDR_LEN 32u
+#define PROTO_XFER_MAX_PATH    4096u /* bytes of a relative path */
+#define PROTO_XFER_MAX_NAME    255u  /* bytes of one component */
+#define PROTO_XFER_MAX_PATHS   64u   /* source paths of one pull */
+#define PROTO_XFER_MAX_FILTERS 1024u /* filter rules of one request */
+/* Entries announced and not done: the window of a session whose request
+ * or answer says none, and the most either may say */
+#define PROTO_XFER_WINDOW_DEFAULT 256u
+#define PROTO_XFER_WINDOW_LIMIT	  65536u
+#define PROTO_XFER_MAX_PATTERN	  1024u /* bytes of a filter pattern */
+#define PROTO_XFER_MIN_CHUNK	  (64u << 10)
+#define PROTO_XFER_MAX_CHUNK	  (8u << 20)
+#define PROTO_XFER_DIGEST_LEN	  16u
+#define PROTO_XFER_MAX_FILES	  (1ull << 32) /* per session */
+#define PROTO_XFER_SIZE_UNKNOWN	  UINT64_MAX   /* a pipe */
+#define PROTO_XFER_CHUNK_HDR_LEN  32u
 
 enum proto_xfer_op { PROTO_XFER_PUSH = 1, PROTO_XFER_PULL = 2 };
 
@@ -339,6 +346,9 @@ struct proto_xfer_request {
 	const uint8_t *list;
 	uint16_t list_len;
 	uint8_t list_flags; /* enum proto_xfer_list_flag */
+	/* the most entries the requester keeps announced and not done,
+	 * PROTO_XFER_WINDOW_DEFAULT..LIMIT; 0: not said (the default) */
+	uint32_t files_window;
 };
 
 struct proto_xfer_accept {
@@ -346,6 +356,9 @@ struct proto_xfer_accept {
 	char software[PROTO_MAX_NAME + 1];
 	uint16_t streams;
 	uint32_t chunk_size;
+	/* the session's window, at most the request's; 0: not said (the
+	 * default, and what a server answers a request that said none) */
+	uint32_t files_window;
 };
 
 struct proto_xfer_totals {

@@ -34,8 +34,12 @@
 #define XFER_MAX_SOCKBUF     (256u << 20) /* -w: a socket's buffers */
 #define XFER_MAX_PATHS	     64u	  /* source paths of one pull */
 #define XFER_MAX_PATH	     4096u	  /* bytes of a relative path */
-#define XFER_WINDOW	     256u	  /* files announced and not yet done */
-#define XFER_MAX_RETRIES     3u		  /* resends of one chunk */
+/* Entries announced and not yet done: a session's window is agreed in
+ * XFER_REQUEST and XFER_ACCEPT, at most XFER_WINDOW_MAX; XFER_WINDOW
+ * when a peer does not say (docs/PROTOCOL.md section 7.3) */
+#define XFER_WINDOW	 256u
+#define XFER_WINDOW_MAX	 1024u
+#define XFER_MAX_RETRIES 3u /* resends of one chunk */
 
 struct lr_filter; /* filter.h */
 
@@ -92,6 +96,7 @@ struct xfer_source {
 struct xfer_opts {
 	uint32_t flags;		    /* enum xfer_flag */
 	uint32_t chunk_size;	    /* of the session; 0: the default */
+	uint32_t files_window;	    /* agreed; 0: XFER_WINDOW */
 	uint64_t rate;		    /* bytes/s, sender side; 0 = no cap */
 	int progress_ms;	    /* between progress events; 0 = none */
 	const _Atomic bool *cancel; /* set by a signal handler */
@@ -253,6 +258,10 @@ int xfer_send(struct xfer_conns *cs, const struct xfer_source *src,
 struct xfer_dest {
 	int dirfd;
 	const char *path;
+	/* get HOST:PATH DEST where DEST is not a directory: when the session
+	 * turns out to be one regular file, it is named one_file in dirfd
+	 * (as scp and rsync do) and path is not made; otherwise path is */
+	const char *one_file;
 };
 
 /*
@@ -263,6 +272,12 @@ struct xfer_dest {
 int xfer_recv(struct xfer_conns *cs, const struct xfer_dest *dest, int outfd,
 	      const struct xfer_opts *o, const struct xfer_callbacks *cb,
 	      struct xfer_result *res, struct lr_err *err);
+
+/* The window to ask for or agree to when `sessions` may run at once in
+ * this process: XFER_WINDOW_MAX, less when the descriptor limit (raised
+ * toward its hard limit first) would not hold that many files in flight
+ * in each, never below XFER_WINDOW. */
+uint32_t xfer_window_fit(unsigned sessions);
 
 /* Client side: connect, authenticate, ask for a push or a pull, open the
  * streams and run the session. */

@@ -78,6 +78,9 @@ static void fuzz_request(const uint8_t *body, size_t len, uint8_t *enc)
 				    m.chunk_size <= PROTO_XFER_MAX_CHUNK));
 	CHECK(m.npaths >= 1 && m.npaths <= PROTO_XFER_MAX_PATHS);
 	CHECK(m.op == PROTO_XFER_PULL || m.npaths == 1);
+	CHECK(m.files_window == 0 ||
+	      (m.files_window >= PROTO_XFER_WINDOW_DEFAULT &&
+	       m.files_window <= PROTO_XFER_WINDOW_LIMIT));
 	for (i = 0; i < m.npaths; i++) {
 		const char *p = m.paths[i];
 		size_t n = m.path_lens[i];
@@ -115,7 +118,8 @@ static void fuzz_request(const uint8_t *body, size_t len, uint8_t *enc)
 	CHECK(proto_decode_xfer_request(body2, len2, &m2) == 0);
 	CHECK(m.op == m2.op && m.streams == m2.streams &&
 	      m.chunk_size == m2.chunk_size && m.flags == m2.flags &&
-	      m.rate == m2.rate && m.npaths == m2.npaths);
+	      m.rate == m2.rate && m.npaths == m2.npaths &&
+	      m.files_window == m2.files_window);
 	for (i = 0; i < m.npaths; i++)
 		CHECK(m.path_lens[i] == m2.path_lens[i] &&
 		      !memcmp(m.paths[i], m2.paths[i], m.path_lens[i]));
@@ -154,13 +158,17 @@ static void fuzz_accept(const uint8_t *body, size_t len, uint8_t *enc)
 	CHECK(m.streams >= 1 && m.streams <= PROTO_MAX_STREAMS);
 	CHECK(m.chunk_size >= PROTO_XFER_MIN_CHUNK &&
 	      m.chunk_size <= PROTO_XFER_MAX_CHUNK);
+	CHECK(m.files_window == 0 ||
+	      (m.files_window >= PROTO_XFER_WINDOW_DEFAULT &&
+	       m.files_window <= PROTO_XFER_WINDOW_LIMIT));
 	proto_buf_init(&b, enc, ENC_CAP);
 	CHECK(proto_encode_xfer_accept(&b, &m) == 0);
 	body2 = reparse(enc, &b, PROTO_XFER_ACCEPT, &len2);
 	CHECK(proto_decode_xfer_accept(body2, len2, &m2) == 0);
 	CHECK(!memcmp(m.session_id, m2.session_id, PROTO_TEST_ID_LEN) &&
 	      !strcmp(m.software, m2.software) && m.streams == m2.streams &&
-	      m.chunk_size == m2.chunk_size);
+	      m.chunk_size == m2.chunk_size &&
+	      m.files_window == m2.files_window);
 }
 
 static void fuzz_totals(const uint8_t *body, size_t len, uint8_t *enc)

@@ -22,9 +22,11 @@ that lie, chunks nobody asked for, wrong digests.  After each case:
 Every test starts its own server (127.0.0.1) with its own token and root.
 """
 
+import functools
 import os
 import pathlib
 import re
+import resource
 import stat
 import subprocess
 
@@ -459,15 +461,19 @@ def vm_kib(pid, field):
     raise AssertionError(f"no {field} in /proc/{pid}/status")
 
 
-@pytest.mark.parametrize("sessions", [1, 4])
-def test_memory_bound_on_huge_announcements(sessions, linerate_bin,
+@pytest.mark.parametrize("sessions,window", [(1, None), (4, None),
+                                             (1, 1024), (4, 1024)])
+def test_memory_bound_on_huge_announcements(sessions, window, linerate_bin,
                                             hostile_bin, serve, token,
                                             token_file, area):
-    """256 SPARSE files of 256 GiB announced in ~10 KB of messages, no data
-    (issue 15, item 9): the receiver's memory does not grow with what is
-    announced. Before, each session took 2 GiB (2 bytes a chunk zeroed up
-    front); the bound is 16 MiB a session, 64 MiB with four."""
+    """A window of SPARSE files of 256 GiB announced in ~10 KB of messages
+    (256 when the sender asks for no window, 1,024 when it asks for more),
+    no data (issue 15, item 9): the receiver's memory does not grow with
+    what is announced. Before, each session took 2 GiB (2 bytes a chunk
+    zeroed up front); the bound is 16 MiB a session, 64 MiB with four,
+    with the window of 1,024 24 and 96 MiB."""
     base, root, outside = area
+    n = window or 256
     srv = serve("-B", LOOP, "--root", str(root), "--token-file", token_file,
                 "--max-tests", "4")
     pid = srv.proc.pid
@@ -476,7 +482,8 @@ def test_memory_bound_on_huge_announcements(sessions, linerate_bin,
         [hostile_bin, LOOP, str(srv.port), "huge_sparse", str(outside)],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True,
-        env=clean_env(LINERATE_TOKEN=token, HOSTILE_HOLD_S="6"))
+        env=clean_env(LINERATE_TOKEN=token, HOSTILE_HOLD_S="6",
+                      **({"HOSTILE_WINDOW": str(window)} if window else {})))
         for _ in range(sessions)]
     outs = [LineCollector(p.stdout, f"hostile {i}")
             for i, p in enumerate(procs)]
@@ -484,7 +491,7 @@ def test_memory_bound_on_huge_announcements(sessions, linerate_bin,
         for o in outs:
             o.wait_for(r"holding", 30)
         planned = [o.wait_for(r"planned (\d+) of", 1).group(1) for o in outs]
-        assert planned == ["256"] * sessions, [o.text() for o in outs]
+        assert planned == [str(n)] * sessions, [o.text() for o in outs]
         rss = vm_kib(pid, "VmRSS")
         for p in procs:
             assert p.wait(timeout=40) == 0, [o.text() for o in outs]
@@ -493,12 +500,67 @@ def test_memory_bound_on_huge_announcements(sessions, linerate_bin,
             if p.poll() is None:
                 p.kill()
                 p.wait(timeout=10)
-    bound = 16 * 1024 if sessions == 1 else 64 * 1024
+    bound = (16 if n == 256 else 24) * 1024 * (1 if sessions == 1 else 4)
     print(f"server RSS {before} KiB idle, {rss} KiB with {sessions} "
-          f"session(s) holding 256 x 256 GiB announced")
+          f"session(s) holding {n} x 256 GiB announced")
     assert rss < bound, (
-        f"server RSS {rss} KiB with {sessions} session(s) holding 256 x "
+        f"server RSS {rss} KiB with {sessions} session(s) holding {n} x "
         f"256 GiB announced (before: {before} KiB; bound {bound} KiB)")
+    assert srv.alive()
+    assert os.listdir(outside) == []
+
+
+@pytest.mark.parametrize("asked,agreed", [(None, 256), (1024, 1024),
+                                          (4096, 1024), (300, 300)])
+def test_window_is_the_agreed_one(asked, agreed, linerate_bin, hostile_bin,
+                                  serve, token, token_file, area):
+    """The window of files in flight is what the request asked, at most
+    the receiver's 1,024, and 256 when it asked none (docs/PROTOCOL.md
+    7.2); one entry past it ends the session with the window named, and
+    nothing is written outside the root."""
+    base, root, outside = area
+    srv = serve("-B", LOOP, "--root", str(root), "--token-file", token_file)
+    res = subprocess.run(
+        [hostile_bin, LOOP, str(srv.port), "window_overrun", str(outside)],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        timeout=HOSTILE_TIMEOUT,
+        env=clean_env(LINERATE_TOKEN=token,
+                      **({"HOSTILE_WINDOW": str(asked)} if asked else {})))
+    assert res.returncode == 0, describe(res)
+    assert f"window {agreed}\n" in res.stdout, describe(res)
+    assert f"planned {agreed} of {agreed + 1}" in res.stdout, describe(res)
+    assert (f"overran the window of {agreed} files") in res.stdout, \
+        describe(res)
+    assert srv.alive()
+    assert os.listdir(outside) == []
+
+
+@pytest.mark.parametrize("max_tests,agreed", [(1, 424), (4, 256)])
+def test_window_fits_the_servers_descriptors(max_tests, agreed, linerate_bin,
+                                             hostile_bin, serve, token,
+                                             token_file, area):
+    """A server whose descriptor limit is 1,024 (a router's) agrees to no
+    more files in flight than its descriptors hold with every test slot
+    taken: (1,024 - 176) / 2 = 424 for one slot, the protocol's 256 for
+    four, however many the sender asks."""
+    base, root, outside = area
+
+    def low_nofile():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
+
+    srv = serve("-B", LOOP, "--root", str(root), "--token-file", token_file,
+                "--max-tests", str(max_tests),
+                popen=functools.partial(subprocess.Popen,
+                                        preexec_fn=low_nofile))
+    res = subprocess.run(
+        [hostile_bin, LOOP, str(srv.port), "window_overrun", str(outside)],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        timeout=HOSTILE_TIMEOUT,
+        env=clean_env(LINERATE_TOKEN=token, HOSTILE_WINDOW="1024"))
+    assert res.returncode == 0, describe(res)
+    assert f"window {agreed}\n" in res.stdout, describe(res)
+    assert f"overran the window of {agreed} files" in res.stdout, \
+        describe(res)
     assert srv.alive()
     assert os.listdir(outside) == []
 

@@ -200,6 +200,56 @@ def test_pull_single_file(xsrv):
     same_file(src, dest / "one.bin")
 
 
+def test_pull_one_file_takes_dest_name(xsrv):
+    """get HOST:FILE DEST as scp and rsync read it: DEST missing (or a
+    file) and no trailing slash names the file DEST; a directory pulled,
+    several paths, DEST/ or a DIR/ pull make DEST a directory; a file
+    there is replaced only as any file is."""
+    x = xsrv
+    src = write_random(x.root / "one.bin", 3 * MiB + 5)
+    os.utime(src, ns=(1_600_000_000_000_000_123,) * 2)
+    (x.root / "dir").mkdir()
+    write_random(x.root / "dir" / "a", 1000)
+    out = x.tmp / "out"
+    out.mkdir()
+    # a missing DEST: the file itself, its time kept
+    x.get_ok("-q", x.dest("one.bin"), out / "copy.bin")
+    assert (out / "copy.bin").is_file()
+    same_file(src, out / "copy.bin")
+    # again: up to date, skipped
+    res = x.get_ok(x.dest("one.bin"), out / "copy.bin")
+    assert "1 up to date" in res.stderr + res.stdout, describe(res)
+    # a different file there: refused without --overwrite, then replaced
+    (out / "other.bin").write_bytes(b"not the same")
+    res = x.get(x.dest("one.bin"), out / "other.bin")
+    assert res.returncode == 1, describe(res)
+    assert "exists (use --overwrite or --update)" in res.stderr, \
+        describe(res)
+    assert (out / "other.bin").read_bytes() == b"not the same"
+    x.get_ok("-q", "--overwrite", x.dest("one.bin"), out / "other.bin")
+    same_file(src, out / "other.bin")
+    # DEST/ with a slash, and a directory pulled: DEST is a directory
+    x.get_ok("-q", x.dest("one.bin"), str(out / "d1") + "/")
+    same_file(src, out / "d1" / "one.bin")
+    x.get_ok("-q", x.dest("dir"), out / "d2")
+    assert (out / "d2" / "dir" / "a").is_file()
+    x.get_ok("-q", x.dest("dir") + "/", out / "d3")
+    assert (out / "d3" / "a").is_file()
+    # two paths: DEST a directory of both
+    x.get_ok("-q", x.dest("one.bin"), x.dest("dir"), out / "d4")
+    assert (out / "d4" / "one.bin").is_file()
+    assert (out / "d4" / "dir" / "a").is_file()
+    # a directory pulled onto a file: refused, the file kept
+    res = x.get(x.dest("dir"), out / "copy.bin")
+    assert res.returncode != 0, describe(res)
+    assert "Not a directory" in res.stderr, describe(res)
+    same_file(src, out / "copy.bin")
+    # a dry run names the file as it would be
+    res = x.get_ok("-n", "-v", x.dest("one.bin"), out / "dry.bin")
+    assert "dry.bin" in res.stdout + res.stderr, describe(res)
+    assert not (out / "dry.bin").exists()
+
+
 # 6 ---------------------------------------------------------------------
 
 def test_existing_file(xsrv):

@@ -3,7 +3,7 @@
  * hostile_send: a sender holding the token that breaks the transfer rules
  * on purpose, for tests/integration/test_hostile.py.
  *
- *   LINERATE_TOKEN=... hostile_send HOST PORT CASE OUTSIDE
+ *   LINERATE_TOKEN=... [HOSTILE_WINDOW=N] hostile_send HOST PORT CASE OUTSIDE
  *
  * It pushes to the root ("") of `linerate serve --root` and misbehaves as
  * CASE says. OUTSIDE is an absolute directory
@@ -130,6 +130,7 @@ struct sess {
 	unsigned nresend;
 	unsigned chunks_sent[MAX_ENTS];
 	unsigned nplans; /* plan items of any entry */
+	uint32_t window; /* entries in flight agreed (256 when not said) */
 };
 
 static const char *g_host;
@@ -138,6 +139,7 @@ static uint8_t g_psk[CRYPTO_KEY_LEN];
 static char g_outside[FSIO_MAX_PATH];
 static char g_rel[FSIO_MAX_PATH]; /* "../<basename of outside>" */
 static bool g_no_streams;	  /* sess_open stops after XFER_ACCEPT */
+static uint32_t g_window;	  /* FILES_WINDOW asked; 0: not said */
 
 static void on_alarm(int sig)
 {
@@ -235,6 +237,7 @@ static int sess_open(struct sess *s, uint32_t flags, const char *dest)
 	req.streams = NSTREAMS;
 	req.chunk_size = CHUNK;
 	req.flags = flags;
+	req.files_window = g_window;
 	req.npaths = 1;
 	req.paths[0] = dest ? dest : "";
 	req.path_lens[0] = (uint16_t)strlen(req.paths[0]);
@@ -264,6 +267,8 @@ static int sess_open(struct sess *s, uint32_t flags, const char *dest)
 		return LR_EBADMSG;
 	}
 	s->chunk = acc.chunk_size;
+	s->window = acc.files_window ? acc.files_window
+				     : PROTO_XFER_WINDOW_DEFAULT;
 	s->n = acc.streams < 1 || acc.streams > NSTREAMS ? NSTREAMS
 							 : acc.streams;
 	if (g_no_streams)
@@ -1058,63 +1063,89 @@ static size_t raw_entry(uint8_t *p, uint16_t vlen, uint16_t path_len,
 }
 
 /*
- * Memory on trust (issue 15, item 9): NENTS SPARSE files of SIZE bytes
- * announced and planned, no data; the session then held for HOLD_S
- * seconds ("holding" printed), for the caller to read the receiver's
- * memory.
+ * Memory on trust (issue 15, item 9): a window of SPARSE files of SIZE
+ * bytes announced and planned, no data (the window asked with
+ * HOSTILE_WINDOW; "window N" printed); with OVER, one entry more than
+ * the window, which the receiver must refuse. The session then held for
+ * HOLD_S seconds ("holding" printed), for the caller to read the
+ * receiver's memory.
  */
-#define HUGE_ENTS 256u
-static int run_huge_sparse(uint64_t size, int hold_s)
+#define HUGE_MAX 1025u
+/* Entries *i..upto-1: SPARSE files of size bytes, in FILES messages. */
+static int announce_sparse(struct sess *s, unsigned *i, unsigned upto,
+			   uint64_t size)
 {
-	struct proto_xfer_totals tot = { .files = HUGE_ENTS,
-					 .bytes = HUGE_ENTS * size };
-	char paths[HUGE_ENTS][16];
+	static char paths[HUGE_MAX][16];
+	struct proto_buf b;
+	int r = 0;
+
+	while (!r && *i < upto) {
+		proto_buf_init(&b, s->mbuf, MSG_CAP);
+		proto_msg_begin(&b, PROTO_XFER_FILES);
+		for (; *i < upto && b.len + 64 < PROTO_MAX_BODY; (*i)++) {
+			struct proto_xfer_entry pe = {
+				.idx = *i,
+				.kind = PROTO_XK_FILE,
+				.eflags = PROTO_XE_SPARSE,
+				.mode = 0644,
+				.size = size,
+				.mtime_sec = 1700000000,
+				.path = paths[*i],
+			};
+
+			snprintf(paths[*i], sizeof(paths[*i]), "sparse_%u", *i);
+			pe.path_len = (uint16_t)strlen(paths[*i]);
+			proto_put_xfer_entry(&b, &pe);
+		}
+		r = proto_msg_end(&b) ?: send_msg(&s->ctrl, &b);
+	}
+	return r;
+}
+
+static int run_huge_sparse(uint64_t size, int hold_s, bool over)
+{
+	struct proto_xfer_totals tot = { 0 };
+	unsigned nents = 0, i = 0;
 	char dest[32];
 	struct proto_buf b;
 	struct sess s;
-	unsigned i = 0;
 	int64_t end;
 	int r;
 
 	memset(&s, 0, sizeof(s));
-	alarm((unsigned)hold_s + ACT_SECONDS);
+	alarm((unsigned)hold_s + 2 * ACT_SECONDS);
 	/* one directory a process: several run at once */
 	snprintf(dest, sizeof(dest), "huge_%ld", (long)getpid());
 	s.mbuf = malloc(MSG_CAP);
 	s.rbuf = malloc(MSG_CAP);
 	s.dbuf = malloc(DATA_CAP);
 	r = !s.mbuf || !s.rbuf || !s.dbuf ? -ENOMEM : sess_open(&s, 0, dest);
+	if (!r) {
+		say("window %u", s.window);
+		nents = s.window + (over ? 1 : 0);
+		if (nents > HUGE_MAX)
+			r = -E2BIG;
+		tot = (struct proto_xfer_totals){ .files = nents,
+						  .bytes = nents * size };
+	}
 	proto_buf_init(&b, s.mbuf, MSG_CAP);
 	if (!r)
-		r = proto_encode_xfer_totals(&b, &tot) ?: send_msg(&s.ctrl, &b);
-	while (!r && i < HUGE_ENTS) {
-		proto_buf_init(&b, s.mbuf, MSG_CAP);
-		proto_msg_begin(&b, PROTO_XFER_FILES);
-		for (; i < HUGE_ENTS && b.len + 64 < PROTO_MAX_BODY; i++) {
-			struct proto_xfer_entry pe = {
-				.idx = i,
-				.kind = PROTO_XK_FILE,
-				.eflags = PROTO_XE_SPARSE,
-				.mode = 0644,
-				.size = size,
-				.mtime_sec = 1700000000,
-				.path = paths[i],
-			};
-
-			snprintf(paths[i], sizeof(paths[i]), "sparse_%u", i);
-			pe.path_len = (uint16_t)strlen(paths[i]);
-			proto_put_xfer_entry(&b, &pe);
-		}
-		r = proto_msg_end(&b) ?: send_msg(&s.ctrl, &b);
-	}
+		r = proto_encode_xfer_totals(&b, &tot) ?: send_msg(&s.ctrl, &b)
+			?: announce_sparse(&s, &i, s.window, size);
 	if (r) {
 		say("SETUP: announcing: %s", lr_strerror(r));
 		goto out;
 	}
 	end = net_now_ms() + 3 * WAIT_MS; /* four at once on a busy host */
-	while (!s.terminal && s.nplans < HUGE_ENTS && net_now_ms() < end)
+	while (!s.terminal && s.nplans < s.window && net_now_ms() < end)
 		pump(&s, 200);
-	say("planned %u of %u", s.nplans, HUGE_ENTS);
+	say("planned %u of %u", s.nplans, nents);
+	/* one more, past the window: it must end the session */
+	if (over && !s.terminal && !announce_sparse(&s, &i, nents, size)) {
+		end = net_now_ms() + WAIT_MS;
+		while (!s.terminal && net_now_ms() < end)
+			pump(&s, 200);
+	}
 	say("holding");
 	end = net_now_ms() + hold_s * 1000;
 	while (!s.terminal && net_now_ms() < end)
@@ -1487,7 +1518,10 @@ static int run_case(const char *name)
 	} else if (!strcmp(name, "huge_sparse")) {
 		const char *hold = getenv("HOSTILE_HOLD_S");
 
-		return run_huge_sparse(256ull << 30, hold ? atoi(hold) : 5);
+		return run_huge_sparse(256ull << 30, hold ? atoi(hold) : 5,
+				       false);
+	} else if (!strcmp(name, "window_overrun")) {
+		return run_huge_sparse(1ull << 20, 0, true);
 	} else if (!strcmp(name, "hardlink_targets")) {
 		acts[n++] = (struct act){
 			.what = "hard links to a file not flagged LINKED, to a "
@@ -1802,6 +1836,10 @@ int main(int argc, char **argv)
 	}
 	base = strrchr(g_outside, '/') + 1;
 	snprintf(g_rel, sizeof(g_rel), "../%s", base);
+	/* the window to ask for (FILES_WINDOW); unset: none said */
+	if (getenv("HOSTILE_WINDOW"))
+		g_window =
+			(uint32_t)strtoul(getenv("HOSTILE_WINDOW"), NULL, 10);
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGALRM, on_alarm);
 	return run_case(argv[3]);

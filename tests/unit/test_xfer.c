@@ -34,8 +34,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -532,6 +534,37 @@ static void fake_read(struct fake *f, struct seen *seen, unsigned n)
 		}
 	}
 	assert_int_equal(r, 0);
+}
+
+/* The window asked for fits the descriptor limit: a file in flight holds
+ * one or two, a session 176 besides (streams, directories, the rest). In
+ * a child: a hard limit once lowered stays so. */
+static int fit_under(rlim_t lim, unsigned sessions)
+{
+	struct rlimit rl = { lim, lim };
+	int st;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			_exit(255);
+		/* the window divided by 8: it fits an exit status */
+		_exit((int)(xfer_window_fit(sessions) / 8));
+	}
+	assert_true(pid > 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st) * 8;
+}
+
+static void test_window_fit(void **state)
+{
+	(void)state;
+	assert_int_equal(fit_under(1024, 1), 424); /* (1024 - 176) / 2 */
+	assert_int_equal(fit_under(1024, 4), XFER_WINDOW);
+	assert_int_equal(fit_under(20000, 1), XFER_WINDOW_MAX);
+	assert_int_equal(fit_under(20000, 16), 536);	  /* (1250 - 176) / 2 */
+	assert_int_equal(fit_under(256, 1), XFER_WINDOW); /* never below */
 }
 
 static void test_plan_after_failed_slot(void **state)
@@ -1074,6 +1107,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_slow_callback_does_not_hold_streams),
+		cmocka_unit_test(test_window_fit),
 		cmocka_unit_test(test_plan_after_failed_slot),
 		cmocka_unit_test(test_fail_reasons_by_idx),
 		cmocka_unit_test(test_sender_heartbeat_and_lost_done),

@@ -100,6 +100,7 @@ static void request_roundtrip(const struct proto_xfer_request *in)
 	assert_int_equal(out.chunk_size, in->chunk_size);
 	assert_int_equal(out.flags, in->flags);
 	assert_true(out.rate == in->rate);
+	assert_int_equal(out.files_window, in->files_window);
 	assert_int_equal(out.npaths, in->npaths);
 	for (i = 0; i < in->npaths; i++) {
 		assert_int_equal(out.path_lens[i], in->path_lens[i]);
@@ -196,6 +197,101 @@ static void test_accept_roundtrip(void **state)
 	assert_int_equal(out.streams, 4);
 	assert_int_equal(out.chunk_size, 1u << 20);
 	msg_free(&m);
+}
+
+/* FILES_WINDOW: said or not in a request and its answer, within
+ * 256..65,536 (docs/PROTOCOL.md 7.2) */
+static int window_request(uint32_t w, uint32_t *got)
+{
+	static const char *const push[] = { "" };
+	struct proto_xfer_request r = { .op = PROTO_XFER_PUSH, .streams = 1 };
+	struct proto_xfer_request out;
+	struct msg m;
+	uint8_t *body;
+	size_t len;
+	int rc;
+
+	set_paths(&r, push, 1);
+	r.files_window = w;
+	msg_init(&m, MSG_CAP);
+	assert_int_equal(proto_encode_xfer_request(&m.b, &r), 0);
+	body = msg_body(&m, PROTO_XFER_REQUEST, &len);
+	/* 0 is not said at all: the item is left out */
+	assert_int_equal(len, w ? 51u : 43u);
+	rc = proto_decode_xfer_request(body, len, &out);
+	*got = out.files_window;
+	msg_free(&m);
+	return rc;
+}
+
+static int window_accept(uint32_t w, uint32_t *got)
+{
+	struct proto_xfer_accept in = { .streams = 2, .chunk_size = 1u << 20 };
+	struct proto_xfer_accept out;
+	struct msg m;
+	uint8_t *body;
+	size_t len;
+	int rc;
+
+	in.files_window = w;
+	msg_init(&m, MSG_CAP);
+	assert_int_equal(proto_encode_xfer_accept(&m.b, &in), 0);
+	body = msg_body(&m, PROTO_XFER_ACCEPT, &len);
+	rc = proto_decode_xfer_accept(body, len, &out);
+	*got = out.files_window;
+	msg_free(&m);
+	return rc;
+}
+
+static void test_files_window(void **state)
+{
+	static const uint32_t ok[] = { 0, 256, 1024, 65536 };
+	static const uint32_t bad[] = { 1, 255, 65537, UINT32_MAX };
+	uint32_t got;
+	unsigned i;
+
+	(void)state;
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		assert_int_equal(window_request(ok[i], &got), 0);
+		assert_int_equal(got, ok[i]);
+		assert_int_equal(window_accept(ok[i], &got), 0);
+		assert_int_equal(got, ok[i]);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(window_request(bad[i], &got), LR_EBADMSG);
+		assert_int_equal(window_accept(bad[i], &got), LR_EBADMSG);
+	}
+	/* 0 said outright is not "not said": malformed */
+	{
+		static const uint8_t zero[] = { 0x00, 0x48, 0x00, 0x04,
+						0,    0,    0,	  0 };
+		struct proto_xfer_accept in = { .streams = 2,
+						.chunk_size = 1u << 20 };
+		struct proto_xfer_accept out;
+		uint8_t copy[256];
+		struct msg m;
+		uint8_t *body;
+		size_t len;
+
+		msg_init(&m, MSG_CAP);
+		assert_int_equal(proto_encode_xfer_accept(&m.b, &in), 0);
+		body = msg_body(&m, PROTO_XFER_ACCEPT, &len);
+		assert_true(len + sizeof(zero) <= sizeof(copy));
+		memcpy(copy, body, len);
+		assert_int_equal(proto_decode_xfer_accept(copy, len, &out), 0);
+		/* the same item with 1,024 is taken: the bytes are right */
+		memcpy(copy + len, zero, sizeof(zero));
+		copy[len + 6] = 0x04;
+		assert_int_equal(proto_decode_xfer_accept(
+					 copy, len + sizeof(zero), &out),
+				 0);
+		assert_int_equal(out.files_window, 1024);
+		memcpy(copy + len, zero, sizeof(zero));
+		assert_int_equal(proto_decode_xfer_accept(
+					 copy, len + sizeof(zero), &out),
+				 LR_EBADMSG);
+		msg_free(&m);
+	}
 }
 
 static void test_totals_roundtrip(void **state)
@@ -2496,6 +2592,7 @@ int main(void)
 		cmocka_unit_test(test_request_roundtrip),
 		cmocka_unit_test(test_request_long_path),
 		cmocka_unit_test(test_accept_roundtrip),
+		cmocka_unit_test(test_files_window),
 		cmocka_unit_test(test_totals_roundtrip),
 		cmocka_unit_test(test_done_roundtrip),
 		cmocka_unit_test(test_type_names),

@@ -103,6 +103,8 @@ int proto_encode_xfer_request(struct proto_buf *b,
 			   m->filter_lens[i]);
 	if (m->list)
 		put_list(b, m);
+	if (m->files_window)
+		proto_put_u32(b, PROTO_T_FILES_WINDOW, m->files_window);
 	return proto_msg_end(b);
 }
 
@@ -147,6 +149,27 @@ static int get_list(void *msg, const struct proto__tlv *t)
 	return 0;
 }
 
+/* FILES_WINDOW, when said: 256..65,536 (an explicit 0 is malformed). */
+static int get_window(uint32_t *w, const struct proto__tlv *t)
+{
+	if (t->len != 4)
+		return LR_EBADMSG;
+	*w = proto__rd32(t->v);
+	if (*w < PROTO_XFER_WINDOW_DEFAULT || *w > PROTO_XFER_WINDOW_LIMIT)
+		return LR_EBADMSG;
+	return 0;
+}
+
+static int get_req_window(void *msg, const struct proto__tlv *t)
+{
+	return get_window(&((struct proto_xfer_request *)msg)->files_window, t);
+}
+
+static int get_acc_window(void *msg, const struct proto__tlv *t)
+{
+	return get_window(&((struct proto_xfer_accept *)msg)->files_window, t);
+}
+
 /* A path: a pointer into the body, checked with the others at the end. */
 static int get_path(void *msg, const struct proto__tlv *t)
 {
@@ -171,6 +194,7 @@ static const struct proto__field xfer_request_fields[] = {
 	PROTO__F_U64(PROTO_T_CONTENTS, XR, contents, 0),
 	PROTO__F_FN(PROTO_T_FILTER, get_filter, 0, PROTO__MANY),
 	PROTO__F_FN(PROTO_T_LIST, get_list, 0, 0),
+	PROTO__F_FN(PROTO_T_FILES_WINDOW, get_req_window, 0, 0),
 };
 #undef XR
 
@@ -243,10 +267,12 @@ int proto_encode_xfer_accept(struct proto_buf *b,
 	proto_put_str(b, PROTO_T_SOFTWARE, m->software);
 	proto_put_u16(b, PROTO_T_STREAMS, m->streams);
 	proto_put_u32(b, PROTO_T_CHUNK_SIZE, m->chunk_size);
+	if (m->files_window)
+		proto_put_u32(b, PROTO_T_FILES_WINDOW, m->files_window);
 	return proto_msg_end(b);
 }
 
-/* All but the software name are required. */
+/* All but the software name and the window are required. */
 #define XA struct proto_xfer_accept
 static const struct proto__field xfer_accept_fields[] = {
 	PROTO__F_BYTES(PROTO_T_TEST_ID, XA, session_id, PROTO_TEST_ID_LEN,
@@ -254,6 +280,7 @@ static const struct proto__field xfer_accept_fields[] = {
 	PROTO__F_STR(PROTO_T_SOFTWARE, XA, software, 0),
 	PROTO__F_U16(PROTO_T_STREAMS, XA, streams, PROTO__REQUIRED),
 	PROTO__F_U32(PROTO_T_CHUNK_SIZE, XA, chunk_size, PROTO__REQUIRED),
+	PROTO__F_FN(PROTO_T_FILES_WINDOW, get_acc_window, 0, 0),
 };
 #undef XA
 

@@ -171,6 +171,17 @@ static int within_memory(struct server_test *t,
 	return -E2BIG;
 }
 
+/* The session's window: what both ends keep, when the request said how
+ * many it keeps (this end: what its descriptors hold with every test slot
+ * taken); 0 (the protocol's default) when it did not. */
+static uint32_t agreed_window(const struct server *srv,
+			      const struct proto_xfer_request *req)
+{
+	uint32_t fit = xfer_window_fit(srv->o.max_tests);
+
+	return req->files_window < fit ? req->files_window : fit;
+}
+
 /* Answer XFER_ACCEPT and wait for the data streams. */
 static int open_streams(struct server_test *t,
 			const struct proto_xfer_request *req, uint8_t *buf,
@@ -201,6 +212,7 @@ static int open_streams(struct server_test *t,
 		 LINERATE_VERSION);
 	acc.streams = (uint16_t)n;
 	acc.chunk_size = req->chunk_size ? req->chunk_size : XFER_DEFAULT_CHUNK;
+	acc.files_window = agreed_window(srv, req);
 	proto_buf_init(&b, buf, PROTO_MAX_BODY);
 	r = proto_encode_xfer_accept(&b, &acc);
 	if (!r)
@@ -239,6 +251,7 @@ static int run_engine(struct server_test *t,
 	int r;
 
 	xo.chunk_size = req->chunk_size ? req->chunk_size : XFER_DEFAULT_CHUNK;
+	xo.files_window = agreed_window(srv, req);
 	/* what a client may ask for; STDOUT is the server's own choice
 	 * (linerate recv --stdout), never the peer's */
 	xo.flags = (req->flags & ~(uint32_t)PROTO_XF_STDOUT) |

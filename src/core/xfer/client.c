@@ -304,6 +304,12 @@ static int client_accept(struct xcl *k)
 		r = lr_err_set(k->err, LR_EBADMSG, "malformed XFER_ACCEPT");
 	if (!r && (k->acc.streams < 1 || k->acc.streams > k->req.streams))
 		k->acc.streams = k->req.streams;
+	/* a window larger than asked would overrun this end's */
+	if (!r && k->acc.files_window > k->req.files_window)
+		r = lr_err_set(k->err, LR_EBADMSG,
+			       "malformed XFER_ACCEPT: a window of %u files, "
+			       "%u asked",
+			       k->acc.files_window, k->req.files_window);
 	return r;
 }
 
@@ -340,6 +346,7 @@ static int client_session(struct xcl *k, const struct xfer_callbacks *cb,
 
 	client_link(k, &lk);
 	xo.chunk_size = k->acc.chunk_size;
+	xo.files_window = k->acc.files_window;
 	xo.flags = k->req.flags;
 	xfer__counter_join(&k->cnt, &k->src, false);
 	if (k->req.op == PROTO_XFER_PUSH)
@@ -478,6 +485,12 @@ static int request_of(struct xcl *k)
 					    .flags = o->x.flags,
 					    .rate = o->x.rate,
 					    .npaths = o->npaths };
+	/* the most this end keeps: the server answers what both keep */
+	req->files_window = xfer_window_fit(1);
+	if (o->x.files_window && o->x.files_window < req->files_window)
+		req->files_window = o->x.files_window < XFER_WINDOW
+					    ? XFER_WINDOW
+					    : o->x.files_window;
 	for (i = 0; i < o->npaths; i++) {
 		size_t n = strlen(o->paths[i]);
 

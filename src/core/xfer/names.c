@@ -4,7 +4,8 @@
  * name whose first is still in flight is refused ("announced twice"), so
  * that one name never has two temporary files (docs/PROTOCOL.md section
  * 7.4, step 1). An open table of RX_NAMES cells keyed by FNV-1a, made
- * again from the window when it fills with stale cells.
+ * again from the window when it fills with stale cells. And the name of
+ * a lone file pulled into a DEST that is not a directory.
  */
 #include <string.h>
 
@@ -24,7 +25,7 @@ static uint64_t name_hash(const char *p, size_t n)
 }
 
 /* The cells left by files that have gone are dropped: the table is
- * made again from the window's files (at most XFER_WINDOW of RX_NAMES
+ * made again from the window's files (at most the window's x->wn of RX_NAMES
  * cells). Under lock. */
 static void names_rebuild(struct xsess *x)
 {
@@ -32,7 +33,7 @@ static void names_rebuild(struct xsess *x)
 
 	memset(x->rx.names, 0, sizeof(x->rx.names));
 	x->rx.nnames = 0;
-	for (i = 0; i < XFER_WINDOW; i++) {
+	for (i = 0; i < x->wn; i++) {
 		const struct xfile *f = &x->win[i];
 
 		if (!xfer__used(f) || f->kind != PROTO_XK_FILE || !f->path)
@@ -45,6 +46,25 @@ static void names_rebuild(struct xsess *x)
 					  f->idx };
 		x->rx.nnames++;
 	}
+}
+
+/* get HOST:FILE DEST, DEST not a directory: a session of one regular
+ * file names it DEST in DEST's parent; anything else goes into DEST made
+ * a directory. Decided at the first entry, before DEST is made. */
+void xfer__lone_file(struct xsess *x, uint64_t files,
+		     struct proto_xfer_entry *e)
+{
+	struct xfer_dest *d = &x->rx.dest;
+
+	if (!d->one_file || e->idx != 0)
+		return;
+	if (files == 1 && e->kind == PROTO_XK_FILE &&
+	    !memchr(e->path, '/', e->path_len)) {
+		e->path = d->one_file;
+		e->path_len = (uint16_t)strlen(d->one_file);
+		d->path = "";
+	}
+	d->one_file = NULL;
 }
 
 bool xfer__name_taken(struct xsess *x, const struct proto_xfer_entry *e)

@@ -46,7 +46,7 @@ static struct xfile *pop_stale(struct xsess *x)
 
 		if (f && f->tx.state == XTX_ANNOUNCED)
 			return f;
-		q->pre_head = (q->pre_head + 1) % XFER_WINDOW;
+		q->pre_head = (q->pre_head + 1) % XFER_WINDOW_MAX;
 		q->pre_len--;
 	}
 	return NULL;
@@ -60,9 +60,9 @@ void xfer__prehash_offer(struct xsess *x, struct xfile *f)
 	 * time a thread comes to it). Behind a live head only entries of
 	 * the window it is in: never a full queue. */
 	pop_stale(x);
-	if (!wanted(x, f) || q->pre_len == XFER_WINDOW)
+	if (!wanted(x, f) || q->pre_len == XFER_WINDOW_MAX)
 		return;
-	q->pre_q[(q->pre_head + q->pre_len) % XFER_WINDOW] = f->idx;
+	q->pre_q[(q->pre_head + q->pre_len) % XFER_WINDOW_MAX] = f->idx;
 	q->pre_len++;
 	if (q->waiters)
 		pthread_cond_signal(&x->cv);
@@ -92,7 +92,7 @@ int xfer__prehash_take(struct xsess *x, uint32_t *slot, uint32_t *chunk)
 	 * for its plan, which may say it is up to date (never read) */
 	if (!f || f->tx.pre_cursor == f->nchunks)
 		return 0;
-	*slot = SLOT(f->idx);
+	*slot = SLOT(x, f->idx);
 	*chunk = f->tx.pre_cursor++;
 	f->tx.pre_state[*chunk] = PRE_BUSY;
 	f->inflight++;

@@ -51,7 +51,7 @@ static int plan_flush(struct rxc *c)
 static int slot_drain(struct rxc *c, struct xfile *f)
 {
 	struct xsess *x = c->x;
-	uint32_t slot = SLOT(f->idx);
+	uint32_t slot = SLOT(x, f->idx);
 	int64_t until = net_now_ms() + 5000;
 	int r = plan_flush(c);
 
@@ -122,7 +122,7 @@ static int entry_take(struct rxc *c, struct xfile *f,
 		xfer__unlock(&x->lock);
 		return lr_err_set(c->err, LR_EBADMSG,
 				  "the sender overran the window of %u files",
-				  XFER_WINDOW);
+				  x->wn);
 	}
 	r = entry_admit(c, e);
 	if (r) {
@@ -185,7 +185,7 @@ static int entry_refused(struct rxc *c, struct xfile *f, const char *why)
 	xfer__lock(&x->lock);
 	xfer__rx_fail(x, f, -EINVAL, "refused: %s", why);
 	if (f->kind == PROTO_XK_FILE) {
-		x->rx.fail_pending[SLOT(f->idx)] = false;
+		x->rx.fail_pending[SLOT(x, f->idx)] = false;
 		count_failed(x, f);
 	}
 	xfer__unlock(&x->lock);
@@ -355,7 +355,7 @@ static int entry_file(struct rxc *c, struct xfile *f,
 
 static int on_entry(struct rxc *c, const struct proto_xfer_entry *e)
 {
-	struct xfile *f = &c->x->win[SLOT(e->idx)];
+	struct xfile *f = &c->x->win[SLOT(c->x, e->idx)];
 	char path[FSIO_MAX_PATH + 1];
 	const char *why;
 	int r;
@@ -524,6 +524,7 @@ static int on_files(struct rxc *c, const uint8_t *body, size_t len)
 			return lr_err_set(c->err, LR_EBADMSG,
 					  "the sender sent %s", why);
 		/* made at the first entry (an UNREAD alone makes nothing) */
+		xfer__lone_file(c->x, c->tot.files, &e);
 		r = dest_ready(c) ?: on_entry(c, &e);
 		c->x->rx.has_fdig = false; /* it was this entry's, or none */
 		xfer__owner_next_gone(c->x);
@@ -938,8 +939,8 @@ int xfer_recv(struct xfer_conns *cs, const struct xfer_dest *dest, int outfd,
 	      const struct xfer_opts *o, const struct xfer_callbacks *cb,
 	      struct xfer_result *res, struct lr_err *err)
 {
-	/* ~330 KiB: on the heap, not on a thread's stack (musl gives a
-	 * thread 128 KiB) */
+	/* ~1.2 MiB, of which a session touches what its window uses: on the
+	 * heap, zeroed by calloc, not on a thread's stack */
 	struct xsess *x = calloc(1, sizeof(*x));
 	struct rxc c = { .x = x, .err = err };
 	unsigned i;
@@ -975,7 +976,7 @@ int xfer_recv(struct xfer_conns *cs, const struct xfer_dest *dest, int outfd,
 	if (r)
 		atomic_store(&x->abort, true);
 	xfer__join_threads(x, c.ts);
-	for (i = 0; r && i < XFER_WINDOW; i++)
+	for (i = 0; r && i < x->wn; i++)
 		if (xfer__used(&x->win[i]))
 			xfer__rx_abandon(x, &x->win[i], true);
 	xfer__deliver(x);

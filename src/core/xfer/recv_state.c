@@ -51,7 +51,7 @@ void xfer__maybe_final(struct xsess *x, struct xfile *f)
 {
 	if (xfer__final_ready(f)) {
 		f->rx.state = XRX_COMPLETE;
-		x->rx.finals[x->rx.nfinals++] = SLOT(f->idx);
+		x->rx.finals[x->rx.nfinals++] = SLOT(x, f->idx);
 	}
 }
 
@@ -67,7 +67,7 @@ void xfer__rx_fail(struct xsess *x, struct xfile *f, int code, const char *fmt,
 	va_start(ap, fmt);
 	vsnprintf(f->rx.reason, sizeof(f->rx.reason), fmt, ap);
 	va_end(ap);
-	x->rx.fail_pending[SLOT(f->idx)] = true;
+	x->rx.fail_pending[SLOT(x, f->idx)] = true;
 	x->rx.any_failed = true;
 	x->rx.ack_wake = true;
 }
@@ -168,7 +168,7 @@ static uint32_t wire_code(int code)
  * less than an fsync each. */
 static int service_finals(struct xsess *x)
 {
-	uint32_t finals[XFER_WINDOW];
+	uint32_t finals[XFER_WINDOW_MAX];
 	unsigned n, i;
 	bool synced;
 	int r;
@@ -199,7 +199,7 @@ static int service_failures(struct xsess *x, struct proto_buf *b,
 	unsigned i;
 	int r;
 
-	for (i = 0; i < XFER_WINDOW && x->rx.any_failed; i++) {
+	for (i = 0; i < x->wn && x->rx.any_failed; i++) {
 		struct xfile *f = &x->win[i];
 		struct proto_xfer_fail fl = { .idx = f->idx,
 					      .code = wire_code(f->rx.code) };
@@ -275,7 +275,7 @@ static void service_release(struct xsess *x)
 	unsigned i;
 
 	xfer__lock(&x->lock);
-	for (i = 0; i < XFER_WINDOW && x->rx.any_failed; i++) {
+	for (i = 0; i < x->wn && x->rx.any_failed; i++) {
 		struct xfile *f = &x->win[i];
 
 		if (f->rx.state == XRX_FAILED && !x->rx.fail_pending[i] &&

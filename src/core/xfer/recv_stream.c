@@ -259,7 +259,7 @@ static int unit_write(struct rxs *s, const struct unit *un)
 		 * chunk: on a small machine that spinning takes the cores
 		 * the cipher and the sender need. Queue here instead,
 		 * asleep. A file of one chunk has one writer: no lock. */
-		pthread_mutex_t *wl = &x->rx.wlock[SLOT(un->h.idx) % WLOCKS];
+		pthread_mutex_t *wl = &x->rx.wlock[SLOT(x, un->h.idx) % WLOCKS];
 
 		if (un->shared)
 			xfer__lock(wl);

@@ -230,6 +230,6 @@ void xfer__journal_flush_all(struct xsess *x)
 {
 	unsigned i;
 
-	for (i = 0; i < XFER_WINDOW; i++)
+	for (i = 0; i < x->wn; i++)
 		xfer__journal_flush(x, &x->win[i]);
 }

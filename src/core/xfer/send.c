@@ -41,7 +41,7 @@ struct txc {
 		char *path;
 		int fd;
 		uint8_t rereads;
-	} rq[XFER_WINDOW];
+	} rq[XFER_WINDOW_MAX];
 	unsigned nrq;
 	int r;
 };
@@ -565,8 +565,8 @@ static int announce_one(struct txc *c, struct proto_buf *b)
 	if (e.read_err && (r = unreadable(c, b)))
 		return r;
 	c->late_kinds |= pe.kind != PROTO_XK_FILE;
-	r = window_add(x, &x->win[SLOT(c->next_idx)], &pe, &e);
-	x->win[SLOT(c->next_idx)].tx.rereads = rereads;
+	r = window_add(x, &x->win[SLOT(x, c->next_idx)], &pe, &e);
+	x->win[SLOT(x, c->next_idx)].tx.rereads = rereads;
 	if (!r && (x->o->flags & XFER_F_HARD_LINKS))
 		r = xfer__hl_commit(&x->tx.hl, &e, c->next_idx, path);
 	if (!r)
@@ -680,7 +680,7 @@ static void source_changed(struct txc *c, struct xfile *f,
 static enum tx_step tx_sums(struct txc *c)
 {
 	struct xsess *x = c->x;
-	uint32_t slots[XFER_WINDOW];
+	uint32_t slots[XFER_WINDOW_MAX];
 	struct proto_buf b;
 	unsigned i, n;
 	int r = 0;
@@ -739,7 +739,7 @@ static bool all_summed(struct xsess *x)
 	unsigned i;
 
 	xfer__lock(&x->lock);
-	for (i = 0; i < XFER_WINDOW && all; i++) {
+	for (i = 0; i < x->wn && all; i++) {
 		const struct xfile *f = &x->win[i];
 
 		all = f->kind != PROTO_XK_FILE || f->tx.state == XTX_FREE ||
@@ -941,8 +941,8 @@ int xfer_send(struct xfer_conns *cs, const struct xfer_source *src,
 	      const struct xfer_opts *o, const struct xfer_callbacks *cb,
 	      struct xfer_result *res, struct lr_err *err)
 {
-	/* ~330 KiB: on the heap, not on a thread's stack (musl gives a
-	 * thread 128 KiB) */
+	/* ~1.2 MiB, of which a session touches what its window uses: on the
+	 * heap, zeroed by calloc, not on a thread's stack */
 	struct xsess *x = calloc(1, sizeof(*x));
 	struct txc c = { .x = x, .src = src, .err = err };
 	int r;

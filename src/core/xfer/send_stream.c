@@ -383,7 +383,7 @@ static int stream_ahead(struct txs *s)
 	struct item *it = &s->items[0];
 	uint64_t t = xfer__now_ns();
 
-	xfer__prehash_chunk(s->x, SLOT(it->f->idx), it->chunk, s->buf);
+	xfer__prehash_chunk(s->x, SLOT(s->x, it->f->idx), it->chunk, s->buf);
 	s->disk_ns += xfer__now_ns() - t;
 	if (s->sealed && net_now_ms() - s->sent_ms >= ALIVE_MS)
 		return stream_alive(s);

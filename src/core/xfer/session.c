@@ -51,15 +51,19 @@ int xfer__sess_init(struct xsess *x, struct xfer_conns *cs,
 	int one = 1;
 	unsigned i;
 
-	memset(x, 0, sizeof(*x));
+	/* x comes zeroed from calloc: what the window does not use stays
+	 * untouched */
 	x->cs = cs;
 	x->o = o;
 	x->cb = cb;
 	x->res = res;
 	x->sender = sender;
 	x->chunk = o->chunk_size ? o->chunk_size : XFER_DEFAULT_CHUNK;
+	x->wn = o->files_window ? o->files_window : XFER_WINDOW;
+	if (x->wn < XFER_WINDOW || x->wn > XFER_WINDOW_MAX)
+		return -EINVAL;
 	x->rx.destfd = x->rx.outfd = -1;
-	for (i = 0; i < XFER_WINDOW; i++)
+	for (i = 0; i < x->wn; i++)
 		x->win[i].fd = x->win[i].rx.dirfd = x->win[i].rx.jfd = -1;
 	for (i = 0; i < DIRH_MAX; i++)
 		x->rx.dirh[i].fd = -1;
@@ -304,16 +308,38 @@ void xfer__data_sockopts(struct xsess *x)
 	}
 }
 
+/* Descriptors a session holds besides its window's files: data streams,
+ * directory handles, the control connection and the rest */
+#define SESSION_FDS (XFER_MAX_STREAMS + DIRH_MAX + 32)
+#define NOFILE_WANT 65536u /* the soft limit raised toward this */
+
 void xfer__raise_nofile(void)
 {
 	struct rlimit rl;
 
-	/* the file descriptors of a full window must fit */
+	/* the file descriptors of full windows must fit */
 	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max &&
-	    rl.rlim_cur < 4096) {
-		rl.rlim_cur = rl.rlim_max < 4096 ? rl.rlim_max : 4096;
+	    rl.rlim_cur < NOFILE_WANT) {
+		rl.rlim_cur = rl.rlim_max < NOFILE_WANT ? rl.rlim_max
+							: NOFILE_WANT;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
+}
+
+uint32_t xfer_window_fit(unsigned sessions)
+{
+	struct rlimit rl;
+	uint64_t per;
+
+	xfer__raise_nofile();
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return XFER_WINDOW_MAX;
+	per = (uint64_t)rl.rlim_cur / (sessions ? sessions : 1);
+	/* a file in flight holds a descriptor, two with its journal */
+	per = per > SESSION_FDS ? (per - SESSION_FDS) / 2 : 0;
+	if (per < XFER_WINDOW)
+		return XFER_WINDOW;
+	return per > XFER_WINDOW_MAX ? XFER_WINDOW_MAX : (uint32_t)per;
 }
 
 void xfer__add_waits(struct xsess *x, const struct conn *c, uint64_t disk_ns,

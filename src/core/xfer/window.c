@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * The window: XFER_WINDOW entries announced and not yet done, each with
- * the arrays of its chunks; and the sender's work queue, from which the
- * stream threads take chunks (files in plan order, chunks in order,
- * resends first).
+ * The window: the session's x->wn entries announced and not yet done,
+ * each with the arrays of its chunks; and the sender's work queue, from
+ * which the stream threads take chunks (files in plan order, chunks in
+ * order, resends first).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -114,7 +114,7 @@ bool xfer__window_empty(struct xsess *x)
 	bool empty = true;
 
 	xfer__lock(&x->lock);
-	for (i = 0; i < XFER_WINDOW && empty; i++)
+	for (i = 0; i < x->wn && empty; i++)
 		empty = !xfer__used(&x->win[i]);
 	xfer__unlock(&x->lock);
 	return empty;
@@ -124,7 +124,7 @@ void xfer__window_fini(struct xsess *x)
 {
 	unsigned i;
 
-	for (i = 0; i < XFER_WINDOW; i++)
+	for (i = 0; i < x->wn; i++)
 		if (xfer__used(&x->win[i]))
 			xfer__file_release(&x->win[i]);
 }
@@ -145,10 +145,10 @@ unsigned xfer__window_room(struct xsess *x, uint32_t next_idx, uint64_t left)
 	xfer__lock(&x->lock);
 	/* slots free from next_idx on: only this thread takes slots, so
 	 * they stay free until it does */
-	while (free_ < XFER_WINDOW &&
-	       !xfer__used(&x->win[SLOT(next_idx + free_)]))
+	while (free_ < x->wn &&
+	       !xfer__used(&x->win[SLOT(x, (uint64_t)next_idx + free_)]))
 		free_++;
-	for (k = 0; k < XFER_WINDOW && used < XFER_ANNOUNCE_BATCH; k++)
+	for (k = 0; k < x->wn && used < XFER_ANNOUNCE_BATCH; k++)
 		used += xfer__used(&x->win[k]);
 	xfer__unlock(&x->lock);
 	if (used >= XFER_ANNOUNCE_BATCH && free_ < need)
@@ -161,7 +161,7 @@ void xfer__fifo_pop(struct xsess *x)
 	struct xsend *q = &x->tx;
 
 	x->win[q->fifo[q->fifo_head]].tx.in_fifo = false;
-	q->fifo_head = (q->fifo_head + 1) % XFER_WINDOW;
+	q->fifo_head = (q->fifo_head + 1) % XFER_WINDOW_MAX;
 	q->fifo_len--;
 }
 
@@ -201,7 +201,8 @@ void xfer__queue_file(struct xsess *x, struct xfile *f)
 		return;
 	}
 	f->tx.in_fifo = true;
-	q->fifo[(q->fifo_head + q->fifo_len) % XFER_WINDOW] = SLOT(f->idx);
+	q->fifo[(q->fifo_head + q->fifo_len) % XFER_WINDOW_MAX] =
+		SLOT(x, f->idx);
 	q->fifo_len++;
 	/* the caller wakes a stream thread once the whole PLAN is queued,
 	 * so that the thread finds many small files for one record */
@@ -211,13 +212,13 @@ void xfer__queue_file(struct xsess *x, struct xfile *f)
 static void fifo_remove(struct xsess *x, struct xfile *f)
 {
 	struct xsend *q = &x->tx;
-	uint32_t keep[XFER_WINDOW];
+	uint32_t keep[XFER_WINDOW_MAX];
 	unsigned i, n = 0;
 
 	for (i = 0; i < q->fifo_len; i++) {
-		uint32_t s = q->fifo[(q->fifo_head + i) % XFER_WINDOW];
+		uint32_t s = q->fifo[(q->fifo_head + i) % XFER_WINDOW_MAX];
 
-		if (s != SLOT(f->idx))
+		if (s != SLOT(x, f->idx))
 			keep[n++] = s;
 	}
 	q->fifo_head = 0;
@@ -252,7 +253,7 @@ void xfer__chunk_put(struct xsess *x, struct xfile *f)
 static void take_chunk(struct xsess *x, struct xfile *f, uint32_t *slot,
 		       uint32_t *chunk)
 {
-	*slot = SLOT(f->idx);
+	*slot = SLOT(x, f->idx);
 	*chunk = f->tx.cursor++;
 	f->inflight++;
 	if (f->tx.cursor == f->nchunks)
@@ -268,7 +269,7 @@ static int take_retry(struct xsess *x, uint32_t *slot, uint32_t *chunk)
 
 		if (!f || f->tx.state == XTX_ENDED || rt->chunk >= f->nchunks)
 			continue;
-		*slot = SLOT(rt->idx);
+		*slot = SLOT(x, rt->idx);
 		*chunk = rt->chunk;
 		f->inflight++;
 		return 1;
@@ -316,7 +317,7 @@ int xfer__take_work(struct xsess *x, uint32_t *slot, uint32_t *chunk,
 			struct xfile *f = &x->win[x->tx.fifo[x->tx.fifo_head]];
 
 			if (f->pipe) {
-				*slot = SLOT(f->idx);
+				*slot = SLOT(x, f->idx);
 				*pipe = true;
 				f->inflight++;
 				return 1;

@@ -114,18 +114,15 @@ _Static_assert(XFER_MIN_CHUNK == PROTO_XFER_MIN_CHUNK &&
 #define DIRH_MAX	   16
 /* Chunks of one file at most: its arrays cost 19 bytes a chunk (4 TiB at
  * 1 MiB chunks, 32 TiB at 8 MiB); larger files are refused. */
-#define XFER_MAX_CHUNKS (1u << 22)
-/* How far past the chunks seen so far a pipe's next chunk may be (its
- * arrays grow with the chunk number the peer gives). */
-#define PIPE_LEAD 4096u
-/* Files announced together, in one FILES message (window.c) */
-#define XFER_ANNOUNCE_BATCH 64u
+#define XFER_MAX_CHUNKS	    (1u << 22)
+#define PIPE_LEAD	    4096u /* a pipe's next chunk past those seen, at most */
+#define XFER_ANNOUNCE_BATCH 64u /* files in one FILES message (window.c) */
 _Static_assert(XFER_ANNOUNCE_BATCH <= XFER_WINDOW, "a batch fits the window");
-#define SLOT(i)	    ((i) % XFER_WINDOW)
-#define BATCH_MAX   64		/* chunks in one record */
-#define BATCH_SMALL (64u << 10) /* chunks up to this size share records */
+#define SLOT(x, i)  ((i) % (x)->wn) /* the session's window */
+#define BATCH_MAX   64		    /* chunks in one record */
+#define BATCH_SMALL (64u << 10)	    /* chunks up to this size share records */
 #define ESC_MAX	    (FSIO_MAX_PATH * 4 + 1) /* an escaped path */
-#define RX_NAMES    1024u /* cells of the receiver's table of names */
+#define RX_NAMES    (4 * XFER_WINDOW_MAX)   /* cells of the table of names */
 
 /* A sealed connection that carried nothing for ALIVE_MS carries a
  * heartbeat: XFER_ALIVE on control, an empty DATA record on a sender's
@@ -254,8 +251,8 @@ struct xfile {
 	uint32_t finished; /* chunks hashed (sender) or verified (receiver) */
 	uint32_t sent;	   /* distinct chunks sent / received this session */
 	int fd;		   /* source, or the temporary file */
-	/* its own allocation: a window of 256 paths of 4 KiB would make
-	 * every session touch a megabyte and every release clear 4 KiB */
+	/* its own allocation: a window of paths of 4 KiB would make every
+	 * session touch megabytes and every release clear 4 KiB */
 	char *path;
 	struct xfile_tx tx;
 	struct xfile_rx rx;
@@ -328,14 +325,14 @@ struct xfer__evq {
 
 /* The sender's shared state. */
 struct xsend {
-	uint32_t fifo[XFER_WINDOW]; /* slots with chunks to take */
+	uint32_t fifo[XFER_WINDOW_MAX]; /* slots with chunks to take */
 	unsigned fifo_head, fifo_len;
 	unsigned waiters; /* stream threads waiting for work */
 	struct retry *retries;
 	unsigned nretries, cap_retries;
-	uint32_t sums[XFER_WINDOW]; /* entries whose SUM is ready */
+	uint32_t sums[XFER_WINDOW_MAX]; /* entries whose SUM is ready */
 	unsigned nsums;
-	uint32_t pre_q[XFER_WINDOW]; /* slots to read ahead (prehash.c) */
+	uint32_t pre_q[XFER_WINDOW_MAX]; /* slots to read ahead (prehash.c) */
 	unsigned pre_head, pre_len;
 	pthread_mutex_t pipe_lock;
 	int64_t pace_next_us;
@@ -367,11 +364,11 @@ struct xrecv {
 	bool has_fdig;
 	uint32_t fdig_idx;
 	uint8_t fdig[DIGEST_LEN];
-	bool ack_wake;		      /* the ack queue went from empty */
-	bool any_failed;	      /* scan the window for failures */
-	uint32_t finals[XFER_WINDOW]; /* slots ready to finalize */
+	bool ack_wake;			  /* the ack queue went from empty */
+	bool any_failed;		  /* scan the window for failures */
+	uint32_t finals[XFER_WINDOW_MAX]; /* slots ready to finalize */
 	unsigned nfinals;
-	bool fail_pending[XFER_WINDOW];
+	bool fail_pending[XFER_WINDOW_MAX];
 	struct xfer_dest dest;	/* made into destfd at the first entry */
 	int64_t busy_waited_ms; /* for other sessions' temporary files */
 	int destfd, outfd;
@@ -405,13 +402,13 @@ struct xsess {
 	pthread_mutex_t lock;
 	pthread_cond_t cv;
 	int evfd;
-	_Atomic bool abort;
-	_Atomic bool closing;
+	_Atomic bool abort, closing;
 	_Atomic bool wake_pending; /* the event counter was written */
 	bool woken;		   /* control thread: a stream thread woke it */
 	int error;		   /* first fatal error */
 	struct lr_err err;
-	struct xfile win[XFER_WINDOW];
+	uint32_t wn; /* the window: slots of win[] in use, idx mod wn */
+	struct xfile win[XFER_WINDOW_MAX];
 	struct xsend tx;
 	struct xrecv rx;
 	struct xfer__evq evq, evq_spare;
@@ -613,7 +610,7 @@ static inline bool xfer__used(const struct xfile *f)
 /* The entry of slot idx when it holds entry idx, else NULL. Under lock. */
 static inline struct xfile *xfer__entry(struct xsess *x, uint32_t idx)
 {
-	struct xfile *f = &x->win[SLOT(idx)];
+	struct xfile *f = &x->win[SLOT(x, idx)];
 
 	return xfer__used(f) && f->idx == idx ? f : NULL;
 }
@@ -832,11 +829,14 @@ bool xfer__entry_digest(struct xsess *x, int fd,
 bool xfer__same_content(struct xsess *x, int dirfd, const char *name,
 			const struct proto_xfer_entry *e);
 
-/* ---- names.c: one temporary file a name (receiver) ---- */
-
+/* ---- names.c: one temporary file a name; a lone file (receiver) ---- */
 /* Entry e (a file) and the window's files: true when one of them, still
  * in flight, has its path; else e's is noted. Under lock. */
 bool xfer__name_taken(struct xsess *x, const struct proto_xfer_entry *e);
+/* get HOST:FILE DEST (rx.dest.one_file): entry e, the first of a session
+ * of `files` entries, named DEST in DEST's parent when it is one file. */
+void xfer__lone_file(struct xsess *x, uint64_t files,
+		     struct proto_xfer_entry *e);
 
 /* ---- owner.c: -o/-g ---- */
 
