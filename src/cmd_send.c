@@ -605,10 +605,25 @@ static int get_dest(const char *dest, bool lone, struct xfer_dest *d,
 	if (!n)
 		return lr_err_set(err, -EINVAL, "DEST is empty (. is here)");
 	lone = lone && dest[n - 1] != '/';
-	/* a file there: replaced by the one file as any file is (skipped
-	 * when up to date, refused without --overwrite or --update) */
-	if (e == ENOTDIR && lone && !stat(dest, &st) && S_ISREG(st.st_mode))
-		e = ENOENT;
+	if ((e == ENOTDIR || e == ENOENT) && !lstat(dest, &st)) {
+		/* a file there: replaced by the one file as any file is
+		 * (skipped when up to date, refused without --overwrite or
+		 * --update) */
+		if (S_ISREG(st.st_mode) && lone)
+			e = ENOENT;
+		else if (S_ISLNK(st.st_mode))
+			return lr_err_set(err, -ENOTDIR,
+					  "%s: a symlink to no directory "
+					  "(written through by no get: name "
+					  "its target, or a directory)",
+					  dest);
+		else if (!S_ISREG(st.st_mode))
+			return lr_err_set(err, -ENOTDIR,
+					  "%s: neither a directory nor a "
+					  "regular file (- writes to standard "
+					  "output)",
+					  dest);
+	}
 	if (e != ENOENT || n > XFER_MAX_PATH)
 		return lr_err_setc(err, -e, "%s", dest);
 	memcpy(parent, dest, n + 1);

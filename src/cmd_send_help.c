@@ -121,8 +121,9 @@ const char cmd_get_usage[] =
 	"Pull files and directory trees from `linerate serve --root` into\n"
 	"DEST (default: the current directory; `-` writes the one file to\n"
 	"standard output; to a terminal only text, as curl, unless\n"
-	"--force-tty is given). One file pulled into a DEST that is not a\n"
-	"directory takes its name, as with scp: `get host:a.iso b.iso`.\n"
+	"--force-tty is given). One HOST:PATH that is one file, pulled into\n"
+	"a DEST that is not a directory and has no trailing slash, is named\n"
+	"DEST, as with scp: `get host:a.iso b.iso`.\n"
 	"\n" COMMON_HELP "\n"
 	"Exit status: 0 every file written and verified, 1 failure, 2 usage,\n"
 	"23 some sources could not be read (everything else arrived).\n";

@@ -248,6 +248,25 @@ def test_pull_one_file_takes_dest_name(xsrv):
     res = x.get_ok("-n", "-v", x.dest("one.bin"), out / "dry.bin")
     assert "dry.bin" in res.stdout + res.stderr, describe(res)
     assert not (out / "dry.bin").exists()
+    # a dry run of a directory onto a file fails as the run would
+    res = x.get("-n", x.dest("dir"), out / "copy.bin")
+    assert res.returncode != 0, describe(res)
+    assert "Not a directory" in res.stderr, describe(res)
+    # a symlink to a file, a dangling one, a FIFO: refused before work,
+    # nothing written through them
+    (out / "target.bin").write_bytes(b"target")
+    os.symlink("target.bin", out / "link.bin")
+    os.symlink("nowhere", out / "dangling")
+    os.mkfifo(out / "fifo")
+    for name, words in (("link.bin", "a symlink to no directory"),
+                        ("dangling", "a symlink to no directory"),
+                        ("fifo", "neither a directory nor a regular file")):
+        res = x.get(x.dest("one.bin"), out / name)
+        assert res.returncode == 1, describe(res)
+        assert words in res.stderr, describe(res)
+    assert (out / "target.bin").read_bytes() == b"target"
+    assert os.readlink(out / "link.bin") == "target.bin"
+    assert not (out / "nowhere").exists()
 
 
 # 6 ---------------------------------------------------------------------

@@ -58,7 +58,9 @@ void xfer__lone_file(struct xsess *x, uint64_t files,
 
 	if (!d->one_file || e->idx != 0)
 		return;
+	/* --delete is for trees: its root stays DEST */
 	if (files == 1 && e->kind == PROTO_XK_FILE &&
+	    !(x->o->flags & XFER_F_DELETE) &&
 	    !memchr(e->path, '/', e->path_len)) {
 		e->path = d->one_file;
 		e->path_len = (uint16_t)strlen(d->one_file);

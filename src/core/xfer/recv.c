@@ -357,7 +357,7 @@ static int on_entry(struct rxc *c, const struct proto_xfer_entry *e)
 {
 	struct xfile *f = &c->x->win[SLOT(c->x, e->idx)];
 	char path[FSIO_MAX_PATH + 1];
-	const char *why;
+	const char *why, *base;
 	int r;
 
 	r = entry_take(c, f, e);
@@ -379,9 +379,8 @@ static int on_entry(struct rxc *c, const struct proto_xfer_entry *e)
 	xfer__del_note(c->x, path, e->path_len);
 	if (fsio_path_check(e->path, e->path_len, &why))
 		return entry_refused(c, f, why);
-	if (fsio_is_side_name(
-		    strrchr(path, '/') ? strrchr(path, '/') + 1 : path,
-		    strlen(strrchr(path, '/') ? strrchr(path, '/') + 1 : path)))
+	base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	if (fsio_is_side_name(base, strlen(base)))
 		return entry_refused(c, f,
 				     "a name kept for the temporary files of "
 				     "transfers");
@@ -407,22 +406,20 @@ static int dest_ready(struct rxc *c)
 {
 	struct xsess *x = c->x;
 	const struct xfer_dest *d = &x->rx.dest;
+	const char *p = d->path ? d->path : "";
 	bool made;
 	int fd;
 
 	if (x->rx.destfd >= 0 || (x->o->flags & XFER_F_STDOUT))
 		return 0;
-	if (x->o->flags & XFER_F_DRY_RUN) { /* looked at, never made */
-		fd = fsio_open_dir(d->dirfd, d->path ? d->path : "", false, 0);
-		x->rx.destfd = fd >= 0 ? fd : -1;
-		return 0;
-	}
-	/* "" is dirfd itself (a duplicate) */
-	fd = fsio_make_dir(d->dirfd, d->path ? d->path : "", 0755, &made);
-	if (fd < 0)
+	/* a dry run looks, never makes ("" is dirfd itself, a duplicate) */
+	fd = (x->o->flags & XFER_F_DRY_RUN)
+		     ? fsio_open_dir(d->dirfd, p, false, 0)
+		     : fsio_make_dir(d->dirfd, p, 0755, &made);
+	if (fd < 0 && !((x->o->flags & XFER_F_DRY_RUN) && fd == -ENOENT))
 		return lr_err_setc(c->err, fd, "the destination %s",
-				   d->path && d->path[0] ? d->path : ".");
-	x->rx.destfd = fd;
+				   p[0] ? p : ".");
+	x->rx.destfd = fd >= 0 ? fd : -1; /* a dry run: what a run makes */
 	return 0;
 }
 
