@@ -15,9 +15,8 @@ import subprocess
 import pytest
 
 from lrproc import LinerateServer, describe, strict_json
-from util import wait_until
 from xferutil import (MiB, XferEnv, compare_tree, end_event, kill_and_reap,
-                      make_tree, same_file, wait_partial, write_random)
+                      make_tree, same_file, wait_resumable, write_random)
 
 
 # what `linerate crypto --json` says of each target's CPU under qemu
@@ -154,11 +153,7 @@ def _push_killed_and_resumed(x, src, sub, limit):
     the resume, which kept what was there."""
     proc, out, err = x.popen_send("--json", "--limit", limit, src,
                                   x.dest(sub))
-    wait_partial(x.root / sub, src.name, 2 * MiB, timeout=60)
-    journal = x.root / sub / f".{src.name}.lrjournal"
-    wait_until(lambda: journal.exists() and
-               journal.stat().st_size >= 40 + 24, 60,
-               what=f"a record in {journal}")
+    wait_resumable(x.root / sub, src.name, 2 * MiB, timeout=60)
     assert proc.poll() is None, f"{out.text()} {err.text()}"
     kill_and_reap(proc)
     res = x.send_ok("--json", src, x.dest(sub), timeout=300)

@@ -14,7 +14,7 @@ import pytest
 
 from lrproc import describe
 from xferutil import (MiB, end_event, json_events, kill_and_reap,
-                      same_file, temp_leftovers, wait_until, write_random)
+                      same_file, temp_leftovers, wait_journal, write_random)
 
 BIG = 256 * MiB
 # unaligned 1 MiB changes: each covers two chunks of 1 MiB
@@ -228,12 +228,9 @@ def test_interrupted_delta_keeps_the_old_file_and_resumes(xsrv):
     x.shape_a("160mbit")
     proc, out, err = x.popen_send("--json", "--update", "--limit", "10M",
                                   src, x.dest())
-    journal = x.root / ".d.bin.lrjournal"
-    # 40-byte header, 24-byte records: the 32 held chunks, then received
-    # ones (journaled once their data reached the disk)
-    wait_until(lambda: journal.exists() and
-               journal.stat().st_size >= 40 + 24 * (32 + 3), 30,
-               what=f"received chunks recorded in {journal}")
+    # the 32 held chunks, then received ones (journaled once their data
+    # reached the disk)
+    wait_journal(x.root, "d.bin", 32 + 3, timeout=30)
     assert proc.poll() is None, f"{out.text()} {err.text()}"
     kill_and_reap(proc)
     assert sha(dst) == before, "the old file changed before the new one"

@@ -16,7 +16,7 @@ import pytest
 
 from lrproc import describe
 from xferutil import (MiB, end_event, json_events, kill_and_reap, output,
-                      temp_leftovers, wait_partial, write_random)
+                      temp_leftovers, wait_resumable, write_random)
 from util import wait_until
 
 RSYNC = "/usr/bin/rsync"
@@ -244,10 +244,7 @@ def test_resume_of_a_tree_with_links(xsrv):
             ((d, n) for d, n in names if
              (d / f".{n}.lrjournal").exists()), None), 20,
             what="the journal of group g1's file")
-        wait_partial(where, first, 4 * MiB, timeout=20)
-        journal = where / f".{first}.lrjournal"
-        wait_until(lambda: journal.stat().st_size >= 40 + 24, 20,
-                   what=f"a record in {journal}")
+        wait_resumable(where, first, 4 * MiB)
         assert proc.poll() is None, f"{out.text()} {err.text()}"
     finally:
         kill_and_reap(proc)

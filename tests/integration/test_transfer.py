@@ -22,7 +22,7 @@ from util import wait_until
 from xferutil import (MiB, output, compare_tree, end_event, env_without_token,
                       json_events, kill_and_reap, make_tree, same_file,
                       set_link, sh_quote, sha256_file, temp_leftovers,
-                      tree_files, wait_exit, wait_partial, write_random)
+                      tree_files, wait_exit, wait_resumable, write_random)
 
 
 
@@ -312,12 +312,9 @@ def _start_slow_push(x, src):
     x.shape_a("160mbit")
     proc, out, err = x.popen_send("--json", "--limit", "20M", src,
                                   x.dest("r"))
-    wait_partial(x.root / "r", src.name, 4 * MiB, timeout=20)
-    # a journal record (40-byte header, 24-byte records) names chunks
-    # that reached the disk: only then has the resume something to keep
-    journal = x.root / "r" / f".{src.name}.lrjournal"
-    wait_until(lambda: journal.stat().st_size >= 40 + 24, 20,
-               what=f"a record in {journal}")
+    # a journal record names chunks that reached the disk: only then has
+    # the resume something to keep
+    wait_resumable(x.root / "r", src.name, 4 * MiB)
     assert proc.poll() is None, (
         f"the transfer finished before it could be interrupted: "
         f"{out.text()} {err.text()}")

@@ -24,9 +24,8 @@ import pytest
 from lrproc import describe
 from test_hardlinks import same_bytes
 from test_owners import fake_ids, get_elsewhere
-from util import wait_until
 from xferutil import (MiB, as_nobody, end_event, env_without_token,
-                      kill_and_reap, temp_leftovers, wait_partial)
+                      kill_and_reap, temp_leftovers, wait_resumable)
 
 
 @pytest.fixture(autouse=True)
@@ -451,11 +450,7 @@ def test_resume_and_delta_keep_them(xsrv):
     proc, out, err = x.popen_send("--json", "-X", "-A", "--limit", "20M",
                                   str(top) + "/", x.dest("r"))
     try:
-        wait_partial(x.root / "r", "big", 4 * MiB, timeout=20)
-        journal = x.root / "r" / ".big.lrjournal"
-        wait_until(lambda: journal.exists() and
-                   journal.stat().st_size >= 40 + 24, 20,
-                   what=f"a record in {journal}")
+        wait_resumable(x.root / "r", "big", 4 * MiB)
         assert proc.poll() is None, f"{out.text()} {err.text()}"
     finally:
         kill_and_reap(proc)

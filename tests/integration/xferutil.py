@@ -313,6 +313,28 @@ def wait_partial(dirpath, name, min_bytes, timeout=20):
     return wait_until(ready, timeout, what=f"partial {part} and {journal}")
 
 
+def wait_journal(dirpath, name, records=1, timeout=20):
+    """Wait until the journal of NAME in DIRPATH holds RECORDS records
+    (a 40-byte header, 24-byte records): chunks that reached the disk, so
+    that a resume has something to keep."""
+    journal = os.path.join(dirpath, f".{name}.lrjournal")
+
+    def ready():
+        try:
+            return os.stat(journal).st_size >= 40 + 24 * records
+        except FileNotFoundError:
+            return False
+
+    return wait_until(ready, timeout, what=f"{records} record(s) in {journal}")
+
+
+def wait_resumable(dirpath, name, min_bytes, timeout=20):
+    """wait_partial, then a journal record: a transfer of NAME killed
+    now is resumed, not started again."""
+    wait_partial(dirpath, name, min_bytes, timeout=timeout)
+    wait_journal(dirpath, name, 1, timeout=timeout)
+
+
 def kill_and_reap(proc, timeout=10):
     if proc.poll() is None:
         proc.kill()
