@@ -286,6 +286,10 @@ struct xfer_client_opts {
 	uint16_t port;
 	int family;
 	const char *bind_addr;
+	/* the link facts of the result: the route to this host, when the
+	 * streams go through a local relay (ssh), else NULL: the first
+	 * stream's own */
+	const char *link_host;
 	const uint8_t *psk; /* required: transfers are always authenticated */
 	uint8_t cipher_wish;
 	unsigned streams; /* 0 = chosen: xfer_auto_streams */

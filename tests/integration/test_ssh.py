@@ -8,6 +8,7 @@ its message and exit status. Root only (sshd in a namespace); skipped
 with the reason otherwise.
 """
 
+import json
 import os
 import re
 import shutil
@@ -376,14 +377,20 @@ def test_a_firewall_sends_the_data_through_ssh(sh, fw, tmp_path):
     encrypted and verified; a tree and a pull too."""
     src = write_random(tmp_path / "fw.bin", 24 * MiB + 3)
     dest = os.path.join(sh.dir, "fw")
-    res = sh.run_client(["send", "--json", str(src), far(sh, dest)],
-                        timeout=90)
+    saved = tmp_path / "runs.jsonl"
+    res = sh.run_client(["send", "--json", "--save", "fw", "--results",
+                         str(saved), str(src), far(sh, dest)], timeout=90)
     assert res.returncode == 0, text(res)
     err = res.stderr.decode()
     assert err.count(THROUGH) == 1 and "timed out" in err, err
     end = end_event(res.stdout.decode())
     assert end["ok"] is True and end["cipher"] != "none", end
     same_file(src, os.path.join(dest, "fw.bin"))
+    # the saved run's link is the route to the far host (host A's end of
+    # the veth), not the loopback relay the streams went through
+    link = json.loads(saved.read_text().splitlines()[-1])["facts"]["link"]
+    assert link["interface"] == sh.hosts.if_a, link
+    assert link["kind"] != "loopback", link
     top = tmp_path / "tree"
     make_tree(str(top))
     res = sh.run_client(["send", "-q", str(top), far(sh, dest)], timeout=90)
