@@ -459,6 +459,8 @@ static int bench_ssh(struct bench_cli_opts *o, struct sshcli *sc,
 	if (sc->relay) { /* a loopback port: -4/-6 and -B were for the far end */
 		o->b.family = AF_UNSPEC;
 		o->b.bind_addr = NULL;
+		/* the link is the route to the far end's address (ssh's) */
+		o->b.link_host = sc->boot.addr[0] ? sc->boot.addr : o->ra.host;
 	}
 	return 0;
 }

@@ -311,8 +311,11 @@ static int doctor_ssh(struct doctor_cli *o, struct sshcli *sc,
 	/* through ssh every stream shares one ssh channel: one is enough */
 	if (sc->relay && !o->net.streams)
 		o->d.streams = 1;
-	if (sc->relay) /* a loopback port: -4/-6 were for the far end */
+	if (sc->relay) { /* a loopback port: -4/-6 were for the far end */
 		o->d.family = AF_UNSPEC;
+		/* the link is the route to the far end's address (ssh's) */
+		o->d.link_host = sc->boot.addr[0] ? sc->boot.addr : o->ra.host;
+	}
 	return 0;
 }
 

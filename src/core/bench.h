@@ -57,7 +57,10 @@ struct bench_opts {
 	uint16_t port;
 	int family;	       /* AF_UNSPEC, AF_INET, AF_INET6 */
 	const char *bind_addr; /* -B, may be NULL */
-	uint16_t cport;	       /* --cport: stream i from port cport + i */
+	/* the link facts: the route to this host when the streams go
+	 * through a local relay (ssh); NULL: the first stream's own */
+	const char *link_host;
+	uint16_t cport; /* --cport: stream i from port cport + i */
 	struct proto_test_request req;
 	uint64_t interval_ms; /* 0 = no interval reports */
 	int connect_timeout_ms;

@@ -629,6 +629,7 @@ static int net_stage(const struct doctor_opts *o, bool reverse,
 	bo.host = o->host;
 	bo.port = o->port;
 	bo.family = o->family;
+	bo.link_host = o->link_host;
 	bo.psk = o->psk;
 	bo.cipher_wish = o->cipher_wish;
 	bo.connect_timeout_ms = 10000;
@@ -826,6 +827,7 @@ static int transfer_stage(const struct doctor_opts *o,
 	xo.host = o->host;
 	xo.port = o->port;
 	xo.family = o->family;
+	xo.link_host = o->link_host;
 	xo.psk = o->psk;
 	xo.cipher_wish = o->cipher_wish;
 	xo.streams = o->streams;

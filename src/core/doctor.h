@@ -76,6 +76,7 @@ struct doctor_opts {
 	const char *host;
 	uint16_t port;
 	int family;
+	const char *link_host; /* through a relay: the route's host (bench.h) */
 	const uint8_t *psk;
 	uint8_t cipher_wish;
 	unsigned streams;

@@ -56,6 +56,25 @@ int net_resolve(const char *host, uint16_t port, int family, bool passive,
 	return 0;
 }
 
+int net_route_from(const char *host, struct sockaddr_storage *ss, socklen_t *sl)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_DGRAM,
+				  .ai_flags = AI_ADDRCONFIG };
+	struct addrinfo *ai = NULL;
+	int fd = -1, r = -1;
+
+	if (getaddrinfo(host, "9", &hints, &ai) || !ai)
+		return -1;
+	fd = socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && !connect(fd, ai->ai_addr, ai->ai_addrlen) &&
+	    !getsockname(fd, (struct sockaddr *)ss, sl))
+		r = 0;
+	if (fd >= 0)
+		close(fd);
+	freeaddrinfo(ai);
+	return r;
+}
+
 int net_apply_sockopts(int fd, const struct net_sockopts *o, struct lr_err *err)
 {
 	int one = 1, v;

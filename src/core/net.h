@@ -36,6 +36,11 @@ struct net_tcp_stats {
 int64_t net_now_ms(void);
 int64_t net_now_us(void);
 
+/* The local address the route to host (a name or literal) leaves from:
+ * a UDP socket connected, which sends nothing, and asked. 0 or -1. */
+int net_route_from(const char *host, struct sockaddr_storage *ss,
+		   socklen_t *sl);
+
 /* Resolve host (name or literal; NULL = wildcard when passive) and port.
  * family is AF_UNSPEC, AF_INET or AF_INET6. */
 int net_resolve(const char *host, uint16_t port, int family, bool passive,

@@ -419,11 +419,16 @@ def test_via_ssh_forces_it_and_bench_and_doctor_go_through(sh, tmp_path):
     assert res.returncode == 0, text(res)
     doc = strict_json(res.stdout.decode())
     assert doc["end"]["sum_received"]["bytes"] > 0, doc["end"]
+    # the link is ssh's route to the far host, not the loopback relay
+    link = doc["end"]["linerate"]["link"]
+    assert link.get("interface") == sh.hosts.if_a, link
     pw = sh.ensure_user()
     res = sh.run_client(["doctor", "--via-ssh", "--json", "-t", "1",
                          "--size", "8M", f"{TEST_USER}@farhost"], timeout=120)
     assert res.returncode == 0, text(res)
-    assert strict_json(res.stdout.decode()).get("bottleneck")
+    doc = strict_json(res.stdout.decode())
+    assert doc.get("bottleneck")
+    assert doc["link"]["interface"] == sh.hosts.if_a, doc["link"]
     assert os.listdir(pw.pw_dir) == [], os.listdir(pw.pw_dir)
     wait_until(lambda: not sh.far_linerates(), 5, what="the far end's exit")
 

@@ -36,6 +36,9 @@ void bench_fill_link(const struct bench_opts *o, struct bench_run *run,
 	struct bench_stream *s = &run->streams[0];
 	struct net_tcp_stats st;
 	struct link_info li;
+	struct sockaddr_storage rs;
+	socklen_t rsl = sizeof(rs);
+	const struct sockaddr *at = (const struct sockaddr *)&s->local.ss;
 	int v;
 	socklen_t sl = sizeof(v);
 
@@ -51,7 +54,12 @@ void bench_fill_link(const struct bench_opts *o, struct bench_run *run,
 		res->timestamps = st.timestamps;
 		res->mss = st.snd_mss;
 	}
-	if (!link_lookup((struct sockaddr *)&s->local.ss, "/sys", &li)) {
+	/* through a relay (ssh): the route to the far host, or unknown */
+	if (o->link_host)
+		at = net_route_from(o->link_host, &rs, &rsl)
+			     ? NULL
+			     : (const struct sockaddr *)&rs;
+	if (at && !link_lookup(at, "/sys", &li)) {
 		res->link_known = true;
 		snprintf(res->link_if, sizeof(res->link_if), "%s", li.ifname);
 		res->link_speed_bps = li.speed_bps;

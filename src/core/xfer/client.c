@@ -5,7 +5,6 @@
  * run the session; a push's sources are counted meanwhile.
  */
 #include <errno.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -314,28 +313,6 @@ static int client_accept(struct xcl *k)
 	return r;
 }
 
-/* The local address the route to host leaves from: a UDP socket
- * connected (which sends nothing) and asked. 0 or -1. */
-static int route_from(const char *host, struct sockaddr_storage *ss,
-		      socklen_t *sl)
-{
-	struct addrinfo hints = { .ai_socktype = SOCK_DGRAM,
-				  .ai_flags = AI_ADDRCONFIG };
-	struct addrinfo *ai = NULL;
-	int fd = -1, r = -1;
-
-	if (getaddrinfo(host, "9", &hints, &ai) || !ai)
-		return -1;
-	fd = socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd >= 0 && !connect(fd, ai->ai_addr, ai->ai_addrlen) &&
-	    !getsockname(fd, (struct sockaddr *)ss, sl))
-		r = 0;
-	if (fd >= 0)
-		close(fd);
-	freeaddrinfo(ai);
-	return r;
-}
-
 /* The link the first data stream leaves by, or, through a relay, the
  * link of the route to the far host (the relay's is loopback). */
 static void client_link(struct xcl *k, struct xfer_result *lk)
@@ -345,7 +322,7 @@ static void client_link(struct xcl *k, struct xfer_result *lk)
 	struct link_info li;
 
 	if (k->o->link_host
-		    ? route_from(k->o->link_host, &ss, &sl)
+		    ? net_route_from(k->o->link_host, &ss, &sl)
 		    : getsockname(k->data[0].fd, (struct sockaddr *)&ss, &sl))
 		return;
 	if (!link_lookup((struct sockaddr *)&ss, "/sys", &li)) {
