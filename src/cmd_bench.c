@@ -597,6 +597,13 @@ int cmd_bench(int argc, char **argv)
 		outopts_end(&o.out);
 		return EXIT_RUNTIME;
 	}
+	/* a run to be saved where it cannot be: said before the test */
+	if (o.save.label && results_ready(&o.save, &err)) {
+		fprintf(stderr, "linerate bench: --save: %s\n", err.msg);
+		report_free(rp);
+		outopts_end(&o.out);
+		return EXIT_RUNTIME;
+	}
 	if (o.save.label && (results_capture_open(&txt) ||
 			     !(cap = report_new(txt.f, REPORT_JSON)))) {
 		report_msg(stderr, "out of memory\n");

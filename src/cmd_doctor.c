@@ -348,6 +348,15 @@ static void catch_signals(void)
 	sigaction(SIGTERM, &sa, NULL);
 }
 
+/* --save's file cannot be written: err said so, now as --save's. */
+static int save_refused(struct lr_err *err)
+{
+	char why[sizeof(err->msg)];
+
+	snprintf(why, sizeof(why), "%s", err->msg);
+	return lr_err_set(err, err->code, "--save: %s", why);
+}
+
 /* doctor --local [DIR]: the machine alone (a server of its own in a
  * child), reported. */
 static int doctor_local(struct doctor_cli *o, int argc, char **argv)
@@ -379,6 +388,8 @@ static int doctor_local(struct doctor_cli *o, int argc, char **argv)
 		r = lr_err_setc(&err, -errno,
 				"%s: its disk is measured by writing there",
 				o->dir);
+	else if (o->save.label && results_ready(&o->save, &err))
+		r = save_refused(&err);
 	else
 		r = doctor_local_run(&lo, &cb, rep, &err);
 	if (!r && rep->d.not_measured[0])
@@ -415,6 +426,11 @@ int cmd_doctor(int argc, char **argv)
 	}
 	if (!r && o.local)
 		return doctor_local(&o, argc, argv);
+	/* a run to be saved where it cannot be: said before any work */
+	if (!r && o.save.label && results_ready(&o.save, &err)) {
+		fprintf(stderr, "linerate doctor: --save: %s\n", err.msg);
+		return EXIT_RUNTIME;
+	}
 	/* no token to hand (one would be asked for): is there a server? */
 	if (!r && !o.via_ssh && !o.ssh.no_ssh && !o.net.token_file &&
 	    !o.net.have_port && !getenv("LINERATE_TOKEN") &&

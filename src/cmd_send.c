@@ -857,6 +857,11 @@ static int run(int argc, char **argv, bool pull)
 		r = pipe_options(&o, pull, &err);
 	if (!r)
 		r = send_want_ssh(&o, &err);
+	/* a run to be saved where it cannot be: said before any work */
+	if (!r && o.save.label && results_ready(&o.save, &err)) {
+		fprintf(stderr, "linerate %s: --save: %s\n", name, err.msg);
+		return EXIT_RUNTIME;
+	}
 	/* no token to hand (it would be asked for): is there a server? */
 	if (!r && !o.via_ssh && !o.ssh.no_ssh && !o.net.token_file &&
 	    !o.net.have_port && !getenv("LINERATE_TOKEN") &&

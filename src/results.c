@@ -441,6 +441,45 @@ static void local_facts(struct report_saved_run *r, const char *dir,
 	}
 }
 
+/* The results file's path, its default directory made. */
+static int results_where(const struct results_opts *o, char *path, size_t cap,
+			 struct lr_err *err)
+{
+	int e = results_path(o, path, cap, err);
+
+	return !e && !o->file ? make_dirs(path, err) : e;
+}
+
+int results_ready(const struct results_opts *o, struct lr_err *err)
+{
+	char path[PATH_MAX], dir[PATH_MAX];
+	char *slash;
+	int fd, e;
+
+	e = results_where(o, path, sizeof(path), err);
+	if (e)
+		return e;
+	/* there: opened as it will be, for appending; else its directory
+	 * must let a file be made (nothing made now: a run that fails
+	 * leaves no empty results file) */
+	fd = open(path,
+		  O_WRONLY | O_APPEND | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	if (errno != ENOENT)
+		return lr_err_setc(err, -errno, "%s", path);
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash)
+		slash[slash == dir ? 1 : 0] = '\0';
+	if (access(slash ? dir : ".", W_OK | X_OK))
+		return lr_err_setc(err, -errno, "%s: cannot be made in %s",
+				   path, slash ? dir : ".");
+	return 0;
+}
+
 int results_save(const struct results_opts *o, struct report_saved_run *r,
 		 const char *dir, FILE *msg, struct lr_err *err)
 {
@@ -449,9 +488,7 @@ int results_save(const struct results_opts *o, struct report_saved_run *r,
 	char path[PATH_MAX];
 	int fd, e;
 
-	e = results_path(o, path, sizeof(path), err);
-	if (!e && !o->file)
-		e = make_dirs(path, err);
+	e = results_where(o, path, sizeof(path), err);
 	if (e)
 		return e;
 	r->label = o->label;

@@ -274,3 +274,36 @@ def test_default_file_and_refusals(world, tmp_path):
         describe(res)
     res = lr(w, "results", "--compare", "a")
     assert res.returncode == 2, describe(res)
+
+
+def test_a_results_file_that_cannot_be_written_is_said_before_the_run(
+        world):
+    """--save into a results file that cannot be appended to (a directory,
+    a path below a file): each command says so before it moves anything,
+    exit 1, and the server saw no transfer."""
+    w = world
+    src = w["tmp"] / "s.bin"
+    write_random(src, 4096)
+    (w["root"] / "there.bin").write_bytes(b"x")
+    below_file = str(src) + "/runs.jsonl"
+    runs = (
+        (["bench", "-t", "0.5", LOOP], w["tmp"], "Is a directory"),
+        (["send", str(src), f"{LOOP}:in/"], below_file, "Not a directory"),
+        (["get", f"{LOOP}:there.bin", str(w["tmp"] / "got.bin")], w["tmp"],
+         "Is a directory"),
+        (["doctor", "-t", "0.5", "--size", "8M", LOOP], w["tmp"],
+         "Is a directory"),
+    )
+    for argv, results, words in runs:
+        res = lr(w, argv[0], "-p", w["port"], "--token-file", w["tok"],
+                 "--save", "x", "--results", str(results), *argv[1:])
+        assert res.returncode == 1, describe(res)
+        assert f"linerate {argv[0]}: --save: {results}: {words}" in \
+            res.stderr, describe(res)
+    assert not (w["root"] / "in").exists()
+    assert not (w["tmp"] / "got.bin").exists()
+    # doctor --local too, before it measures
+    res = lr(w, "doctor", "--local", str(w["tmp"]), "--save", "x",
+             "--results", str(w["tmp"]))
+    assert res.returncode == 1, describe(res)
+    assert f"--save: {w['tmp']}: Is a directory" in res.stderr, describe(res)
