@@ -459,9 +459,8 @@ static int bench_ssh(struct bench_cli_opts *o, struct sshcli *sc,
 	if (sc->relay) { /* a loopback port: -4/-6 and -B were for the far end */
 		o->b.family = AF_UNSPEC;
 		o->b.bind_addr = NULL;
-		/* the link is the route to the far end's address (ssh's) */
-		o->b.link_host = sc->boot.addr[0] ? sc->boot.addr : o->ra.host;
 	}
+	o->b.link_host = sshcli_link_host(sc, &o->ra);
 	return 0;
 }
 
@@ -598,8 +597,7 @@ int cmd_bench(int argc, char **argv)
 		return EXIT_RUNTIME;
 	}
 	/* a run to be saved where it cannot be: said before the test */
-	if (o.save.label && results_ready(&o.save, &err)) {
-		fprintf(stderr, "linerate bench: --save: %s\n", err.msg);
+	if (results_refused(&o.save, "bench")) {
 		report_free(rp);
 		outopts_end(&o.out);
 		return EXIT_RUNTIME;

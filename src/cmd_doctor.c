@@ -311,11 +311,9 @@ static int doctor_ssh(struct doctor_cli *o, struct sshcli *sc,
 	/* through ssh every stream shares one ssh channel: one is enough */
 	if (sc->relay && !o->net.streams)
 		o->d.streams = 1;
-	if (sc->relay) { /* a loopback port: -4/-6 were for the far end */
+	if (sc->relay) /* a loopback port: -4/-6 were for the far end */
 		o->d.family = AF_UNSPEC;
-		/* the link is the route to the far end's address (ssh's) */
-		o->d.link_host = sc->boot.addr[0] ? sc->boot.addr : o->ra.host;
-	}
+	o->d.link_host = sshcli_link_host(sc, &o->ra);
 	return 0;
 }
 
@@ -346,15 +344,6 @@ static void catch_signals(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-}
-
-/* --save's file cannot be written: err said so, now as --save's. */
-static int save_refused(struct lr_err *err)
-{
-	char why[sizeof(err->msg)];
-
-	snprintf(why, sizeof(why), "%s", err->msg);
-	return lr_err_set(err, err->code, "--save: %s", why);
 }
 
 /* doctor --local [DIR]: the machine alone (a server of its own in a
@@ -388,8 +377,6 @@ static int doctor_local(struct doctor_cli *o, int argc, char **argv)
 		r = lr_err_setc(&err, -errno,
 				"%s: its disk is measured by writing there",
 				o->dir);
-	else if (o->save.label && results_ready(&o->save, &err))
-		r = save_refused(&err);
 	else
 		r = doctor_local_run(&lo, &cb, rep, &err);
 	if (!r && rep->d.not_measured[0])
@@ -424,13 +411,11 @@ int cmd_doctor(int argc, char **argv)
 		fputs(cmd_doctor_usage, stdout);
 		return EXIT_OK;
 	}
+	/* a run to be saved where it cannot be: said before any work */
+	if (!r && results_refused(&o.save, "doctor"))
+		return EXIT_RUNTIME;
 	if (!r && o.local)
 		return doctor_local(&o, argc, argv);
-	/* a run to be saved where it cannot be: said before any work */
-	if (!r && o.save.label && results_ready(&o.save, &err)) {
-		fprintf(stderr, "linerate doctor: --save: %s\n", err.msg);
-		return EXIT_RUNTIME;
-	}
 	/* no token to hand (one would be asked for): is there a server? */
 	if (!r && !o.via_ssh && !o.ssh.no_ssh && !o.net.token_file &&
 	    !o.net.have_port && !getenv("LINERATE_TOKEN") &&

@@ -858,10 +858,8 @@ static int run(int argc, char **argv, bool pull)
 	if (!r)
 		r = send_want_ssh(&o, &err);
 	/* a run to be saved where it cannot be: said before any work */
-	if (!r && o.save.label && results_ready(&o.save, &err)) {
-		fprintf(stderr, "linerate %s: --save: %s\n", name, err.msg);
+	if (!r && results_refused(&o.save, name))
 		return EXIT_RUNTIME;
-	}
 	/* no token to hand (it would be asked for): is there a server? */
 	if (!r && !o.via_ssh && !o.ssh.no_ssh && !o.net.token_file &&
 	    !o.net.have_port && !getenv("LINERATE_TOKEN") &&

@@ -229,9 +229,8 @@ int send_ssh_begin(struct send_cli *o, struct sshcli *sc, struct lr_err *err)
 	if (sc->relay) { /* a loopback port: -4/-6 and -B were for the far end */
 		o->c.family = AF_UNSPEC;
 		o->c.bind_addr = NULL;
-		/* the link is the route to the far end's address (ssh's) */
-		o->c.link_host = sc->boot.addr[0] ? sc->boot.addr : o->ra.host;
 	}
+	o->c.link_host = sshcli_link_host(sc, &o->ra);
 	return 0;
 }
 

@@ -450,7 +450,9 @@ static int results_where(const struct results_opts *o, char *path, size_t cap,
 	return !e && !o->file ? make_dirs(path, err) : e;
 }
 
-int results_ready(const struct results_opts *o, struct lr_err *err)
+/* Before the run: the results file can be appended to, or made (the
+ * default directory made as results_save would). -errno with err set. */
+static int results_ready(const struct results_opts *o, struct lr_err *err)
 {
 	char path[PATH_MAX], dir[PATH_MAX];
 	char *slash;
@@ -478,6 +480,16 @@ int results_ready(const struct results_opts *o, struct lr_err *err)
 		return lr_err_setc(err, -errno, "%s: cannot be made in %s",
 				   path, slash ? dir : ".");
 	return 0;
+}
+
+bool results_refused(const struct results_opts *o, const char *cmd)
+{
+	struct lr_err err = { 0 };
+
+	if (!o->label || !results_ready(o, &err))
+		return false;
+	fprintf(stderr, "linerate %s: --save: %s\n", cmd, err.msg);
+	return true;
 }
 
 int results_save(const struct results_opts *o, struct report_saved_run *r,

@@ -95,9 +95,10 @@ int results_far_facts(const char *host, uint16_t port, int family,
 		      const uint8_t *psk, uint8_t cipher_wish,
 		      struct proto_probe_result *out);
 
-/* Before the run: the results file can be appended to, or made (the
- * default directory made as results_save would). -errno with err set. */
-int results_ready(const struct results_opts *o, struct lr_err *err);
+/* A command's check before its work: true (said on stderr as `linerate
+ * CMD: --save: ...`) when --save was given and its file cannot be
+ * written; false otherwise. */
+bool results_refused(const struct results_opts *o, const char *cmd);
 
 /* Append the run to the results file (its id: one more than the
  * largest there), this end's facts gathered here (storage of dir, may be

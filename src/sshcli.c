@@ -303,6 +303,14 @@ static void relay_end(struct sshcli *s, bool ok)
 			   lr_strerror(-s->relay_err));
 }
 
+const char *sshcli_link_host(const struct sshcli *s,
+			     const struct remote_addr *ra)
+{
+	if (!s->relay)
+		return NULL;
+	return s->boot.addr[0] ? s->boot.addr : ra->host;
+}
+
 int sshcli_finish(struct sshcli *s, bool ok, struct lr_err *err)
 {
 	char last[256];

@@ -100,6 +100,13 @@ int sshcli_start(struct sshcli *s, const struct sshcli_opts *o,
 		 const struct remote_addr *ra, const char *const far_args[],
 		 uint8_t psk[SESSION_PSK_LEN], struct lr_err *err);
 
+/* Through the relay, the host whose route is the run's link: the far
+ * end's address as it told it (an ssh alias resolves nowhere else), else
+ * the host as typed; NULL when the connections go direct (their own
+ * link is the one). */
+const char *sshcli_link_host(const struct sshcli *s,
+			     const struct remote_addr *ra);
+
 /*
  * End the far end (its lifeline closed) and wait for it. ok: this side's
  * work succeeded. 0 when the far end ended well; else its failure in err

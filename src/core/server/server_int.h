@@ -180,6 +180,7 @@ struct server_test {
 	/* a file transfer's data connections */
 	bool is_xfer;
 	uint8_t xdir;
+	uint32_t xwindow; /* the files window agreed (0: the default) */
 	struct conn *xconns;
 	pthread_cond_t attach_cv;
 	struct bench_run run;

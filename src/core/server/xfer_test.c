@@ -212,7 +212,7 @@ static int open_streams(struct server_test *t,
 		 LINERATE_VERSION);
 	acc.streams = (uint16_t)n;
 	acc.chunk_size = req->chunk_size ? req->chunk_size : XFER_DEFAULT_CHUNK;
-	acc.files_window = agreed_window(srv, req);
+	acc.files_window = t->xwindow = agreed_window(srv, req);
 	proto_buf_init(&b, buf, PROTO_MAX_BODY);
 	r = proto_encode_xfer_accept(&b, &acc);
 	if (!r)
@@ -251,7 +251,7 @@ static int run_engine(struct server_test *t,
 	int r;
 
 	xo.chunk_size = req->chunk_size ? req->chunk_size : XFER_DEFAULT_CHUNK;
-	xo.files_window = agreed_window(srv, req);
+	xo.files_window = t->xwindow; /* as XFER_ACCEPT said */
 	/* what a client may ask for; STDOUT is the server's own choice
 	 * (linerate recv --stdout), never the peer's */
 	xo.flags = (req->flags & ~(uint32_t)PROTO_XF_STDOUT) |
