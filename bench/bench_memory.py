@@ -91,7 +91,7 @@ def one(prog, token, work, src, mode):
         srv_args = ["serve", "-B", "127.0.0.1", "-p", str(port), "--root",
                     dst, "--token-file", token]
         cli_args = ["send", "-q", "--token-file", token, "-p", str(port),
-                    src, "127.0.0.1:in"]
+                    src, "127.0.0.1:in/"]
     else:
         srv_args = ["serve", "-B", "127.0.0.1", "-p", str(port), "--root",
                     os.path.dirname(src), "--read-only", "--token-file",

@@ -789,7 +789,7 @@ run_one() {
         [ "$tool" = lrnone ] && cli+=(--cipher none)
         [ "$tool" = lrchacha ] && cli+=(--cipher chacha20-poly1305)
         [ "$tool" = lraes ] && cli+=(--cipher aes-256-gcm)
-        cli+=("$src" "$TH_ADDR_B:$tag")
+        cli+=("$src" "$TH_ADDR_B:$tag/")
         ;;
     ref)
         # no --root: memory to memory needs none (and works with older builds)
@@ -822,14 +822,14 @@ run_one() {
         rm -f "$SSHD_DIR/sshd.pid"
         srv=("$SSHD_BIN" -D -e -f "$SSHD_DIR/sshd_config")
         cli=("$LINERATE_BIN" send -q --json -e "ssh ${SSH_OPTS[*]}"
-            --remote-path "$FAR_BIN" "$src" "$BENCH_USER@$TH_ADDR_B:$rundir")
+            --remote-path "$FAR_BIN" "$src" "$BENCH_USER@$TH_ADDR_B:$rundir/")
         ;;
     lrvia)
         port=$SSH_PORT
         rm -f "$SSHD_DIR/sshd.pid"
         srv=("$SSHD_BIN" -D -e -f "$SSHD_DIR/sshd_config")
         cli=("$LINERATE_BIN" send -q --json --via-ssh -e "ssh ${SSH_OPTS[*]}"
-            --remote-path "$FAR_BIN" "$src" "$BENCH_USER@$TH_ADDR_B:$rundir")
+            --remote-path "$FAR_BIN" "$src" "$BENCH_USER@$TH_ADDR_B:$rundir/")
         ;;
     scp | rsync)
         port=$SSH_PORT

@@ -361,6 +361,7 @@ static int recv_root(struct recv_cli *o, struct lr_err *err)
 {
 	char parent[4096];
 	size_t n = strlen(o->dir);
+	struct stat st;
 	char *slash;
 
 	o->dirfd = -1;
@@ -374,6 +375,12 @@ static int recv_root(struct recv_cli *o, struct lr_err *err)
 		return o->s.rootfd < 0 ? lr_err_setc(err, -errno, "%s", o->dir)
 				       : 0;
 	}
+	/* over ssh, DIR is the user's HOST:PATH: a file there may be the
+	 * name of the one file sent (LONE_FILE), so it is taken as missing
+	 * (a push of anything else is refused when it comes) */
+	if (errno == ENOTDIR && o->ssh && !lstat(o->dir, &st) &&
+	    S_ISREG(st.st_mode))
+		errno = ENOENT;
 	if (errno != ENOENT || n >= sizeof(parent))
 		return lr_err_setc(err, -errno, "%s", o->dir);
 	memcpy(parent, o->dir, n + 1);
@@ -394,6 +401,7 @@ static int recv_root(struct recv_cli *o, struct lr_err *err)
 	if (o->s.rootfd < 0)
 		return lr_err_setc(err, -errno, "%s", parent);
 	o->s.root_sub = o->dirname;
+	o->s.root_sub_names_file = o->ssh;
 	return 0;
 }
 

@@ -346,12 +346,25 @@ static bool contents_of(const char *arg)
 	       (n >= 2 && !strcmp(arg + n - 2, "/."));
 }
 
+/* HOST:PATH that may name the one file sent (scp's and rsync's
+ * meaning): no trailing slash, and a last component that is a name. */
+static bool names_file(const char *path)
+{
+	size_t n = strlen(path);
+	const char *last = strrchr(path, '/');
+
+	last = last ? last + 1 : path;
+	return n && path[n - 1] != '/' && strcmp(last, ".") &&
+	       strcmp(last, "..") && strcmp(last, "~");
+}
+
 /* send's operands: PATH... HOST:[DIR]. */
 static int push_args(int argc, char **argv, int first, struct send_cli *o,
 		     struct lr_err *err)
 {
 	const char *host, *path;
 	int i, last = argc - 1;
+	struct stat st;
 
 	if (argc - first < 2)
 		return lr_err_set(err, -EINVAL, "need PATH... and HOST:[DIR]");
@@ -375,6 +388,11 @@ static int push_args(int argc, char **argv, int first, struct send_cli *o,
 	}
 	o->c.src.npaths = (unsigned)(last - first);
 	o->c.src.paths = o->paths;
+	/* `send FILE HOST:NAME`: the server names the file NAME when NAME
+	 * is no directory there (anything else sent goes into NAME) */
+	o->c.lone_file = last - first == 1 && strcmp(argv[first], "-") &&
+			 !lstat(argv[first], &st) && S_ISREG(st.st_mode) &&
+			 !contents_of(argv[first]) && names_file(path);
 	path = send_clean_remote(path);
 	o->dest = path;
 	if (!strcmp(argv[first], "-") && stdin_dest(path, o, err))
@@ -648,6 +666,19 @@ static int get_dest(const char *dest, bool lone, struct xfer_dest *d,
 	return 0;
 }
 
+/* `send FILE HOST:NAME` to an older server: NAME was taken as a
+ * directory (it did not answer LONE_FILE). */
+static void lone_note(const struct send_cli *o, const struct xfer_result *res,
+		      int r)
+{
+	if (!r && res->lone_as_dir && !o->quiet)
+		report_msg(stderr,
+			   "note: the server, an older linerate, took '%s' as "
+			   "a directory: what was sent is in it (a newer one "
+			   "names a lone file so, as scp does)\n",
+			   o->ra.path);
+}
+
 /* The exit status of a session that ran (r its outcome), after a word
  * on --delete when nothing was deleted. */
 static int exit_status(const struct send_cli *o, const struct xfer_result *res,
@@ -918,6 +949,7 @@ static int run(int argc, char **argv, bool pull)
 	if (o.via_ssh && sshcli_finish(&sc, r == 0, &err) && !r)
 		r = -EPIPE;
 	report_xfer_end(rx, &res, o.link_speed, r ? err.msg : NULL);
+	lone_note(&o, &res, r);
 	if (o.save.label)
 		save_end(&o, &sv, r, &res, argc, argv);
 	session_token_wipe(o.psk, sizeof(o.psk));

@@ -123,6 +123,7 @@ enum proto_tag {
 	/* XFER_REQUEST: the most entries the requester keeps in flight;
 	 * XFER_ACCEPT: the session's window (u32, both optional) */
 	PROTO_T_FILES_WINDOW = 0x0048,
+	PROTO_T_LONE_FILE = 0x0049, /* u8 1: a push's PATH may name its file */
 	/* XFER_REQUEST, critical: a peer that does not know them must refuse
 	 * the request rather than send what they leave out */
 	PROTO_T_FILTER = 0x8040,   /* kind:u8 pattern; repeated */
@@ -349,6 +350,9 @@ struct proto_xfer_request {
 	/* the most entries the requester keeps announced and not done,
 	 * PROTO_XFER_WINDOW_DEFAULT..LIMIT; 0: not said (the default) */
 	uint32_t files_window;
+	/* push: PATH names the file when the session is one regular file
+	 * and PATH is no directory there (`send FILE HOST:NAME`) */
+	bool lone_file;
 };
 
 struct proto_xfer_accept {
@@ -359,6 +363,8 @@ struct proto_xfer_accept {
 	/* the session's window, at most the request's; 0: not said (the
 	 * default, and what a server answers a request that said none) */
 	uint32_t files_window;
+	/* the request's LONE_FILE understood and applied */
+	bool lone_file;
 };
 
 struct proto_xfer_totals {

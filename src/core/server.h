@@ -34,6 +34,10 @@ struct server_opts {
 	/* the root is this directory below rootfd, made when a push first
 	 * writes (recv DIR of a DIR not there yet); NULL: rootfd itself */
 	const char *root_sub;
+	/* a lone file pushed with an empty PATH (LONE_FILE) may take
+	 * root_sub's name: `recv --ssh DIR`, DIR being the user's
+	 * HOST:PATH; never for a recv DIR the user named a directory */
+	bool root_sub_names_file;
 	/* partial files of pushes below the root, removed at the start
 	 * and every partial_sweep_ms (0: an hour) by this policy, when it
 	 * has a limit and the server takes pushes into rootfd itself */

@@ -226,6 +226,9 @@ struct xfer_result {
 	uint64_t link_speed_bps; /* 0 = unknown */
 	unsigned link_mtu;
 	bool link_wireless, link_virtual; /* Wi-Fi; veth, loopback, tunnel */
+	/* client of a push that asked lone_file: the server did not answer
+	 * it (an older one), so its PATH was taken as a directory */
+	bool lone_as_dir;
 };
 
 struct conn; /* conn.h: the engine's own */
@@ -300,6 +303,10 @@ struct xfer_client_opts {
 	 * root ("" = the root); pull: 1..XFER_MAX_PATHS source paths */
 	unsigned npaths;
 	const char *paths[XFER_MAX_PATHS];
+	/* push of one source to a PATH written without a trailing slash:
+	 * when the source is one regular file and PATH is no directory on
+	 * the server, the file is named PATH (scp's and rsync's meaning) */
+	bool lone_file;
 	/* flags, chunk_size (0: the server chooses), rate, progress */
 	struct xfer_opts x;
 	/* push: what to send; pull: where (dest), or outfd for a pipe */

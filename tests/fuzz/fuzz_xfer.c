@@ -91,6 +91,9 @@ static void fuzz_request(const uint8_t *body, size_t len, uint8_t *enc)
 		CHECK(!n || (p[0] != '/' && p[n - 1] != '/'));
 		CHECK(!memchr(p, '\0', n));
 	}
+	/* LONE_FILE: a push's, not with DELETE */
+	CHECK(!m.lone_file ||
+	      (m.op == PROTO_XFER_PUSH && !(m.flags & PROTO_XF_DELETE)));
 	CHECK(m.op == PROTO_XFER_PULL || m.contents <= 1);
 	CHECK(m.npaths == 64 || (m.contents >> m.npaths) == 0);
 	CHECK(m.nfilters <= PROTO_XFER_MAX_FILTERS);
@@ -119,7 +122,7 @@ static void fuzz_request(const uint8_t *body, size_t len, uint8_t *enc)
 	CHECK(m.op == m2.op && m.streams == m2.streams &&
 	      m.chunk_size == m2.chunk_size && m.flags == m2.flags &&
 	      m.rate == m2.rate && m.npaths == m2.npaths &&
-	      m.files_window == m2.files_window);
+	      m.files_window == m2.files_window && m.lone_file == m2.lone_file);
 	for (i = 0; i < m.npaths; i++)
 		CHECK(m.path_lens[i] == m2.path_lens[i] &&
 		      !memcmp(m.paths[i], m2.paths[i], m.path_lens[i]));
@@ -168,7 +171,7 @@ static void fuzz_accept(const uint8_t *body, size_t len, uint8_t *enc)
 	CHECK(!memcmp(m.session_id, m2.session_id, PROTO_TEST_ID_LEN) &&
 	      !strcmp(m.software, m2.software) && m.streams == m2.streams &&
 	      m.chunk_size == m2.chunk_size &&
-	      m.files_window == m2.files_window);
+	      m.files_window == m2.files_window && m.lone_file == m2.lone_file);
 }
 
 static void fuzz_totals(const uint8_t *body, size_t len, uint8_t *enc)

@@ -94,7 +94,7 @@ class World:
                   "-p", str(port), "--token-file", str(self.token),
                   "-P", str(streams), "--chunk", CHUNK]
         if op == "push":
-            return common + [str(self.push_src), f"{LOOP}:in"]
+            return common + [str(self.push_src), f"{LOOP}:in/"]
         return common + [f"{LOOP}:{NAME}", str(self.dst)]
 
     def run(self, op, port, streams, timeout=CLIENT_BOUND + 15):

@@ -97,7 +97,18 @@ CASES = {
         present={},
         absent=["x", "dl/sub"],
         reason=[r"the receiver refused the session: destination 'dl': "
-                r"(Not a directory|Too many levels of symbolic links)",
+                r"(Not a directory|a symlink \(never written through\))",
+                r"the receiver refused the session: .*(refused|malformed)"]),
+    # LONE_FILE (send FILE HOST:NAME): one file takes the name; a tree,
+    # two files or a path with a slash make NAME a directory; a symlink
+    # at NAME is refused, never written through
+    "lone_file": dict(
+        present={"lone_a": 10, "lone_b/sub/z": 10, "lone_c/p": 10,
+                 "lone_c/q": 10},
+        absent=["x", "y", "lone_a/d", "d", "lone_dotdot", "z"],
+        reason=[r"destination 'lone_l': a symlink \(never written through\)",
+                r"destination 'lone_l/below': (Not a directory|a symlink)",
+                r"(Not a directory|File exists)",
                 r"the receiver refused the session: .*(refused|malformed)"]),
     "planted_temp": dict(
         present={"g": 5 * CHUNK - 7},
@@ -315,12 +326,12 @@ def leftovers(root):
 
 
 def normal_send(linerate_bin, srv, token_file, tmp_path, dest):
-    """A well-behaved `linerate send` of one small file to DEST."""
+    """A well-behaved `linerate send` of one small file into DEST/."""
     src = tmp_path / "hello.txt"
     src.write_bytes(b"hello after a hostile sender\n")
     res = subprocess.run(
         [linerate_bin, "send", "-q", "-p", str(srv.port), "--token-file",
-         token_file, str(src), f"{LOOP}:{dest}"],
+         token_file, str(src), f"{LOOP}:{dest}/"],
         stdin=subprocess.DEVNULL, capture_output=True, text=True,
         timeout=60, env=clean_env())
     return res, src.read_bytes()

@@ -332,7 +332,7 @@ def test_nothing_left_behind_by_failures(xsrv):
     assert res.returncode != 0, describe(res)
     assert not (x.root / "newdir").exists(), sorted(os.listdir(x.root))
     # and a push that does send makes it
-    x.send_ok("-q", x.root / "there.bin", x.dest("newdir/sub"))
+    x.send_ok("-q", x.root / "there.bin", x.dest("newdir/sub/"))
     same_file(x.root / "there.bin", x.root / "newdir" / "sub" / "there.bin")
 
 

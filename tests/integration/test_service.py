@@ -48,7 +48,7 @@ def serve_and_push(argv, root, token, tmp_path, linerate_bin):
         src.write_bytes(b"served by the service's command line\n")
         env = dict(os.environ, LINERATE_TOKEN=token)
         res = subprocess.run([linerate_bin, "send", "-q", "-p", port,
-                              str(src), "127.0.0.1:in"], env=env,
+                              str(src), "127.0.0.1:in/"], env=env,
                              stdin=subprocess.DEVNULL, capture_output=True,
                              text=True, timeout=60)
         assert res.returncode == 0, describe(res)

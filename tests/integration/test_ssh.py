@@ -46,15 +46,35 @@ def far(sh, path=""):
 
 def test_push_a_file_with_user_at_host(sh, tmp_path):
     """USER@HOST: ssh from PATH (its config gives port and key), the far
-    end started there, the file in the login's home below DIR."""
+    end started there; as scp names it: a missing DEST (or a file there)
+    is the file's name, DEST/ or a directory there takes it in."""
     src = write_random(tmp_path / "big.bin", 3 * MiB)
     dest = os.path.join(sh.dir, "dst")
     res = sh.run_client(["send", "--json", str(src), far(sh, dest)])
     assert res.returncode == 0, text(res)
     end = end_event(res.stdout.decode())
     assert end["ok"] is True and end["files_ok"] == 1, end
-    same_file(src, os.path.join(dest, "big.bin"))
+    same_file(src, dest)
     assert not sh.far_linerates(), "the far end outlived the transfer"
+    # a file there: replaced as any file is (with --overwrite)
+    res = sh.run_client(["send", "-q", str(src), far(sh, dest)])
+    assert res.returncode == 0, text(res)  # up to date
+    other = write_random(tmp_path / "other.bin", 1000)
+    res = sh.run_client(["send", "-q", str(other), far(sh, dest)])
+    assert res.returncode == 1 and b"--overwrite" in res.stderr, text(res)
+    same_file(src, dest)
+    res = sh.run_client(["send", "-q", "--overwrite", str(other),
+                         far(sh, dest)])
+    assert res.returncode == 0, text(res)
+    same_file(other, dest)
+    # DEST/ and a directory there: into it
+    d1 = os.path.join(sh.dir, "d1")
+    res = sh.run_client(["send", "-q", str(src), far(sh, d1) + "/"])
+    assert res.returncode == 0, text(res)
+    same_file(src, os.path.join(d1, "big.bin"))
+    res = sh.run_client(["send", "-q", str(other), far(sh, d1)])
+    assert res.returncode == 0, text(res)
+    same_file(other, os.path.join(d1, "other.bin"))
 
 
 def test_push_a_tree_with_a_custom_rsh_command(sh, tmp_path):
@@ -87,12 +107,15 @@ def test_push_to_tilde_and_to_an_absolute_dir(sh, tmp_path):
     """A leading ~ is the far login's home; an absolute DIR is that."""
     pw = sh.ensure_user()
     src = write_random(tmp_path / "t.bin", 100_000)
-    res = sh.run_client(["send", "-q", str(src), f"{TEST_USER}@farhost:~/x"])
+    res = sh.run_client(["send", "-q", str(src), f"{TEST_USER}@farhost:~/x/"])
     assert res.returncode == 0, text(res)
     same_file(src, os.path.join(pw.pw_dir, "x", "t.bin"))
+    res = sh.run_client(["send", "-q", str(src), f"{TEST_USER}@farhost:~/y"])
+    assert res.returncode == 0, text(res)
+    same_file(src, os.path.join(pw.pw_dir, "y"))
     absdir = os.path.join(pw.pw_dir, "abs")
     res = sh.run_client(["send", "-q", str(src),
-                         f"{TEST_USER}@farhost:{absdir}"])
+                         f"{TEST_USER}@farhost:{absdir}/"])
     assert res.returncode == 0, text(res)
     same_file(src, os.path.join(absdir, "t.bin"))
 
@@ -131,7 +154,7 @@ def test_a_wrong_ssh_key_says_what_ssh_said(sh, tmp_path):
 def _slow_push(sh, tmp_path, dest):
     src = write_random(tmp_path / "slow.bin", 48 * MiB)
     proc = sh.popen_client(["send", "--json", "--limit", "8M", str(src),
-                            far(sh, dest)], stdout=subprocess.PIPE,
+                            far(sh, dest + "/")], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE)
     # a journal record (40-byte header, 24-byte records) names chunks
     # that reached the far disk: only then has a resume something to keep
@@ -161,7 +184,7 @@ def test_client_killed_the_far_end_exits_and_resume(sh, tmp_path):
     wait_until(lambda: not sh.far_linerates(), 5,
                what="the far end's exit after the client's death")
     assert not _far_listening(sh), _far_listening(sh)
-    res = sh.run_client(["send", "--json", str(src), far(sh, dest)],
+    res = sh.run_client(["send", "--json", str(src), far(sh, dest + "/")],
                         timeout=90)
     assert res.returncode == 0, text(res)
     end = end_event(res.stdout.decode())
@@ -215,7 +238,7 @@ def test_nothing_listens_so_ssh_starts_the_far_end(sh, tmp_path):
     login from ssh's config), DIR below its home."""
     pw = sh.ensure_user()
     src = write_random(tmp_path / "f.bin", 200_000)
-    res = sh.run_client(["send", "-q", str(src), f"{sh.hosts.addr_b}:fb"])
+    res = sh.run_client(["send", "-q", str(src), f"{sh.hosts.addr_b}:fb/"])
     assert res.returncode == 0, text(res)
     err = res.stderr.decode()
     assert (f"no linerate server on {sh.hosts.addr_b}:7350; starting one "
@@ -322,9 +345,13 @@ def test_a_far_dir_with_quotes_and_spaces_arrives_as_written(sh, tmp_path):
     names, never shell words."""
     src = write_random(tmp_path / "q.bin", 5000)
     dest = os.path.join(sh.dir, "it's a $(dir); x")
-    res = sh.run_client(["send", "-q", str(src), far(sh, dest)])
+    res = sh.run_client(["send", "-q", str(src), far(sh, dest + "/")])
     assert res.returncode == 0, text(res)
     same_file(src, os.path.join(dest, "q.bin"))
+    # and as the name of the one file sent
+    res = sh.run_client(["send", "-q", str(src), far(sh, dest + " 'f'")])
+    assert res.returncode == 0, text(res)
+    same_file(src, dest + " 'f'")
 
 
 def test_a_host_that_a_shell_would_read_is_refused(sh, tmp_path):
@@ -379,7 +406,8 @@ def test_a_firewall_sends_the_data_through_ssh(sh, fw, tmp_path):
     dest = os.path.join(sh.dir, "fw")
     saved = tmp_path / "runs.jsonl"
     res = sh.run_client(["send", "--json", "--save", "fw", "--results",
-                         str(saved), str(src), far(sh, dest)], timeout=90)
+                         str(saved), str(src), far(sh, dest + "/")],
+                        timeout=90)
     assert res.returncode == 0, text(res)
     err = res.stderr.decode()
     assert err.count(THROUGH) == 1 and "timed out" in err, err
@@ -410,7 +438,7 @@ def test_via_ssh_forces_it_and_bench_and_doctor_go_through(sh, tmp_path):
     src = write_random(tmp_path / "v.bin", 5 * MiB)
     dest = os.path.join(sh.dir, "via")
     res = sh.run_client(["send", "--via-ssh", "-q", str(src),
-                         far(sh, dest)], timeout=90)
+                         far(sh, dest + "/")], timeout=90)
     assert res.returncode == 0, text(res)
     assert THROUGH not in res.stderr.decode(), text(res)
     same_file(src, os.path.join(dest, "v.bin"))
@@ -452,7 +480,7 @@ def test_via_ssh_far_end_killed_and_client_killed(sh, fw, tmp_path):
     proc.communicate(timeout=10)
     wait_until(lambda: not sh.far_linerates(), 5,
                what="the far end's exit after the client's death")
-    res = sh.run_client(["send", "--json", str(src), far(sh, dest)],
+    res = sh.run_client(["send", "--json", str(src), far(sh, dest + "/")],
                         timeout=120)
     assert res.returncode == 0, text(res)
     end = end_event(res.stdout.decode())
@@ -491,7 +519,7 @@ def test_copy_self_push_get_and_bench(sh, tmp_path):
     src = write_random(tmp_path / "c.bin", 3 * MiB + 11)
     dest = os.path.join(sh.dir, "copied")
     res = sh.run_client(["send", "--copy-self", "--json", str(src),
-                         far(sh, dest)], remote_path=False)
+                         far(sh, dest + "/")], remote_path=False)
     assert res.returncode == 0, text(res)
     err = res.stderr.decode()
     assert err.count(COPYING) == 1, err
@@ -519,7 +547,7 @@ def test_copy_self_runs_the_far_ends_own_when_there(sh, tmp_path):
     src = write_random(tmp_path / "o.bin", 100_000)
     dest = os.path.join(sh.dir, "own")
     res = sh.run_client(["send", "--copy-self", "-q", str(src),
-                         far(sh, dest)])
+                         far(sh, dest + "/")])
     assert res.returncode == 0, text(res)
     assert COPYING not in res.stderr.decode(), text(res)
     same_file(src, os.path.join(dest, "o.bin"))
@@ -570,7 +598,7 @@ def test_copy_self_client_killed_the_copy_goes(sh, tmp_path):
     src = write_random(tmp_path / "slow.bin", 48 * MiB)
     dest = os.path.join(sh.dir, "ck")
     proc = sh.popen_client(["send", "--copy-self", "--limit", "8M",
-                            str(src), far(sh, dest)], remote_path=False,
+                            str(src), far(sh, dest + "/")], remote_path=False,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         wait_until(lambda: os.path.exists(os.path.join(dest, ".slow.bin"

@@ -209,7 +209,7 @@ class World:
                 "-p", str(port), "--token-file", str(self.token),
                 "-P", "1", "--chunk", "64K"]
         if op == "push":
-            argv += [str(self.push_src), f"{LOOP}:in"]
+            argv += [str(self.push_src), f"{LOOP}:in/"]
         else:
             argv += [f"{LOOP}:{NAME}", str(self.dst)]
         res = subprocess.run(argv, stdin=subprocess.DEVNULL,

@@ -34,7 +34,7 @@ def test_single_file_push(xsrv):
     src = write_random(x.src / "big.bin", 20 * MiB)
     os.chmod(src, 0o640)
     os.utime(src, ns=(1_650_000_000_987_654_321,) * 2)
-    x.send_ok("-P", "4", "-q", src, x.dest("in"))
+    x.send_ok("-P", "4", "-q", src, x.dest("in/"))
     same_file(src, x.root / "in" / "big.bin")
     # HOST:DIR/ is HOST:DIR, as rsync and scp read it; "//", "/./" too
     x.send_ok("-q", src, x.dest("slash//"))
@@ -131,6 +131,15 @@ def test_pipe_in(xsrv):
     assert res.returncode == 0, describe(res)
     dst = x.root / "dir" / "name.bin"
     assert sha256_file(dst) == sha256_file(src)
+    # a file named '-' where the sender runs changes nothing: '-' is
+    # standard input, named by HOST:DIR/NAME, never a lone file's DIR
+    (x.src / "-").write_bytes(b"not this")
+    res = x.shell_a(f"cd {sh_quote(x.src)} && "
+                    f"cat {sh_quote(src)} | "
+                    f"{sh_quote(*x.client_argv('send', '-q', '-'))} "
+                    f"{sh_quote(x.dest('dir2/name.bin'))}")
+    assert res.returncode == 0, describe(res)
+    assert sha256_file(x.root / "dir2" / "name.bin") == sha256_file(src)
 
 
 def test_pipe_in_from_head(xsrv):
@@ -269,6 +278,69 @@ def test_pull_one_file_takes_dest_name(xsrv):
     assert not (out / "nowhere").exists()
 
 
+def test_push_one_file_takes_dest_name(xsrv):
+    """send FILE HOST:NAME as scp and rsync read it: NAME missing (or a
+    file) and no trailing slash names the file NAME, its missing parents
+    made; an existing directory NAME, NAME/, a directory sent or several
+    sources put what is sent into NAME; a file there is replaced only as
+    any file is; what is not a file or directory there is refused."""
+    x = xsrv
+    src = write_random(x.src / "one.bin", 3 * MiB + 5)
+    os.utime(src, ns=(1_600_000_000_000_000_321,) * 2)
+    # missing: the file itself, its time kept; missing parents made
+    x.send_ok("-q", src, x.dest("copy.bin"))
+    assert (x.root / "copy.bin").is_file()
+    same_file(src, x.root / "copy.bin")
+    x.send_ok("-q", src, x.dest("a/b/deep.bin"))
+    same_file(src, x.root / "a" / "b" / "deep.bin")
+    # again: up to date, skipped
+    res = x.send_ok(src, x.dest("copy.bin"))
+    assert "1 up to date" in output(res), describe(res)
+    # a different file there: refused without --overwrite, then replaced
+    (x.root / "other.bin").write_bytes(b"not the same")
+    res = x.send(src, x.dest("other.bin"))
+    assert res.returncode == 1, describe(res)
+    assert "--overwrite" in output(res), describe(res)
+    assert (x.root / "other.bin").read_bytes() == b"not the same"
+    x.send_ok("-q", "--overwrite", src, x.dest("other.bin"))
+    same_file(src, x.root / "other.bin")
+    # an existing directory, NAME/ or NAME/.: into it
+    (x.root / "box").mkdir()
+    x.send_ok("-q", src, x.dest("box"))
+    same_file(src, x.root / "box" / "one.bin")
+    x.send_ok("-q", src, x.dest("d1/"))
+    same_file(src, x.root / "d1" / "one.bin")
+    x.send_ok("-q", src, x.dest("d2/."))
+    same_file(src, x.root / "d2" / "one.bin")
+    # a directory sent, two files sent: NAME is a directory
+    (x.src / "tree").mkdir()
+    write_random(x.src / "tree" / "a", 1000)
+    x.send_ok("-q", x.src / "tree", x.dest("d3"))
+    assert (x.root / "d3" / "tree" / "a").is_file()
+    two = write_random(x.src / "two.bin", 1000)
+    x.send_ok("-q", src, two, x.dest("d4"))
+    assert (x.root / "d4" / "two.bin").is_file()
+    # a tree onto a file there fails, the file kept
+    res = x.send(x.src / "tree", x.dest("copy.bin"))
+    assert res.returncode != 0, describe(res)
+    assert "Not a directory" in output(res), describe(res)
+    same_file(src, x.root / "copy.bin")
+    # a symlink or a FIFO there: refused, nothing written through them
+    (x.root / "target.bin").write_bytes(b"target")
+    os.symlink("target.bin", x.root / "link.bin")
+    os.mkfifo(x.root / "fifo")
+    for name, words in (("link.bin", "a symlink (never written through)"),
+                        ("fifo", "Not a directory"),
+                        ("copy.bin/below", "Not a directory")):
+        res = x.send(src, x.dest(name))
+        assert res.returncode != 0, describe(res)
+        assert f"destination '{name}': {words}" in output(res), \
+            describe(res)
+    assert (x.root / "target.bin").read_bytes() == b"target"
+    assert os.readlink(x.root / "link.bin") == "target.bin"
+    assert not temp_leftovers(x.root)
+
+
 # 6 ---------------------------------------------------------------------
 
 def test_existing_file(xsrv):
@@ -306,15 +378,16 @@ def test_existing_file(xsrv):
 RESUME_SIZE = 64 * MiB
 
 
-def _start_slow_push(x, src):
+def _start_slow_push(x, src, name=None):
     # --limit slows it as the user would; the link is shaped as well so
     # that the interruption lands mid-transfer whatever --limit does.
+    # With name: `send FILE HOST:r/NAME`, the file named NAME.
     x.shape_a("160mbit")
     proc, out, err = x.popen_send("--json", "--limit", "20M", src,
-                                  x.dest("r"))
+                                  x.dest(f"r/{name}" if name else "r/"))
     # a journal record names chunks that reached the disk: only then has
     # the resume something to keep
-    wait_resumable(x.root / "r", src.name, 4 * MiB)
+    wait_resumable(x.root / "r", name or src.name, 4 * MiB)
     assert proc.poll() is None, (
         f"the transfer finished before it could be interrupted: "
         f"{out.text()} {err.text()}")
@@ -328,15 +401,28 @@ def _check_interrupted(x, name):
     assert (d / f".{name}.lrjournal").exists(), os.listdir(d)
 
 
-def _resume(x, src):
+def _resume(x, src, name=None):
     x.unshape_a()
-    res = x.send_ok("--json", src, x.dest("r"), timeout=60)
+    res = x.send_ok("--json", src,
+                    x.dest(f"r/{name}" if name else "r/"), timeout=60)
     end = end_event(res.stdout)
     assert end["ok"] is True, end
     assert end["bytes_already_held"] > 0, end
     assert end["bytes"] < RESUME_SIZE, end
-    same_file(src, x.root / "r" / src.name)
+    same_file(src, x.root / "r" / (name or src.name))
     assert not temp_leftovers(x.root)
+
+
+def test_resume_of_a_file_named_by_dest(xsrv):
+    """send FILE HOST:r/NAME killed, then again: resumed under NAME (its
+    journal is NAME's), never left as r/NAME/FILE."""
+    x = xsrv
+    src = write_random(x.src / "resume.bin", RESUME_SIZE)
+    proc, _out, _err = _start_slow_push(x, src, "named.bin")
+    kill_and_reap(proc)
+    _check_interrupted(x, "named.bin")
+    _resume(x, src, "named.bin")
+    assert sorted(os.listdir(x.root / "r")) == ["named.bin"]
 
 
 def test_resume_after_sender_killed(xsrv):
@@ -556,7 +642,7 @@ def test_ipv6_loopback(linerate_bin, serve, tmp_path):
     srv = serve("-B", "::1", "--root", root, "--token-file", tok)
     src = write_random(srcdir / "six.bin", 3 * MiB)
     res = subprocess.run([linerate_bin, "send", "-q", "-p", str(srv.port),
-                          "--token-file", tok, src, "[::1]:v6"],
+                          "--token-file", tok, src, "[::1]:v6/"],
                          stdin=subprocess.DEVNULL, capture_output=True,
                          text=True, timeout=60, env=env_without_token())
     assert res.returncode == 0, describe(res)
@@ -818,10 +904,14 @@ def test_paths_below_the_root_in_words(xsrv, tmp_path):
         assert "may not leave its root" in res.stderr, describe(res)
         assert "malformed" not in res.stderr, describe(res)
     assert not (x.root / "ok").exists() and not (x.root / "a").exists()
-    x.send_ok("-q", src, x.dest("~/t"))
+    x.send_ok("-q", src, x.dest("~/t/"))
     assert (x.root / "t" / "n.txt").exists() and not (x.root / "~").exists()
     x.get_ok("-q", x.dest("~/t/n.txt"), tmp_path)
     same_file(src, tmp_path / "n.txt")
+    # ~/NAME names the one file sent, below the root
+    x.send_ok("-q", src, x.dest("~/named.txt"))
+    same_file(src, x.root / "named.txt")
+    assert not (x.root / "~").exists()
 
 
 def test_timeout_ends_a_silent_session(xsrv):

@@ -113,6 +113,7 @@ struct act {
 	const uint8_t *raw;
 	size_t raw_len;
 	const char *dest; /* of the push; NULL = "" (the root) */
+	bool lone;	  /* LONE_FILE asked: dest may name the one file */
 	bool refusal_ok;  /* the session itself may be refused */
 };
 
@@ -140,6 +141,7 @@ static char g_outside[FSIO_MAX_PATH];
 static char g_rel[FSIO_MAX_PATH]; /* "../<basename of outside>" */
 static bool g_no_streams;	  /* sess_open stops after XFER_ACCEPT */
 static uint32_t g_window;	  /* FILES_WINDOW asked; 0: not said */
+static bool g_lone;		  /* LONE_FILE asked in the next request */
 
 static void on_alarm(int sig)
 {
@@ -238,6 +240,7 @@ static int sess_open(struct sess *s, uint32_t flags, const char *dest)
 	req.chunk_size = CHUNK;
 	req.flags = flags;
 	req.files_window = g_window;
+	req.lone_file = g_lone;
 	req.npaths = 1;
 	req.paths[0] = dest ? dest : "";
 	req.path_lens[0] = (uint16_t)strlen(req.paths[0]);
@@ -762,7 +765,9 @@ static int run_act(const struct act *a, unsigned no)
 		r = -ENOMEM;
 		goto out;
 	}
+	g_lone = a->lone;
 	r = sess_open(&s, a->flags, a->dest);
+	g_lone = false;
 	if (r && a->refusal_ok) {
 		say("the session was refused, as it should be");
 		r = 0;
@@ -1307,6 +1312,66 @@ static int run_case(const char *name)
 			.dest = g_outside,
 			.refusal_ok = true,
 			.ents = { FILE10("x") },
+			.nents = 1,
+		};
+	} else if (!strcmp(name, "lone_file")) {
+		acts[n++] = (struct act){
+			.what = "LONE_FILE: one file named 'lone_a'",
+			.dest = "lone_a",
+			.lone = true,
+			.ents = { FILE10("x") },
+			.nents = 1,
+		};
+		acts[n++] = (struct act){
+			.what = "symlink 'lone_l' to OUTSIDE/target",
+			.ents = { LINK("lone_l", g_out_target) },
+			.nents = 1,
+		};
+		acts[n++] = (struct act){
+			.what = "LONE_FILE: one file named 'lone_l' (the symlink)",
+			.dest = "lone_l",
+			.lone = true,
+			.refusal_ok = true,
+			.ents = { FILE10("y") },
+			.nents = 1,
+		};
+		acts[n++] = (struct act){
+			.what = "LONE_FILE: one file under 'lone_l/below'",
+			.dest = "lone_l/below",
+			.lone = true,
+			.refusal_ok = true,
+			.ents = { FILE10("y") },
+			.nents = 1,
+		};
+		acts[n++] = (struct act){
+			.what = "LONE_FILE: one file 'sub/z' into 'lone_b'",
+			.dest = "lone_b",
+			.lone = true,
+			.ents = { FILE10("sub/z") },
+			.nents = 1,
+		};
+		acts[n++] = (struct act){
+			.what = "LONE_FILE: two files into 'lone_c'",
+			.dest = "lone_c",
+			.lone = true,
+			.ents = { FILE10("p"), FILE10("q") },
+			.nents = 2,
+		};
+		acts[n++] = (struct act){
+			.what = "LONE_FILE: a directory and a file onto the "
+				"file 'lone_a'",
+			.dest = "lone_a",
+			.lone = true,
+			.refusal_ok = true,
+			.ents = { DIR("d"), FILE10("d/w") },
+			.nents = 2,
+		};
+		acts[n++] = (struct act){
+			.what = "LONE_FILE: one file onto '..'",
+			.dest = "..",
+			.lone = true,
+			.refusal_ok = true,
+			.ents = { FILE10("lone_dotdot") },
 			.nents = 1,
 		};
 	} else if (!strcmp(name, "planted_temp")) {

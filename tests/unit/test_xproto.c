@@ -101,6 +101,7 @@ static void request_roundtrip(const struct proto_xfer_request *in)
 	assert_int_equal(out.flags, in->flags);
 	assert_true(out.rate == in->rate);
 	assert_int_equal(out.files_window, in->files_window);
+	assert_int_equal(out.lone_file, in->lone_file);
 	assert_int_equal(out.npaths, in->npaths);
 	for (i = 0; i < in->npaths; i++) {
 		assert_int_equal(out.path_lens[i], in->path_lens[i]);
@@ -292,6 +293,95 @@ static void test_files_window(void **state)
 				 LR_EBADMSG);
 		msg_free(&m);
 	}
+}
+
+/* LONE_FILE (docs/PROTOCOL.md 7.2): a push's, not with DELETE; its value
+ * 1; echoed in the answer. */
+static int lone_request(uint8_t op, uint32_t flags, bool *got)
+{
+	static const char *const one[] = { "new" };
+	struct proto_xfer_request r = { .op = op, .streams = 1 };
+	struct proto_xfer_request out;
+	struct msg m;
+	uint8_t *body;
+	size_t len;
+	int rc;
+
+	set_paths(&r, one, 1);
+	r.flags = flags;
+	r.lone_file = true;
+	msg_init(&m, MSG_CAP);
+	assert_int_equal(proto_encode_xfer_request(&m.b, &r), 0);
+	body = msg_body(&m, PROTO_XFER_REQUEST, &len);
+	rc = proto_decode_xfer_request(body, len, &out);
+	*got = out.lone_file;
+	msg_free(&m);
+	return rc;
+}
+
+/* An answer with the raw item appended (value v; no item when v < 0). */
+static int lone_accept(int v, bool *got)
+{
+	struct proto_xfer_accept in = { .streams = 2, .chunk_size = 1u << 20 };
+	struct proto_xfer_accept out;
+	uint8_t copy[256], item[] = { 0x00, 0x49, 0x00, 0x01, 0 };
+	struct msg m;
+	uint8_t *body;
+	size_t len;
+	int rc;
+
+	msg_init(&m, MSG_CAP);
+	assert_int_equal(proto_encode_xfer_accept(&m.b, &in), 0);
+	body = msg_body(&m, PROTO_XFER_ACCEPT, &len);
+	assert_true(len + sizeof(item) <= sizeof(copy));
+	memcpy(copy, body, len);
+	if (v >= 0) {
+		item[4] = (uint8_t)v;
+		memcpy(copy + len, item, sizeof(item));
+		len += sizeof(item);
+	}
+	rc = proto_decode_xfer_accept(copy, len, &out);
+	*got = out.lone_file;
+	msg_free(&m);
+	return rc;
+}
+
+static void test_lone_file(void **state)
+{
+	struct proto_xfer_accept in = { .streams = 2,
+					.chunk_size = 1u << 20,
+					.lone_file = true };
+	struct proto_xfer_accept out;
+	struct msg m;
+	uint8_t *body;
+	size_t len;
+	bool got;
+
+	(void)state;
+	assert_int_equal(lone_request(PROTO_XFER_PUSH, 0, &got), 0);
+	assert_true(got);
+	assert_int_equal(
+		lone_request(PROTO_XFER_PUSH, PROTO_XF_OVERWRITE, &got), 0);
+	assert_true(got);
+	assert_int_equal(lone_request(PROTO_XFER_PULL, 0, &got), LR_EBADMSG);
+	assert_int_equal(lone_request(PROTO_XFER_PUSH, PROTO_XF_DELETE, &got),
+			 LR_EBADMSG);
+	assert_int_equal(lone_accept(-1, &got), 0);
+	assert_false(got);
+	assert_int_equal(lone_accept(1, &got), 0);
+	assert_true(got);
+	assert_int_equal(lone_accept(0, &got), LR_EBADMSG);
+	assert_int_equal(lone_accept(2, &got), LR_EBADMSG);
+	/* the encoder's bytes are the item's */
+	msg_init(&m, MSG_CAP);
+	assert_int_equal(proto_encode_xfer_accept(&m.b, &in), 0);
+	body = msg_body(&m, PROTO_XFER_ACCEPT, &len);
+	assert_int_equal(proto_decode_xfer_accept(body, len, &out), 0);
+	assert_true(out.lone_file);
+	assert_memory_equal(body + len - 5,
+			    ((const uint8_t[]){ 0x00, 0x49, 0x00, 0x01, 1 }),
+			    5);
+	msg_free(&m);
 }
 
 static void test_totals_roundtrip(void **state)
@@ -2593,6 +2683,7 @@ int main(void)
 		cmocka_unit_test(test_request_long_path),
 		cmocka_unit_test(test_accept_roundtrip),
 		cmocka_unit_test(test_files_window),
+		cmocka_unit_test(test_lone_file),
 		cmocka_unit_test(test_totals_roundtrip),
 		cmocka_unit_test(test_done_roundtrip),
 		cmocka_unit_test(test_type_names),

@@ -105,7 +105,28 @@ int proto_encode_xfer_request(struct proto_buf *b,
 		put_list(b, m);
 	if (m->files_window)
 		proto_put_u32(b, PROTO_T_FILES_WINDOW, m->files_window);
+	if (m->lone_file)
+		proto_put_u8(b, PROTO_T_LONE_FILE, 1);
 	return proto_msg_end(b);
+}
+
+/* LONE_FILE, when said: 1 (anything else is malformed). */
+static int get_lone(bool *lone, const struct proto__tlv *t)
+{
+	if (t->len != 1 || t->v[0] != 1)
+		return LR_EBADMSG;
+	*lone = true;
+	return 0;
+}
+
+static int get_req_lone(void *msg, const struct proto__tlv *t)
+{
+	return get_lone(&((struct proto_xfer_request *)msg)->lone_file, t);
+}
+
+static int get_acc_lone(void *msg, const struct proto__tlv *t)
+{
+	return get_lone(&((struct proto_xfer_accept *)msg)->lone_file, t);
 }
 
 /* A FILTER value: kind (0 exclude, 1 include), then the pattern. */
@@ -195,6 +216,7 @@ static const struct proto__field xfer_request_fields[] = {
 	PROTO__F_FN(PROTO_T_FILTER, get_filter, 0, PROTO__MANY),
 	PROTO__F_FN(PROTO_T_LIST, get_list, 0, 0),
 	PROTO__F_FN(PROTO_T_FILES_WINDOW, get_req_window, 0, 0),
+	PROTO__F_FN(PROTO_T_LONE_FILE, get_req_lone, 0, 0),
 };
 #undef XR
 
@@ -234,6 +256,9 @@ static bool xfer_request_ok(const struct proto_xfer_request *m)
 	/* a push's rules are for its receiver's deletions only */
 	if (push && m->nfilters && !(m->flags & PROTO_XF_DELETE))
 		return false;
+	/* a name for one file: a push's, not of a tree to --delete in */
+	if (m->lone_file && (!push || (m->flags & PROTO_XF_DELETE)))
+		return false;
 	/* a list is a pull's, of one directory sent as its contents, and
 	 * not with DELETE */
 	if (m->list && (push || m->npaths != 1 || !(m->contents & 1) ||
@@ -269,10 +294,12 @@ int proto_encode_xfer_accept(struct proto_buf *b,
 	proto_put_u32(b, PROTO_T_CHUNK_SIZE, m->chunk_size);
 	if (m->files_window)
 		proto_put_u32(b, PROTO_T_FILES_WINDOW, m->files_window);
+	if (m->lone_file)
+		proto_put_u8(b, PROTO_T_LONE_FILE, 1);
 	return proto_msg_end(b);
 }
 
-/* All but the software name and the window are required. */
+/* All but the software name, the window and LONE_FILE are required. */
 #define XA struct proto_xfer_accept
 static const struct proto__field xfer_accept_fields[] = {
 	PROTO__F_BYTES(PROTO_T_TEST_ID, XA, session_id, PROTO_TEST_ID_LEN,
@@ -281,6 +308,7 @@ static const struct proto__field xfer_accept_fields[] = {
 	PROTO__F_U16(PROTO_T_STREAMS, XA, streams, PROTO__REQUIRED),
 	PROTO__F_U32(PROTO_T_CHUNK_SIZE, XA, chunk_size, PROTO__REQUIRED),
 	PROTO__F_FN(PROTO_T_FILES_WINDOW, get_acc_window, 0, 0),
+	PROTO__F_FN(PROTO_T_LONE_FILE, get_acc_lone, 0, 0),
 };
 #undef XA
 

@@ -2,10 +2,12 @@
 /* A file transfer on linerate's server: its admission (the six
  * refusals), its paths and destination, its data streams, the engine. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -125,6 +127,47 @@ static int copy_filters(struct server_test *t,
 }
 
 /*
+ * `send FILE HOST:NAME` (LONE_FILE), NAME (buf) no directory beneath the
+ * root: the one file may take NAME when NAME is missing or a regular file,
+ * looked at from its parent, never through a symlink (its missing parents
+ * are made as a destination's). Anything else there is refused as a
+ * destination that is no directory.
+ */
+static int lone_dest(struct server *srv, char *buf, struct xfer_dest *dest,
+		     int *destfd)
+{
+	char parent[FSIO_MAX_PATH + 1], name[FSIO_MAX_NAME + 1];
+	struct stat st;
+	int pfd, r = 0;
+
+	fsio_split(buf, strlen(buf), parent, name);
+	pfd = fsio_open_dir(srv->o.rootfd, parent, false, 0);
+	if (pfd == -ENOENT) {
+		*dest = (struct xfer_dest){ .dirfd = srv->o.rootfd,
+					    .path = buf,
+					    .one_file = buf };
+		return 0;
+	}
+	if (pfd < 0)
+		return pfd;
+	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW))
+		r = errno == ENOENT ? 0 : -errno;
+	else if (!S_ISREG(st.st_mode))
+		r = S_ISLNK(st.st_mode) ? -ELOOP : -ENOTDIR;
+	if (r) {
+		close(pfd);
+		return r;
+	}
+	/* the name, kept beside the path the request's buffer holds */
+	memcpy(buf + FSIO_MAX_PATH + 1, name, strlen(name) + 1);
+	*destfd = pfd;
+	*dest = (struct xfer_dest){ .dirfd = pfd,
+				    .path = buf + FSIO_MAX_PATH + 1,
+				    .one_file = buf + FSIO_MAX_PATH + 1 };
+	return 0;
+}
+
+/*
  * A push's destination below the root: opened when it is there; when it
  * is missing, made by the receiver when the first entry comes (a push
  * that fails first leaves no directory behind), after a check that what
@@ -132,7 +175,7 @@ static int copy_filters(struct server_test *t,
  * may itself be made so (root_sub: `linerate recv DIR` of a DIR that is
  * not there yet). 0 or -errno.
  */
-static int push_dest(struct server *srv, const char *path,
+static int push_dest(struct server *srv, const char *path, bool lone,
 		     struct xfer_dest *dest, int *destfd, char *buf)
 {
 	const char *sub = srv->o.root_sub;
@@ -146,6 +189,9 @@ static int push_dest(struct server *srv, const char *path,
 		*dest = (struct xfer_dest){ .dirfd = fd, .path = "" };
 		return 0;
 	}
+	if (lone && (path[0] || srv->o.root_sub_names_file) && buf[0] &&
+	    strlen(buf) <= FSIO_MAX_PATH && (fd == -ENOENT || fd == -ENOTDIR))
+		return lone_dest(srv, buf, dest, destfd);
 	if (fd != -ENOENT)
 		return fd;
 	*dest = (struct xfer_dest){ .dirfd = srv->o.rootfd, .path = buf };
@@ -213,6 +259,7 @@ static int open_streams(struct server_test *t,
 	acc.streams = (uint16_t)n;
 	acc.chunk_size = req->chunk_size ? req->chunk_size : XFER_DEFAULT_CHUNK;
 	acc.files_window = t->xwindow = agreed_window(srv, req);
+	acc.lone_file = req->lone_file; /* understood: open_dest applied it */
 	proto_buf_init(&b, buf, PROTO_MAX_BODY);
 	r = proto_encode_xfer_accept(&b, &acc);
 	if (!r)
@@ -287,18 +334,21 @@ static int run_engine(struct server_test *t,
 }
 
 /* A push's destination, or the refusal of a bad one. */
-static int open_dest(struct server_test *t, const char *path,
+static int open_dest(struct server_test *t, const char *path, bool lone,
 		     struct xfer_dest *dest, int *destfd, char *buf, char *why,
 		     size_t cap)
 {
 	char esc[PROTO_MAX_TEXT];
-	int r = push_dest(t->srv, path, dest, destfd, buf);
+	int r = push_dest(t->srv, path, lone, dest, destfd, buf);
 
 	if (!r)
 		return 0;
+	/* buf: the path as looked up (below recv's DIR's parent, when that
+	 * DIR was not there) */
 	snprintf(why, cap, "destination '%s': %s",
-		 fsio_escape(path, strlen(path), esc, sizeof(esc)),
-		 lr_strerror(r));
+		 fsio_escape(buf, strlen(buf), esc, sizeof(esc)),
+		 r == -ELOOP ? "a symlink (never written through)"
+			     : lr_strerror(r));
 	server__send_error(&t->cc, PROTO_ERR_BAD_REQUEST, "%s", why);
 	return r;
 }
@@ -324,7 +374,8 @@ int server__xfer_test(struct server_test *t, uint8_t *buf, uint32_t len,
 	if (!r)
 		r = copy_filters(t, &req, &filter, why, cap);
 	if (!r && req.op == PROTO_XFER_PUSH)
-		r = open_dest(t, paths[0], &dest, &destfd, destpath, why, cap);
+		r = open_dest(t, paths[0], req.lone_file, &dest, &destfd,
+			      destpath, why, cap);
 	if (!r)
 		r = within_memory(t, &req, why, cap);
 	if (!r)

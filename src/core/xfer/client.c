@@ -304,6 +304,9 @@ static int client_accept(struct xcl *k)
 		r = lr_err_set(k->err, LR_EBADMSG, "malformed XFER_ACCEPT");
 	if (!r && (k->acc.streams < 1 || k->acc.streams > k->req.streams))
 		k->acc.streams = k->req.streams;
+	if (!r && k->acc.lone_file && !k->req.lone_file)
+		r = lr_err_set(k->err, LR_EBADMSG,
+			       "malformed XFER_ACCEPT: LONE_FILE not asked");
 	/* a window larger than asked would overrun this end's */
 	if (!r && k->acc.files_window > k->req.files_window)
 		r = lr_err_set(k->err, LR_EBADMSG,
@@ -364,6 +367,7 @@ static int client_session(struct xcl *k, const struct xfer_callbacks *cb,
 	res->link_mtu = lk.link_mtu;
 	res->link_wireless = lk.link_wireless;
 	res->link_virtual = lk.link_virtual;
+	res->lone_as_dir = k->req.lone_file && !k->acc.lone_file;
 	return r;
 }
 
@@ -503,6 +507,8 @@ static int request_of(struct xcl *k)
 		req->paths[i] = o->paths[i];
 		req->path_lens[i] = (uint16_t)n;
 	}
+	req->lone_file = o->lone_file && o->op == XFER_PUSH &&
+			 !(o->x.flags & XFER_F_DELETE);
 	if (o->op == XFER_PULL || (o->x.flags & XFER_F_DELETE))
 		return request_filters(k);
 	return 0;
