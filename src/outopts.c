@@ -76,9 +76,8 @@ static pid_t pidfile_read(const char *path)
 	return v > 0 && v < 1L << 30 ? (pid_t)v : 0;
 }
 
-/* -I: the pid file opened (never through a symlink, never a FIFO or a
- * device) and locked; -errno with err set. */
-static int pidfile_open(struct outopts *o, struct lr_err *err)
+/* One try of pidfile_open. */
+static int pidfile_open_once(struct outopts *o, struct lr_err *err)
 {
 	struct stat st;
 	int fd = open(o->pidfile,
@@ -105,6 +104,35 @@ static int pidfile_open(struct outopts *o, struct lr_err *err)
 		return lr_err_setc(err, e, "--pidfile %s", o->pidfile);
 	}
 	return fd;
+}
+
+/* Whether fd is still the file at path: a process that held it may
+ * have removed it between our open and our lock. */
+static bool pidfile_same(int fd, const char *path)
+{
+	struct stat a, b;
+
+	return !fstat(fd, &a) && !lstat(path, &b) && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
+/* -I: the pid file opened (never through a symlink, never a FIFO or a
+ * device) and locked, the one at its path (opened again when the one
+ * opened was removed meanwhile); -errno with err set. */
+static int pidfile_open(struct outopts *o, struct lr_err *err)
+{
+	int fd, tries;
+
+	for (tries = 0; tries < 3; tries++) {
+		fd = pidfile_open_once(o, err);
+		if (fd < 0 || pidfile_same(fd, o->pidfile))
+			return fd;
+		close(fd);
+	}
+	return lr_err_set(err, -EAGAIN,
+			  "--pidfile %s: removed and made again by another "
+			  "process as it was opened",
+			  o->pidfile);
 }
 
 /* -I: this process's pid into the file, as iperf3 writes it; refused
