@@ -786,7 +786,7 @@ static void cipher_stage(const struct doctor_opts *o, struct doctor_report *rep)
 }
 
 /* The destination: the server's disk write of the probe. */
-static void dest_stage(struct doctor_report *rep)
+void doctor_dest_stage(struct doctor_report *rep)
 {
 	struct doctor_stage *s = &rep->stage[DOCTOR_DEST];
 	const struct proto_probe_result *p = &rep->remote.p;
@@ -805,9 +805,13 @@ static void dest_stage(struct doctor_report *rep)
 	s->cpu_bound = p->disk_cpu_usec &&
 		       (double)p->disk_cpu_usec >=
 			       CPU_BOUND * cores * (double)p->disk_usec;
-	snprintf(s->detail, sizeof(s->detail),
-		 "%s; as received: page cache, fdatasync%s",
+	/* a server that writes as the receiver does says its CPU time (at
+	 * least 1); an older one wrote with O_DIRECT, past the page cache */
+	snprintf(s->detail, sizeof(s->detail), "%s; %s%s",
 		 p->storage[0] ? p->storage : "the server's disk",
+		 p->disk_cpu_usec ? "as received: page cache, fdatasync"
+				  : "an older server's figure (O_DIRECT, not "
+				    "the page cache a transfer writes through)",
 		 s->cpu_bound ? ", a CPU at its limit" : "");
 }
 
@@ -883,7 +887,7 @@ int doctor_run(const struct doctor_opts *o, const struct doctor_callbacks *cb,
 	r = network_stage(o, cb, rep, err);
 	if (!r) {
 		cipher_stage(o, rep);
-		dest_stage(rep);
+		doctor_dest_stage(rep);
 		/* known from the probe: no transfer to try (ask first) */
 		if (strstr(rep->remote.p.disk_error, "no --root"))
 			snprintf(rep->not_measured, sizeof(rep->not_measured),

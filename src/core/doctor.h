@@ -161,6 +161,12 @@ int doctor_pick(const struct doctor_stage st[DOCTOR_NSTAGES]);
  * of the network and cipher figures). Pure. */
 double doctor_limit(const struct doctor_report *r);
 
+/* The destination stage from the probe's disk figures (rep->remote.p):
+ * its rate, whether a CPU held it, and in words how it was written (an
+ * older server's figure, without DISK_CPU_USEC, may be an O_DIRECT one).
+ * Pure: unit-tested. */
+void doctor_dest_stage(struct doctor_report *rep);
+
 /* Facts worth a line, each with its fix where there is one. Pure but for
  * the count of online CPUs. */
 void doctor_advise(struct doctor_report *r);

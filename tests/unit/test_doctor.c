@@ -573,6 +573,49 @@ static void cpufreq_policies(void **state)
 	assert_int_equal(sysfs_cpufreq(root, c, 4), 0);
 }
 
+/* ---- doctor_dest_stage ---- */
+
+/* The probe's write: its rate; a writer at its CPU limit named; a server
+ * without DISK_CPU_USEC (older, O_DIRECT) said to be so. */
+static void dest_stage_words(void **state)
+{
+	struct doctor_report *r = calloc(1, sizeof(*r));
+
+	(void)state;
+	assert_non_null(r);
+	doctor_dest_stage(r); /* no disk test: not measured */
+	assert_false(r->stage[DOCTOR_DEST].measured);
+	r->remote.cores = 2;
+	r->remote.p.disk_bytes = 500000000;
+	r->remote.p.disk_usec = 1000000;
+	r->remote.p.disk_cpu_usec = 300000;
+	snprintf(r->remote.p.storage, sizeof(r->remote.p.storage), "sda (SSD)");
+	doctor_dest_stage(r);
+	assert_true(r->stage[DOCTOR_DEST].measured);
+	assert_true(r->stage[DOCTOR_DEST].bps > 499e6 &&
+		    r->stage[DOCTOR_DEST].bps < 501e6);
+	assert_false(r->stage[DOCTOR_DEST].cpu_bound);
+	assert_non_null(strstr(r->stage[DOCTOR_DEST].detail,
+			       "sda (SSD); as received: page cache"));
+	/* the writer had its CPU all the time (one core of two): the CPU */
+	r->remote.p.disk_cpu_usec = 990000;
+	memset(&r->stage[DOCTOR_DEST], 0, sizeof(r->stage[DOCTOR_DEST]));
+	doctor_dest_stage(r);
+	assert_true(r->stage[DOCTOR_DEST].cpu_bound);
+	assert_non_null(
+		strstr(r->stage[DOCTOR_DEST].detail, "a CPU at its limit"));
+	/* an older server: no CPU time said, its figure an O_DIRECT one */
+	r->remote.p.disk_cpu_usec = 0;
+	memset(&r->stage[DOCTOR_DEST], 0, sizeof(r->stage[DOCTOR_DEST]));
+	doctor_dest_stage(r);
+	assert_true(r->stage[DOCTOR_DEST].measured);
+	assert_false(r->stage[DOCTOR_DEST].cpu_bound);
+	assert_null(strstr(r->stage[DOCTOR_DEST].detail, "as received"));
+	assert_non_null(strstr(r->stage[DOCTOR_DEST].detail,
+			       "an older server's figure (O_DIRECT"));
+	free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -594,6 +637,7 @@ int main(void)
 		cmocka_unit_test(advise_sockbuf),
 		cmocka_unit_test(advise_many),
 		cmocka_unit_test(cpufreq_policies),
+		cmocka_unit_test(dest_stage_words),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
