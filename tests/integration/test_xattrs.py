@@ -472,6 +472,43 @@ def test_resume_and_delta_keep_them(xsrv):
     assert not temp_leftovers(x.root)
 
 
+def test_without_proc_up_to_date_files_keep_theirs_said(xenv):
+    """A receiver where /proc is not mounted (a minimal container) cannot
+    give an up-to-date file its new attributes (it would go through
+    /proc/self/fd of an O_PATH descriptor): each such file keeps the old
+    ones, said and counted (xattrs_failed, xattrs_why), the run still
+    ends well; a file it writes gets them as always."""
+    x = xenv
+
+    def no_proc(argv, **kw):
+        return x.h.popen_b(["unshare", "-m", "--propagation", "private",
+                            "sh", "-c", 'umount -l /proc && exec "$@"',
+                            "sh", *argv], **kw)
+
+    x.srv = x._serve("-B", x.h.addr_b, "--token-file", x.token_file,
+                     "--root", x.root, popen=no_proc, port=0)
+    f = x.src / "f.txt"
+    f.write_bytes(b"kept\n")
+    os.setxattr(f, "user.a", b"one")
+    x.send_ok("-q", "-X", f, x.dest("d/"))
+    dst = x.root / "d" / "f.txt"
+    assert os.getxattr(dst, "user.a") == b"one"
+    os.setxattr(f, "user.a", b"two")
+    os.setxattr(f, "user.b", b"new")
+    g = x.src / "g.txt"
+    g.write_bytes(b"new file\n")
+    os.setxattr(g, "user.c", b"three")
+    res = x.send_ok("--json", "-X", f, g, x.dest("d/"))
+    end = end_event(res.stdout)
+    assert end["ok"] is True and end["files_skipped"] == 1, end
+    assert end["files_ok"] == 1 and end["xattrs_failed"] == 1, end
+    assert ("f.txt: up-to-date files keep their attributes where /proc is "
+            "not mounted") in end["xattrs_why"], end
+    assert os.getxattr(dst, "user.a") == b"one"
+    assert "user.b" not in os.listxattr(dst)
+    assert os.getxattr(x.root / "d" / "g.txt", "user.c") == b"three"
+
+
 def test_standard_output_refuses_them(xsrv):
     x = xsrv
     (x.root / "f").write_text("x\n")
