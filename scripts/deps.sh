@@ -17,6 +17,7 @@ pkgs=(
 	librsvg2-bin # rsvg-convert draws linerate plot's SVG for its test
 	attr acl # getfattr/setfattr and getfacl/setfacl check -X and -A
 	e2fsprogs # mkfs.ext4 makes the test image of -X and -A
+	btrfs-progs xfsprogs # images whose extents are shared: the delta clones
 )
 if [ "${1:-}" = "--bench" ]; then
 	pkgs+=(netcat-openbsd fio hyperfine time)

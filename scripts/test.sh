@@ -96,6 +96,7 @@ tsan_tests=(
 	"tests/integration/test_outopts.py::test_timestamps_on_every_line_but_not_in_json"
 	"tests/integration/test_outopts.py::test_timestamps_keep_output_and_errors_in_order"
 	"tests/integration/test_xattrs.py::test_resume_and_delta_keep_them"
+	"tests/integration/test_delta.py::test_held_chunks_are_cloned_where_extents_are_shared"
 )
 [ -f build-tsan/build.ninja ] ||
 	CC=clang meson setup build-tsan --buildtype=debug -Db_sanitize=thread \

@@ -9,6 +9,8 @@ namespaces (the fixtures skip with the reason otherwise).
 
 import hashlib
 import os
+import shutil
+import subprocess
 
 import pytest
 
@@ -102,6 +104,71 @@ def test_delta_sends_only_the_chunks_that_differ(big_pair, tmp_path, mode,
     assert end["bytes_already_held"] == size - want, end
     same_file(newf, got)
     assert not temp_leftovers(got.parent)
+
+
+def _loop_written(mnt):
+    """Bytes written so far to the loop device mounted at mnt."""
+    dev = subprocess.run(["findmnt", "-n", "-o", "SOURCE", str(mnt)],
+                         capture_output=True, text=True,
+                         timeout=10).stdout.strip()
+    with open(f"/sys/block/{os.path.basename(dev)}/stat") as f:
+        return int(f.read().split()[6]) * 512
+
+
+@pytest.mark.parametrize("fs", ["btrfs", "xfs"])
+def test_held_chunks_are_cloned_where_extents_are_shared(xenv, tmp_path,
+                                                         fs):
+    """On a file system that shares extents (btrfs; XFS made with
+    reflink, mkfs.xfs's default) the chunks a replaced file keeps are
+    cloned from its old copy, never written: a 64 MiB file with three
+    unaligned MiB changed writes a few MB to its device (the loop
+    device's own count), and the copy is exact. With -W the whole file
+    is written (so the count can tell)."""
+    if os.geteuid() != 0:
+        pytest.skip("a loop mount needs root")
+    if not shutil.which(f"mkfs.{fs}"):
+        pytest.skip(f"mkfs.{fs} is missing (package "
+                    f"{'btrfs-progs' if fs == 'btrfs' else 'xfsprogs'}; "
+                    f"scripts/deps.sh installs it)")
+    x = xenv
+    img, mnt = tmp_path / f"{fs}.img", tmp_path / fs
+    img.write_bytes(b"")
+    os.truncate(img, 512 * MiB)
+    mkfs = subprocess.run([f"mkfs.{fs}", "-q", "-f", str(img)],
+                          capture_output=True, text=True, timeout=60)
+    assert mkfs.returncode == 0, describe(mkfs)
+    mnt.mkdir()
+    mount = subprocess.run(["mount", "-o", "loop", str(img), str(mnt)],
+                           capture_output=True, text=True, timeout=60)
+    if mount.returncode:
+        pytest.skip(f"this kernel mounts no {fs}: {mount.stderr.strip()}")
+    try:
+        x.start_server(root=mnt)
+        src = write_random(x.src / "big.bin", 64 * MiB)
+        x.send_ok("-q", src, x.dest())
+        overwrite(src, (5 * MiB + 1234, 30 * MiB + 5, 50 * MiB + 77), 7)
+        subprocess.run(["sync", "-f", str(mnt)], check=True, timeout=60)
+        w0 = _loop_written(mnt)
+        res = x.send_ok("--json", "--update", src, x.dest())
+        subprocess.run(["sync", "-f", str(mnt)], check=True, timeout=60)
+        cloned = _loop_written(mnt) - w0
+        end = end_event(res.stdout)
+        assert end["bytes"] == 6 * MiB, end
+        same_file(src, mnt / "big.bin")
+        assert cloned < 24 * MiB, f"{cloned} bytes written for 6 MiB"
+        # the whole file, for comparison: written in full
+        overwrite(src, (9 * MiB,), 8)
+        w0 = _loop_written(mnt)
+        x.send_ok("-q", "-W", "--update", src, x.dest())
+        subprocess.run(["sync", "-f", str(mnt)], check=True, timeout=60)
+        assert _loop_written(mnt) - w0 >= 64 * MiB
+        same_file(src, mnt / "big.bin")
+        assert not temp_leftovers(mnt)
+    finally:
+        if x.srv:
+            x.srv.stop()
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True,
+                       timeout=60)
 
 
 @pytest.mark.parametrize("mode", ["push", "pull"])

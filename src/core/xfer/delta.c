@@ -12,6 +12,13 @@
  * leave the other chunks held; an insertion or removal shifts every
  * later chunk, which then travels whole.
  *
+ * Where the file system shares extents (btrfs, XFS made with reflink), a
+ * chunk is cloned from the old copy instead (FICLONERANGE): nothing is
+ * written, the new file shares the old one's blocks, and what the
+ * temporary file then holds is read back and digested, so that the
+ * digest is of what is there even if the old copy changes meanwhile.
+ * Elsewhere the first refusal turns cloning off for the file.
+ *
  * A large old copy is read by up to SEED_THREADS threads, each over its
  * own run of chunks: writing fresh pages of the temporary file is most
  * of the cost, and it spreads over the cores. Each thread touches only
@@ -20,10 +27,12 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,9 +53,10 @@ struct seed {
 	struct xfile *f;
 	int basis;
 	uint64_t basis_size;
-	const uint32_t *todo; /* chunk numbers, ascending */
-	uint32_t from, to;    /* todo[from..to) */
-	atomic_int *stop;     /* a write failed somewhere: all stop */
+	const uint32_t *todo;  /* chunk numbers, ascending */
+	uint32_t from, to;     /* todo[from..to) */
+	atomic_int *stop;      /* a write failed somewhere: all stop */
+	atomic_bool *no_clone; /* the file system shares no extents */
 	uint8_t *buf;
 	uint8_t zero[DIGEST_LEN];
 	uint32_t zero_len;
@@ -126,6 +136,28 @@ static int keep_alive(struct xsess *x, struct seed *s)
 	return 0;
 }
 
+/* Chunk i (len bytes at off) cloned from the old copy, then read back
+ * from the temporary file into s->buf: 1 done, 0 not cloned (copy it),
+ * -errno when the temporary file could not be read back. */
+static int seed_clone(struct seed *s, uint64_t off, uint32_t len)
+{
+	struct file_clone_range cr = { .src_fd = s->basis,
+				       .src_offset = off,
+				       .src_length = len,
+				       .dest_offset = off };
+
+	if (atomic_load(s->no_clone))
+		return 0;
+	if (ioctl(s->f->fd, FICLONERANGE, &cr)) {
+		/* EINVAL: this range (its alignment); else none will do */
+		if (errno != EINVAL)
+			atomic_store(s->no_clone, true);
+		return 0;
+	}
+	s->wrote = true;
+	return fsio_pread_all(s->f->fd, s->buf, len, off) ? -EIO : 1;
+}
+
 /* Chunk i of the old copy into the temporary file, held with its
  * digest: 1 when held, 0 when the old copy is too short for it or could
  * not be read there, -errno when writing failed (seeding stops). */
@@ -136,6 +168,7 @@ static int seed_chunk(struct seed *s, uint32_t i)
 	uint64_t off = (uint64_t)i * chunk;
 	uint32_t len = xfer__chunk_len(f, i, chunk);
 	uint8_t *d = f->digests + (size_t)i * DIGEST_LEN;
+	int r;
 
 	if (s->basis_size < off + len)
 		return 0;
@@ -144,6 +177,14 @@ static int seed_chunk(struct seed *s, uint32_t i)
 	 * tell them */
 	if (len != chunk && s->basis_size != off + len)
 		return 0;
+	r = seed_clone(s, off, len);
+	if (r) {
+		if (r < 0)
+			return r;
+		digest_chunk(s->buf, len, d);
+		f->cstate[i] = CS_HELD;
+		return 1;
+	}
 	if (fsio_pread_all(s->basis, s->buf, len, off))
 		return 0;
 	digest_chunk(s->buf, len, d);
@@ -154,8 +195,6 @@ static int seed_chunk(struct seed *s, uint32_t i)
 	/* a temporary file made now reads as zeros where nothing was
 	 * written (fallocate or ftruncate); a resumed one may not */
 	if (f->rx.resumed || memcmp(d, s->zero, DIGEST_LEN)) {
-		int r;
-
 		s->wrote = true;
 		r = fsio_pwrite_all(f->fd, s->buf, len, off);
 		if (r)
@@ -317,6 +356,7 @@ static int seed_collect(struct xfile *f, struct seed *s, unsigned t,
 int xfer__delta_seed(struct xsess *x, struct xfile *f)
 {
 	struct seed s[SEED_THREADS], proto = { .x = x, .f = f };
+	atomic_bool no_clone = false;
 	atomic_int stop = 0;
 	uint32_t n, *todo;
 	unsigned t;
@@ -329,6 +369,7 @@ int xfer__delta_seed(struct xsess *x, struct xfile *f)
 	t = seed_threads(n);
 	proto.todo = todo;
 	proto.stop = &stop;
+	proto.no_clone = &no_clone;
 	proto.told_ms = net_now_ms();
 	if (!todo || !n || grow_jpend(f) || seed_setup(s, t, &proto, n)) {
 		free(todo);
