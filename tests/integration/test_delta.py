@@ -120,10 +120,10 @@ def test_held_chunks_are_cloned_where_extents_are_shared(xenv, tmp_path,
                                                          fs):
     """On a file system that shares extents (btrfs; XFS made with
     reflink, mkfs.xfs's default) the chunks a replaced file keeps are
-    cloned from its old copy, never written: a 64 MiB file with three
-    unaligned MiB changed writes a few MB to its device (the loop
-    device's own count), and the copy is exact. With -W the whole file
-    is written (so the count can tell)."""
+    cloned from its old copy, never written: a file of 64 MiB and a
+    short last chunk, with three unaligned MiB changed, writes a few MB to
+    its device (the loop device's own count), and the copy is exact.
+    With -W the whole file is written (so the count can tell)."""
     if os.geteuid() != 0:
         pytest.skip("a loop mount needs root")
     if not shutil.which(f"mkfs.{fs}"):
@@ -144,7 +144,8 @@ def test_held_chunks_are_cloned_where_extents_are_shared(xenv, tmp_path,
         pytest.skip(f"this kernel mounts no {fs}: {mount.stderr.strip()}")
     try:
         x.start_server(root=mnt)
-        src = write_random(x.src / "big.bin", 64 * MiB)
+        # a short last chunk: cloned up to the end of both files
+        src = write_random(x.src / "big.bin", 64 * MiB + 12345)
         x.send_ok("-q", src, x.dest())
         overwrite(src, (5 * MiB + 1234, 30 * MiB + 5, 50 * MiB + 77), 7)
         subprocess.run(["sync", "-f", str(mnt)], check=True, timeout=60)

@@ -137,8 +137,9 @@ static int keep_alive(struct xsess *x, struct seed *s)
 }
 
 /* Chunk i (len bytes at off) cloned from the old copy, then read back
- * from the temporary file into s->buf: 1 done, 0 not cloned (copy it),
- * -errno when the temporary file could not be read back. */
+ * from the temporary file into s->buf: 1 done, 0 not tried, -1 tried
+ * and failed, or not read back: the range may hold part of the old
+ * copy, so the chunk is copied and written whatever it holds. */
 static int seed_clone(struct seed *s, uint64_t off, uint32_t len)
 {
 	struct file_clone_range cr = { .src_fd = s->basis,
@@ -148,14 +149,18 @@ static int seed_clone(struct seed *s, uint64_t off, uint32_t len)
 
 	if (atomic_load(s->no_clone))
 		return 0;
-	if (ioctl(s->f->fd, FICLONERANGE, &cr)) {
-		/* EINVAL: this range (its alignment); else none will do */
-		if (errno != EINVAL)
-			atomic_store(s->no_clone, true);
-		return 0;
-	}
+	/* the temporary file may change, even when the clone fails */
 	s->wrote = true;
-	return fsio_pread_all(s->f->fd, s->buf, len, off) ? -EIO : 1;
+	if (ioctl(s->f->fd, FICLONERANGE, &cr)) {
+		/* EINVAL on the last chunk: its length (the file's end);
+		 * on any other, or another error: none of this file will
+		 * clone (block size, nodatacow, no reflink, EXDEV) */
+		if (errno != EINVAL || len == s->x->chunk)
+			atomic_store(s->no_clone, true);
+		return -1;
+	}
+	/* what is there now is what is digested */
+	return fsio_pread_all(s->f->fd, s->buf, len, off) ? -1 : 1;
 }
 
 /* Chunk i of the old copy into the temporary file, held with its
@@ -168,7 +173,7 @@ static int seed_chunk(struct seed *s, uint32_t i)
 	uint64_t off = (uint64_t)i * chunk;
 	uint32_t len = xfer__chunk_len(f, i, chunk);
 	uint8_t *d = f->digests + (size_t)i * DIGEST_LEN;
-	int r;
+	int r, clone;
 
 	if (s->basis_size < off + len)
 		return 0;
@@ -177,10 +182,8 @@ static int seed_chunk(struct seed *s, uint32_t i)
 	 * tell them */
 	if (len != chunk && s->basis_size != off + len)
 		return 0;
-	r = seed_clone(s, off, len);
-	if (r) {
-		if (r < 0)
-			return r;
+	clone = seed_clone(s, off, len);
+	if (clone > 0) {
 		digest_chunk(s->buf, len, d);
 		f->cstate[i] = CS_HELD;
 		return 1;
@@ -193,8 +196,9 @@ static int seed_chunk(struct seed *s, uint32_t i)
 		s->zero_len = len;
 	}
 	/* a temporary file made now reads as zeros where nothing was
-	 * written (fallocate or ftruncate); a resumed one may not */
-	if (f->rx.resumed || memcmp(d, s->zero, DIGEST_LEN)) {
+	 * written (fallocate or ftruncate); a resumed one, or one a failed
+	 * clone may have touched, may not */
+	if (f->rx.resumed || clone < 0 || memcmp(d, s->zero, DIGEST_LEN)) {
 		s->wrote = true;
 		r = fsio_pwrite_all(f->fd, s->buf, len, off);
 		if (r)
