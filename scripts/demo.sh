@@ -87,7 +87,7 @@ echo "== linerate gen: a $size file of random bytes"
 echo
 echo "== linerate send: the file to $target, with progress"
 "${in_a[@]}" "$bin" send --token-file "$tok" "${speed[@]}" -p "$port" \
-	"$work/src/file.bin" "$target:demo" 2>&1 | tee -a "$benchout"
+	"$work/src/file.bin" "$target:demo/" 2>&1 | tee -a "$benchout"
 cmp "$work/src/file.bin" "$work/dest/demo/file.bin"
 echo "Same bytes on both sides (cmp)."
 echo

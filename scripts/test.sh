@@ -64,6 +64,11 @@ fi
 LINERATE_BIN="$PWD/build/linerate" /usr/bin/python3 -m pytest -rs -q tests/integration \
 	--ignore=tests/integration/test_cross.py --ignore=tests/integration/test_static.py
 
+step "the README's main job (scripts/demo.sh), a 64 MiB file, 2 s tests"
+# as a user runs it: bench, gen, send with the copy compared, doctor; its
+# hosts removed at the end (it exits non-zero on any failure)
+DEMO_SIZE=64M bash scripts/demo.sh -t 2 >/dev/null
+
 step "ThreadSanitizer (clang): the engine's threads, in a chosen set of tests"
 # push and pull of a file and a tree with -P 4, a pipe in and out, a
 # resume after a kill, the one-shot receiver, bench with -P and --bidir,

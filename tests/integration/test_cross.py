@@ -134,7 +134,7 @@ def test_push_and_pull_a_file_and_a_tree(pair):
     x = pair
     x.start_server()
     src = write_random(x.src / "f.bin", 5 * MiB + 7)
-    res = x.send_ok("--json", src, x.dest("in"), timeout=120)
+    res = x.send_ok("--json", src, x.dest("in/"), timeout=120)
     assert end_event(res.stdout)["ok"] is True
     same_file(src, x.root / "in" / "f.bin")
     top = x.src / "tree"
@@ -152,11 +152,11 @@ def _push_killed_and_resumed(x, src, sub, limit):
     record (a chunk reached the far disk), push again: the end event of
     the resume, which kept what was there."""
     proc, out, err = x.popen_send("--json", "--limit", limit, src,
-                                  x.dest(sub))
+                                  x.dest(sub + "/"))
     wait_resumable(x.root / sub, src.name, 2 * MiB, timeout=60)
     assert proc.poll() is None, f"{out.text()} {err.text()}"
     kill_and_reap(proc)
-    res = x.send_ok("--json", src, x.dest(sub), timeout=300)
+    res = x.send_ok("--json", src, x.dest(sub + "/"), timeout=300)
     end = end_event(res.stdout)
     assert end["ok"] is True and end["bytes_already_held"] > 0, end
     return end
