@@ -482,8 +482,9 @@ static int recv_run(struct recv_cli *o)
 		fprintf(stderr, "linerate recv: %s\n", err.msg);
 	if (atomic_load(&cancelled))
 		return 130;
+	/* --delete could not remove everything: rsync's 23 too */
 	if (!r && o->got_result && o->ok)
-		return EXIT_OK;
+		return o->res.deletes_failed ? EXIT_PARTIAL : EXIT_OK;
 	/* every failure a source the sender could not read: the rest
 	 * arrived (rsync's "partial transfer due to error") */
 	if (o->got_result && o->res.files_unread &&

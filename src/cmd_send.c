@@ -693,6 +693,9 @@ static int exit_status(const struct send_cli *o, const struct xfer_result *res,
 	if (r == -EIO && res->files_unread &&
 	    res->files_unread >= res->files_failed)
 		return EXIT_PARTIAL;
+	/* --delete could not remove everything: rsync's 23 too */
+	if (!r && res->deletes_failed)
+		return EXIT_PARTIAL;
 	return r ? EXIT_RUNTIME : EXIT_OK;
 }
 

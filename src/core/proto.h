@@ -124,6 +124,10 @@ enum proto_tag {
 	 * XFER_ACCEPT: the session's window (u32, both optional) */
 	PROTO_T_FILES_WINDOW = 0x0048,
 	PROTO_T_LONE_FILE = 0x0049, /* u8 1: a push's PATH may name its file */
+	/* XFER_DONE, optional: --delete removals that failed (u64), and the
+	 * first reason (text) */
+	PROTO_T_DELETES_FAILED = 0x004a,
+	PROTO_T_DELETES_WHY = 0x004b,
 	/* XFER_REQUEST, critical: a peer that does not know them must refuse
 	 * the request rather than send what they leave out */
 	PROTO_T_FILTER = 0x8040,   /* kind:u8 pattern; repeated */
@@ -589,6 +593,10 @@ struct proto_xfer_done {
 	 * ASCII, "" when none) */
 	uint64_t xattrs_failed;
 	char xattrs_why[PROTO_MAX_TEXT + 1];
+	/* --delete: entries that could not be removed, and the first
+	 * (printable ASCII, "" when none) */
+	uint64_t deletes_failed;
+	char deletes_why[PROTO_MAX_TEXT + 1];
 };
 
 /* The chunk header at the start of each data record of a transfer

@@ -207,6 +207,10 @@ struct xfer_result {
 	char xattrs_why[LR_ERR_MSG]; /* the first, "" when none */
 	uint64_t rate_limit; /* --limit (bytes/s) this end knows of; 0 none */
 	bool delete_skipped; /* --delete: skipped after a read error */
+	/* --delete: entries that could not be removed (exit status 23), and
+	 * the first, "" when none */
+	uint64_t deletes_failed;
+	char deletes_why[LR_ERR_MSG];
 	double seconds;
 	bool authenticated;
 	enum crypto_cipher cipher;

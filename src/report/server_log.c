@@ -53,6 +53,15 @@ static void xfer_line(FILE *log, const char *ts, const struct server_event *ev)
 					   x->bytes / x->seconds),
 			x->authenticated ? crypto_cipher_name(x->cipher)
 					 : "no token");
+	if (x->files_deleted)
+		fprintf(log, ", %llu deleted",
+			(unsigned long long)x->files_deleted);
+	if (x->deletes_failed) {
+		fprintf(log, ", %llu NOT deleted (",
+			(unsigned long long)x->deletes_failed);
+		report_escaped(log, x->deletes_why);
+		fputc(')', log);
+	}
 	if (ev->ok && x->peer_end_lost) {
 		fprintf(log, ": ok (the client finished; its last message was "
 			     "lost or tampered with)\n");

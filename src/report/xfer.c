@@ -60,7 +60,7 @@ static void end_stats(struct report_xfer *rx, const struct xfer_result *res)
 		"  failed: %llu (of which unreadable at the source: %llu)\n"
 		"  special (FIFO, socket, device), not sent: %llu\n"
 		"  hard links (-H), made to a file sent: %llu\n"
-		"deleted at the destination: %llu\n"
+		"%s at the destination: %llu (not deleted: %llu)\n"
 		"file data %s: %llu bytes (%s)\n"
 		"file data already there: %llu bytes (%s)\n"
 		"seconds: %.3f\n",
@@ -74,7 +74,9 @@ static void end_stats(struct report_xfer *rx, const struct xfer_result *res)
 		(unsigned long long)res->files_unread,
 		(unsigned long long)res->files_special,
 		(unsigned long long)res->files_linked,
+		rx->dry_run ? "would be deleted" : "deleted",
 		(unsigned long long)res->files_deleted,
+		(unsigned long long)res->deletes_failed,
 		rx->dry_run ? "moved" : rx->verb,
 		(unsigned long long)res->bytes, b1,
 		(unsigned long long)res->bytes_held, b2, res->seconds);
@@ -85,7 +87,7 @@ static void end_stats(struct report_xfer *rx, const struct xfer_result *res)
 static const char *file_status(const struct xfer_event *ev)
 {
 	if (!ev->ok)
-		return "failed";
+		return ev->deleted ? "delete_failed" : "failed";
 	if (ev->deleted)
 		return ev->dry_run ? "would_delete" : "deleted";
 	if (ev->linked)
@@ -113,7 +115,9 @@ static void file_line(struct report_xfer *rx, const struct xfer_event *ev)
 {
 	const char *what = NULL;
 
-	if (ev->deleted)
+	if (ev->deleted && !ev->ok)
+		what = NULL; /* not deleted: the failure's line says it */
+	else if (ev->deleted)
 		what = ev->dry_run ? "would delete" : "deleting";
 	else if (ev->linked && (rx->verbose || rx->dry_run))
 		what = ev->dry_run ? "would link" : "linked";
@@ -448,6 +452,10 @@ static void summary_counts(struct report_xfer *rx,
 	if (res->files_deleted)
 		fprintf(rx->out, ", %llu deleted",
 			(unsigned long long)res->files_deleted);
+	if (res->deletes_failed)
+		fprintf(rx->out, ", %llu NOT deleted (%s)",
+			(unsigned long long)res->deletes_failed,
+			res->deletes_why[0] ? res->deletes_why : "see the log");
 	if (res->files_special)
 		fprintf(rx->out, ", %llu special skipped",
 			(unsigned long long)res->files_special);
@@ -466,6 +474,25 @@ static void summary_counts(struct report_xfer *rx,
 		units_fmt_iec(b1, sizeof(b1), (double)res->bytes_held);
 		fprintf(rx->out, ", %s already there", b1);
 	}
+}
+
+/* The end event's counts (JSON): what the summary and --stats say. */
+static void end_json_counts(cJSON *o, const struct xfer_result *res)
+{
+	report__add_num(o, "files_ok", (double)res->files_ok);
+	report__add_num(o, "files_failed", (double)res->files_failed);
+	report__add_num(o, "files_skipped", (double)res->files_skipped);
+	report__add_num(o, "files_unread", (double)res->files_unread);
+	report__add_num(o, "files_deleted", (double)res->files_deleted);
+	report__add_num(o, "files_special", (double)res->files_special);
+	report__add_num(o, "files_linked", (double)res->files_linked);
+	report__add_num(o, "owners_failed", (double)res->owners_failed);
+	report__add_num(o, "xattrs_failed", (double)res->xattrs_failed);
+	if (res->xattrs_why[0])
+		cJSON_AddStringToObject(o, "xattrs_why", res->xattrs_why);
+	report__add_num(o, "deletes_failed", (double)res->deletes_failed);
+	if (res->deletes_why[0])
+		cJSON_AddStringToObject(o, "deletes_why", res->deletes_why);
 }
 
 void report_xfer_end(struct report_xfer *rx, const struct xfer_result *res,
@@ -492,18 +519,7 @@ void report_xfer_end(struct report_xfer *rx, const struct xfer_result *res,
 				(double)res->bytes_held);
 		report__add_num(o, "seconds", report__json_num(res->seconds));
 		report__add_num(o, "bytes_per_second", report__json_num(bps));
-		report__add_num(o, "files_ok", (double)res->files_ok);
-		report__add_num(o, "files_failed", (double)res->files_failed);
-		report__add_num(o, "files_skipped", (double)res->files_skipped);
-		report__add_num(o, "files_unread", (double)res->files_unread);
-		report__add_num(o, "files_deleted", (double)res->files_deleted);
-		report__add_num(o, "files_special", (double)res->files_special);
-		report__add_num(o, "files_linked", (double)res->files_linked);
-		report__add_num(o, "owners_failed", (double)res->owners_failed);
-		report__add_num(o, "xattrs_failed", (double)res->xattrs_failed);
-		if (res->xattrs_why[0])
-			cJSON_AddStringToObject(o, "xattrs_why",
-						res->xattrs_why);
+		end_json_counts(o, res);
 		report__add_num(o, "streams", res->streams);
 		report__add_num(o, "chunk_size", res->chunk_size);
 		/* a session that never began had no cipher, not "none" */

@@ -375,6 +375,66 @@ def test_update_keeps_what_is_newer_at_the_destination(xsrv):
     same_entries(x.root / "u", ref)
 
 
+@pytest.mark.parametrize("mode", ["push", "pull"])
+def test_an_up_to_date_file_gets_the_sources_mode(xsrv, mode):
+    """A file whose data is up to date but whose mode changed at the
+    source gets the new mode, as rsync -a gives it (compared); one with
+    another name (a hard link that may be outside the destination) keeps
+    its mode and says so; setuid is not given without the consent."""
+    x = xsrv
+    top = x.src / "m"
+    top.mkdir()
+    for name in ("plain", "linked", "setuid", "same"):
+        (top / name).write_bytes(name.encode() * 5)
+        os.chmod(top / name, 0o644)
+    if mode == "push":
+        x.send_ok(str(top) + "/", x.dest("m/"))
+        dest = x.root / "m"
+    else:
+        (x.root / "m").mkdir()
+        for p in top.iterdir():
+            (x.root / "m" / p.name).write_bytes(p.read_bytes())
+            os.chmod(x.root / "m" / p.name, 0o644)
+            st = p.stat()
+            os.utime(x.root / "m" / p.name, ns=(st.st_atime_ns,
+                                                st.st_mtime_ns))
+        x.get_ok(x.dest("m/"), str(x.tmp / "pulled") + "/")
+        top, dest = x.root / "m", x.tmp / "pulled"
+    ref = x.tmp / "ref"
+    res = subprocess.run([RSYNC, "-a", str(top) + "/", str(ref) + "/"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, describe(res)
+    os.link(dest / "linked", x.tmp / "outside")
+    os.chmod(top / "plain", 0o600)
+    os.chmod(top / "linked", 0o755)
+    os.chmod(top / "setuid", 0o4755)
+    mtimes = {p.name: p.stat().st_mtime_ns for p in dest.iterdir()}
+    if mode == "push":
+        res = x.send_ok("--json", "--update", str(top) + "/", x.dest("m/"))
+    else:
+        res = x.get_ok("--json", "--update", x.dest("m/"),
+                       str(dest) + "/")
+    end = end_event(res.stdout)
+    assert end["files_skipped"] == 4 and end["files_ok"] == 0, end
+    assert end["bytes"] == 0, end
+    got = {p.name: p.stat().st_mode & 0o7777 for p in dest.iterdir()}
+    assert got["plain"] == 0o600, oct(got["plain"])
+    assert got["setuid"] == 0o755, oct(got["setuid"])  # no consent
+    assert got["same"] == 0o644, oct(got["same"])
+    assert got["linked"] == 0o644, oct(got["linked"])  # other names
+    assert (x.tmp / "outside").stat().st_mode & 0o777 == 0o644
+    assert {p.name: p.stat().st_mtime_ns for p in dest.iterdir()} == mtimes
+    if mode == "pull":  # the receiver's words reach this side
+        said = [e for e in json_events(res.stdout)
+                if e.get("event") == "file" and e.get("path") == "linked"
+                and "other names" in (e.get("reason") or "")]
+        assert said, res.stdout
+    res = subprocess.run([RSYNC, "-a", str(top) + "/", str(ref) + "/"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, describe(res)
+    assert (ref / "plain").stat().st_mode & 0o7777 == 0o600
+
+
 @pytest.fixture
 def world_dir(tmp_path_factory):
     """A directory an unprivileged user can enter (pytest's are 0700),
@@ -562,6 +622,68 @@ def test_delete_as_rsync(xsrv, mode, excluded):
     assert deleted == want, deleted
     end = end_event(res.stdout)
     assert end["files_deleted"] == len(want), end
+
+
+@pytest.mark.parametrize("mode", ["push", "pull"])
+def test_a_removal_that_fails_is_said_and_exits_23(xsrv, mode):
+    """--delete meets an entry it cannot remove (an immutable file): that
+    one is named with the reason, counted, and the transfer exits 23 as
+    rsync's does; what could be removed is removed, the directory holding
+    the immutable file stays, and nothing else is said of it."""
+    x = xsrv
+    top = x.src / "keep"
+    top.mkdir()
+    (top / "a.txt").write_text("a\n")
+    if mode == "push":
+        x.send_ok(str(top) + "/", x.dest("fd/"))
+        dest = x.root / "fd"
+    else:
+        (x.root / "fd").mkdir()
+        (x.root / "fd" / "a.txt").write_text("a\n")
+        top, dest = x.root / "fd", x.tmp / "pulled"
+        dest.mkdir()
+    (dest / "extra").mkdir()
+    (dest / "extra" / "gone.txt").write_text("g\n")
+    stuck = dest / "extra" / "stuck.txt"
+    stuck.write_text("s\n")
+    (dest / "extra2.txt").write_text("z\n")
+    res = subprocess.run(["chattr", "+i", str(stuck)], capture_output=True,
+                         text=True, timeout=10)
+    if res.returncode != 0:
+        pytest.skip(f"chattr +i is refused here: {res.stderr.strip()}")
+    try:
+        if mode == "push":
+            res = x.send("--json", "--delete", str(top) + "/",
+                          x.dest("fd/"))
+            human = x.send("--delete", str(top) + "/", x.dest("fd/"))
+        else:
+            res = x.get("--json", "--delete", x.dest("fd/"),
+                        str(dest) + "/")
+            human = x.get("--delete", x.dest("fd/"), str(dest) + "/")
+        assert res.returncode == 23, describe(res)
+        assert human.returncode == 23, describe(human)
+        end = end_event(res.stdout)
+        assert end["deletes_failed"] == 1, end
+        assert "extra/stuck.txt" in end["deletes_why"], end
+        assert "Operation not permitted" in end["deletes_why"], end
+        assert end["files_deleted"] == 2, end  # gone.txt, extra2.txt
+        assert stuck.exists() and (dest / "extra").is_dir()
+        assert not (dest / "extra" / "gone.txt").exists()
+        assert not (dest / "extra2.txt").exists()
+        assert (dest / "a.txt").read_text() == "a\n"
+        # the human end line says it, and no "deleting" line for it
+        assert "1 NOT deleted ('extra/stuck.txt'" in human.stdout + \
+            human.stderr, describe(human)
+        assert "deleting extra/stuck.txt" not in human.stdout, \
+            describe(human)
+        if mode == "pull":  # the receiver names it in a line of its own
+            fails = [e for e in json_events(res.stdout)
+                     if e.get("status") == "delete_failed"]
+            assert [e["path"] for e in fails] == ["extra/stuck.txt"], fails
+            assert "linerate get: extra/stuck.txt: could not be deleted" \
+                in human.stderr, describe(human)
+    finally:
+        subprocess.run(["chattr", "-i", str(stuck)], timeout=10)
 
 
 def test_delete_only_inside_the_directories_sent(xsrv):
@@ -865,16 +987,26 @@ def test_stats_counts_what_the_end_event_counts(xsrv):
     (top / "f0").write_bytes(b"changed, and longer than before\n" * 50)
     (top / "new").write_bytes(b"n" * 777)
     (x.root / "sd" / "gone").write_bytes(b"g")
-    res = x.send_ok("-q", "--stats", "--update", "--delete",
-                    str(top) + "/", x.dest("sd"))
-    out = res.stderr.decode() if isinstance(res.stderr, bytes) \
-        else res.stderr
-    lines = dict(l.strip().split(": ", 1) for l in out.splitlines()
-                 if ": " in l)
+
+    def stats(*extra):
+        res = x.send_ok("-q", "--stats", "--update", "--delete", *extra,
+                        str(top) + "/", x.dest("sd"))
+        out = res.stderr.decode() if isinstance(res.stderr, bytes) \
+            else res.stderr
+        return out, dict(l.strip().split(": ", 1) for l in out.splitlines()
+                         if ": " in l)
+
+    # a dry run says what it would delete, and deletes nothing
+    out, lines = stats("-n")
+    assert lines["would be deleted at the destination"] == \
+        "1 (not deleted: 0)", out
+    assert "deleted at the destination" not in lines, out
+    assert (x.root / "sd" / "gone").exists()
+    out, lines = stats()
     assert lines["files considered"] == "5", out
     assert lines["sent"] == "2", out
     assert lines["up to date (skipped)"] == "3", out
-    assert lines["deleted at the destination"] == "1", out
+    assert lines["deleted at the destination"] == "1 (not deleted: 0)", out
     sent = 50 * 32 + 777
     assert lines["file data sent"].startswith(f"{sent} bytes"), out
     held = sum(1000 + i for i in (1, 2, 3))

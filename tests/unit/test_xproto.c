@@ -400,6 +400,18 @@ static void test_totals_roundtrip(void **state)
 	msg_free(&m);
 }
 
+/* An XFER_DONE begun in m with its required counts: 5 ok, 1 skipped, 9
+ * bytes. */
+static void done_counts(struct msg *m)
+{
+	msg_init(m, MSG_CAP);
+	proto_msg_begin(&m->b, PROTO_XFER_DONE);
+	proto_put_u64(&m->b, PROTO_T_FILES, 5);
+	proto_put_u64(&m->b, PROTO_T_FILES_FAILED, 0);
+	proto_put_u64(&m->b, PROTO_T_FILES_SKIPPED, 1);
+	proto_put_u64(&m->b, PROTO_T_BYTES, 9);
+}
+
 static void test_done_roundtrip(void **state)
 {
 	struct proto_xfer_done in, out;
@@ -418,6 +430,9 @@ static void test_done_roundtrip(void **state)
 	in.wait.cipher_us = 33;
 	in.xattrs_failed = 4;
 	snprintf(in.xattrs_why, sizeof(in.xattrs_why), "f: user.big too large");
+	in.deletes_failed = 3;
+	snprintf(in.deletes_why, sizeof(in.deletes_why),
+		 "'a/b' could not be deleted: Operation not permitted");
 	msg_init(&m, MSG_CAP);
 	assert_int_equal(proto_encode_xfer_done(&m.b, &in), 0);
 	body = msg_body(&m, PROTO_XFER_DONE, &len);
@@ -427,19 +442,23 @@ static void test_done_roundtrip(void **state)
 	msg_free(&m);
 
 	/* without the optional wait times */
-	msg_init(&m, MSG_CAP);
-	proto_msg_begin(&m.b, PROTO_XFER_DONE);
-	proto_put_u64(&m.b, PROTO_T_FILES, 5);
-	proto_put_u64(&m.b, PROTO_T_FILES_FAILED, 0);
-	proto_put_u64(&m.b, PROTO_T_FILES_SKIPPED, 1);
-	proto_put_u64(&m.b, PROTO_T_BYTES, 9);
+	done_counts(&m);
 	assert_int_equal(proto_msg_end(&m.b), 0);
 	body = msg_body(&m, PROTO_XFER_DONE, &len);
 	memset(&out, 0xa5, sizeof(out));
 	assert_int_equal(proto_decode_xfer_done(body, len, &out), 0);
 	assert_true(out.files_ok == 5 && out.files_skipped == 1 &&
 		    out.bytes == 9 && out.wait.net_us == 0 &&
-		    out.wait.cipher_us == 0);
+		    out.wait.cipher_us == 0 && out.deletes_failed == 0 &&
+		    !out.deletes_why[0]);
+	msg_free(&m);
+
+	/* more removals failed than a session can hold: malformed */
+	done_counts(&m);
+	proto_put_u64(&m.b, PROTO_T_DELETES_FAILED, PROTO_XFER_MAX_FILES + 1);
+	assert_int_equal(proto_msg_end(&m.b), 0);
+	body = msg_body(&m, PROTO_XFER_DONE, &len);
+	assert_int_equal(proto_decode_xfer_done(body, len, &out), LR_EBADMSG);
 	msg_free(&m);
 }
 

@@ -372,6 +372,10 @@ int proto_encode_xfer_done(struct proto_buf *b, const struct proto_xfer_done *m)
 		proto_put_u64(b, PROTO_T_XATTRS_FAILED, m->xattrs_failed);
 	if (m->xattrs_why[0])
 		proto_put_str(b, PROTO_T_XATTRS_WHY, m->xattrs_why);
+	if (m->deletes_failed)
+		proto_put_u64(b, PROTO_T_DELETES_FAILED, m->deletes_failed);
+	if (m->deletes_why[0])
+		proto_put_str(b, PROTO_T_DELETES_WHY, m->deletes_why);
 	return proto_msg_end(b);
 }
 
@@ -391,6 +395,8 @@ static const struct proto__field xfer_done_fields[] = {
 	PROTO__F_FN(PROTO_T_WAIT, get_done_wait, PROTO__WAIT_LEN, 0),
 	PROTO__F_U64(PROTO_T_XATTRS_FAILED, XD, xattrs_failed, 0),
 	PROTO__F_STR(PROTO_T_XATTRS_WHY, XD, xattrs_why, 0),
+	PROTO__F_U64(PROTO_T_DELETES_FAILED, XD, deletes_failed, 0),
+	PROTO__F_STR(PROTO_T_DELETES_WHY, XD, deletes_why, 0),
 };
 #undef XD
 
@@ -410,7 +416,8 @@ int proto_decode_xfer_done(const uint8_t *body, size_t len,
 	    m->files_skipped > PROTO_XFER_MAX_FILES ||
 	    m->files_ok + m->files_failed + m->files_skipped >
 		    PROTO_XFER_MAX_FILES ||
-	    m->xattrs_failed > PROTO_XFER_MAX_FILES)
+	    m->xattrs_failed > PROTO_XFER_MAX_FILES ||
+	    m->deletes_failed > PROTO_XFER_MAX_FILES)
 		return LR_EBADMSG;
 	return 0;
 }

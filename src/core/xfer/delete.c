@@ -126,6 +126,30 @@ static uint8_t kind_of(mode_t m)
 			    : 4;
 }
 
+/* A removal that failed (e): counted (exit status 23), the first kept
+ * for the sender (XFER_DONE), said here. rsync reports these too. */
+static void failed(struct dwalk *w, int e)
+{
+	struct xsess *x = w->x;
+	char esc[ESC_MAX], why[PROTO_MAX_TEXT];
+	struct xfile f = { .path = strdup(w->path) };
+	unsigned n;
+
+	snprintf(why, sizeof(why), "could not be deleted: %s", lr_strerror(e));
+	xfer__lock(&x->lock);
+	if (!x->res->deletes_failed++)
+		snprintf(x->res->deletes_why, sizeof(x->res->deletes_why),
+			 "'%s' %s",
+			 fsio_escape(w->path, w->plen, esc, sizeof(esc)), why);
+	n = x->evq.n;
+	if (f.path)
+		xfer__file_event(x, &f, false, false, why, e);
+	if (x->evq.n > n)
+		x->evq.v[x->evq.n - 1].deleted = true;
+	xfer__unlock(&x->lock);
+	free(f.path); /* NULL when the event took it */
+}
+
 /* A removal: counted, told to the sender and here. */
 static void told(struct dwalk *w, uint8_t kind)
 {
@@ -177,10 +201,14 @@ static bool remove_tree(struct dwalk *w, int dfd, const char *name,
 	struct dirent *de;
 	DIR *dir;
 
-	if (fd < 0)
+	if (fd < 0) {
+		if (errno != ENOENT)
+			failed(w, -errno);
 		return false;
+	}
 	dir = fdopendir(fd);
 	if (!dir) {
+		failed(w, -errno);
 		close(fd);
 		return false;
 	}
@@ -191,8 +219,15 @@ static bool remove_tree(struct dwalk *w, int dfd, const char *name,
 			all = false;
 	}
 	closedir(dir);
-	if (w->dry ? !all : unlinkat(dfd, name, AT_REMOVEDIR) != 0)
+	/* what stays in it (kept by the rules, or not removed: said) keeps
+	 * it */
+	if (!all)
 		return false;
+	if (!w->dry && unlinkat(dfd, name, AT_REMOVEDIR) != 0) {
+		if (errno != ENOENT)
+			failed(w, -errno);
+		return false;
+	}
 	told(w, PROTO_XK_DIR);
 	return true;
 }
@@ -216,6 +251,8 @@ static bool remove_entry(struct dwalk *w, int dfd, const char *name,
 			       remove_tree(w, dfd, name, depth);
 		else if (w->dry || !unlinkat(dfd, name, 0))
 			gone = true;
+		else if (errno != ENOENT)
+			failed(w, -errno);
 		if (gone && !S_ISDIR(st.st_mode))
 			told(w, kind_of(st.st_mode));
 	}
@@ -301,4 +338,16 @@ int xfer__del_run(struct xsess *x, const struct late *l, uint64_t unread,
 	r = w->r;
 	free(w);
 	return r;
+}
+
+void xfer__del_done(const struct xsess *x, struct proto_xfer_done *d)
+{
+	const char *s = x->res->deletes_why;
+	size_t i;
+
+	d->deletes_failed = x->res->deletes_failed;
+	/* printable ASCII (the path is escaped already) */
+	for (i = 0; s[i] && i + 1 < sizeof(d->deletes_why); i++)
+		d->deletes_why[i] = (s[i] >= 0x20 && s[i] <= 0x7e) ? s[i] : '?';
+	d->deletes_why[i] = '\0';
 }

@@ -300,7 +300,7 @@ static int chmod_fd(int fd, mode_t m)
 	return chmod(p, m) ? -errno : 0;
 }
 
-void xfer__owner_fix(struct xsess *x, const struct xfile *f)
+static void owner_give(struct xsess *x, const struct xfile *f)
 {
 	const struct xfile_rx *r = &f->rx;
 	mode_t keep = (x->o->flags & XFER_F_KEEP_SETID) ? 07777 : 01777;
@@ -327,6 +327,67 @@ void xfer__owner_fix(struct xsess *x, const struct xfile *f)
 	    (st.st_mode & 06000))
 		(void)chmod_fd(fd, st.st_mode & keep & 07777);
 	close(fd);
+}
+
+/* What xfer__mode_fix could not give (e), said in a file event. */
+static void mode_said(struct xsess *x, const struct xfile *f, int e)
+{
+	char why[PROTO_MAX_TEXT];
+
+	if (e == -EMLINK)
+		snprintf(why, sizeof(why),
+			 "up to date; its mode is kept (the file has other "
+			 "names, which may be outside the destination)");
+	else
+		snprintf(why, sizeof(why),
+			 "up to date; its mode could not be given: %s",
+			 lr_strerror(e));
+	xfer__lock(&x->lock);
+	xfer__path_event(x, xfer__path(f), true, why, 0);
+	xfer__unlock(&x->lock);
+}
+
+/* The mode of f's inode, when it differs: 0 (given, or nothing to give),
+ * -EMLINK (other names: left alone), or -errno. */
+static int mode_give(struct xsess *x, const struct xfile *f)
+{
+	const struct xfile_rx *r = &f->rx;
+	mode_t keep = (x->o->flags & XFER_F_KEEP_SETID) ? 07777 : 01777;
+	mode_t want = f->mode & keep;
+	struct stat st;
+	int fd, e = 0;
+
+	/* a copy --update keeps (newer) is not this file: left alone */
+	if (!r->have_st || r->kept_newer || !S_ISREG(r->st_mode) ||
+	    (r->st_mode & 07777) == want || (x->o->flags & XFER_F_DRY_RUN))
+		return 0;
+	/* another name of the inode may be outside the destination */
+	if (r->st_nlink != 1)
+		return -EMLINK;
+	fd = openat(r->dirfd, r->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	/* the inode that was looked at (a chown since may have cleared its
+	 * setid bits: compared again), changed on its descriptor */
+	if (fstat(fd, &st))
+		e = -errno;
+	else if (!S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+		 st.st_dev != r->st_dev || st.st_ino != r->st_ino)
+		e = -ESTALE;
+	else if ((st.st_mode & 07777) != want)
+		e = chmod_fd(fd, want);
+	close(fd);
+	return e;
+}
+
+void xfer__owner_fix(struct xsess *x, const struct xfile *f)
+{
+	int e;
+
+	owner_give(x, f); /* a chown clears setid bits: the mode after */
+	e = mode_give(x, f);
+	if (e)
+		mode_said(x, f, e);
 }
 
 int xfer__owner_node(struct xsess *x, const struct late *l, int dfd,

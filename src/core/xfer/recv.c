@@ -877,6 +877,7 @@ static int send_done(struct rxc *c)
 	done.wait.net_us = x->waits.net_us;
 	done.wait.cipher_us = x->waits.cipher_us;
 	xfer__xattr_done(x, &done);
+	xfer__del_done(x, &done);
 	r = x->error;
 	if (r)
 		*c->err = x->err;

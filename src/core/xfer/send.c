@@ -861,6 +861,11 @@ static void take_done(struct txc *c)
 	if (!res->xattrs_why[0] && c->done.xattrs_why[0])
 		snprintf(res->xattrs_why, sizeof(res->xattrs_why),
 			 "the receiver: %s", c->done.xattrs_why);
+	/* --delete: what the receiver could not remove */
+	res->deletes_failed += c->done.deletes_failed;
+	if (!res->deletes_why[0] && c->done.deletes_why[0])
+		snprintf(res->deletes_why, sizeof(res->deletes_why), "%s",
+			 c->done.deletes_why);
 	if (c->done.files_failed > res->files_failed) {
 		/* failures only the receiver saw (symlinks made last) */
 		res->files_failed = c->done.files_failed;

@@ -815,11 +815,12 @@ void xfer__late_apply(struct xsess *x, struct late *l, struct proto_buf *fb,
 
 /* Note an announced path (control thread). */
 void xfer__del_note(struct xsess *x, const char *path, size_t len);
-/* Remove what was not announced from the directories the session was
- * sent (l: the late list), DELETED items into b; nothing when unread
- * sources were told. 0 or -errno (sending). Control thread. */
+/* Remove what was not announced in the directories sent (l: the late
+ * list), DELETED items into b; none after an UNREAD. 0/-errno. */
 int xfer__del_run(struct xsess *x, const struct late *l, uint64_t unread,
 		  struct proto_buf *b);
+/* The removals that failed, into XFER_DONE. Under lock. */
+void xfer__del_done(const struct xsess *x, struct proto_xfer_done *d);
 void xfer__del_free(struct xsess *x);
 
 /* ---- checksum.c: -c/--checksum ---- */
@@ -857,8 +858,8 @@ const char *xfer__owner_on_item(struct xsess *x,
 void xfer__owner_next_gone(struct xsess *x);
 bool xfer__owner_take(struct xsess *x, uint32_t idx, uid_t *uid, gid_t *gid);
 /* An up-to-date file (SKIP): its owner and group on a descriptor of the
- * inode looked at (not one of other names), then its setid bits (under
- * consent) again. */
+ * inode looked at (not one of other names), its setid bits (under
+ * consent) again, then the entry's mode as rsync -p (a failure said). */
 void xfer__owner_fix(struct xsess *x, const struct xfile *f);
 /* A symlink or node l made as name in dfd: opened without following it,
  * checked to be of m's type (and inode, made), given l's owner (a failure
@@ -871,8 +872,7 @@ struct xnode_meta {
 };
 int xfer__owner_node(struct xsess *x, const struct late *l, int dfd,
 		     const char *name, const struct xnode_meta *m);
-/* An owner or group not given (e): counted in owners_failed, said in a
- * file event (the entry kept). Under lock. */
+/* An owner not given (e): counted, said in a file event. Under lock. */
 void xfer__owner_said(struct xsess *x, const char *path, int e);
 /* ACL entries: id's name here ("" none), a name's id (sent: unknown) */
 void xfer__owner_name(struct xsess *x, uint32_t id, bool group, char *out);
