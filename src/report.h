@@ -227,7 +227,8 @@ struct report_plot_run {
 
 /* Throughput over time of the runs (bench intervals, per stream when
  * there is one run; a transfer's progress) and, with runs of two labels
- * or more, their medians by label and direction: an SVG document, or
+ * or more, their medians by label, command and direction (never a bench
+ * run with a file transfer): an SVG document, or
  * with html a page holding it and a table. -EINVAL with err set when a
  * run is not linerate's JSON (the line named) or nothing can be drawn. */
 int report_plot(FILE *out, bool html, const char *title,

@@ -73,13 +73,45 @@ int results_path(const struct results_opts *o, char *buf, size_t cap,
 	return 0;
 }
 
-/* The whole of fd into a malloc'd string. */
+/* A run of NUL bytes in a results file as results_read gives it: the
+ * two bytes of modified UTF-8's NUL, which are not UTF-8, so that the
+ * text stays a C string and the line is still there to be named. */
+#define RESULTS_NUL "\xc0\x80"
+
+/* buf's n bytes as a malloc'd C string, each run of NUL bytes made
+ * RESULTS_NUL; NULL when out of memory. */
+static char *nul_free(const char *buf, size_t n)
+{
+	size_t need = 0, i, o = 0;
+	char *s;
+
+	for (i = 0; i < n; i++)
+		if (buf[i])
+			need++;
+		else if (!i || buf[i - 1])
+			need += 2;
+	s = malloc(need + 1);
+	for (i = 0; s && i < n; i++) {
+		if (buf[i])
+			s[o++] = buf[i];
+		else if (!i || buf[i - 1]) {
+			memcpy(s + o, RESULTS_NUL, 2);
+			o += 2;
+		}
+	}
+	if (s)
+		s[o] = '\0';
+	return s;
+}
+
+/* The whole of fd into a malloc'd C string, read by its length (NUL
+ * bytes as nul_free makes them). */
 static int read_fd(int fd, const char *path, char **text, struct lr_err *err)
 {
 	struct stat st;
 	size_t got = 0;
 	ssize_t k;
-	char *buf;
+	char *buf, *s;
 
 	if (fstat(fd, &st))
 		return lr_err_setc(err, -errno, "%s", path);
@@ -107,6 +139,13 @@ static int read_fd(int fd, const char *path, char **text, struct lr_err *err)
 		got += (size_t)k;
 	}
 	buf[got] = '\0';
+	if (memchr(buf, '\0', got)) {
+		s = nul_free(buf, got);
+		free(buf);
+		if (!s)
+			return lr_err_setc(err, -ENOMEM, "%s", path);
+		buf = s;
+	}
 	*text = buf;
 	return 0;
 }

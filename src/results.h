@@ -50,7 +50,10 @@ int results_path(const struct results_opts *o, char *buf, size_t cap,
 		 struct lr_err *err);
 
 /* The whole file into a malloc'd string (*text; "" when it is not
- * there). */
+ * there), read by its length: each run of NUL bytes (a crash's
+ * zero-filled block) becomes the two bytes C0 80 (modified UTF-8's NUL,
+ * never UTF-8), so the text is a C string holding every line, and the
+ * line with the NUL is still there for the reader to name and skip. */
 int results_read(const char *path, char **text, struct lr_err *err);
 
 /* A run's JSON as the command writes it, kept in memory. */

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* linerate plot: throughput over time of runs (bench intervals, per
  * stream and summed; a transfer's progress) and saved runs compared by
- * label and direction, as SVG, or an HTML page holding the charts and a
- * table. Plain SVG 1.1, no script: any renderer draws it. */
+ * label, command and direction, as SVG, or an HTML page holding the
+ * charts and a table. Plain SVG 1.1, no script: any renderer draws it. */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -309,17 +309,36 @@ static cJSON *parse_input(const char *text, unsigned *bad)
 	return arr;
 }
 
+/* What results_read (src/results.h) makes of a run of NUL bytes in a
+ * file: modified UTF-8's NUL, never UTF-8. */
+#define PLOT_NUL "\xc0\x80"
+
+/* The number of the first line of text holding PLOT_NUL, 0 when none. */
+static unsigned nul_line(const char *text)
+{
+	const char *q = strstr(text, PLOT_NUL);
+	unsigned n = 1;
+
+	if (!q)
+		return 0;
+	for (; text < q; text++)
+		n += *text == '\n';
+	return n;
+}
+
 static int add_input(struct plot *p, const struct report_plot_run *in,
 		     struct prun *pr, bool streams)
 {
-	unsigned bad;
-	cJSON *doc = parse_input(in->text, &bad), *run = doc;
+	unsigned nul = nul_line(in->text), bad = 0;
+	cJSON *doc = nul ? NULL : parse_input(in->text, &bad), *run = doc;
 	const cJSON *sum;
 	int r;
 
 	memset(pr, 0, sizeof(*pr));
 	snprintf(pr->name, sizeof(pr->name), "%s", in->name);
 	snprintf(pr->label, sizeof(pr->label), "%s", in->label);
+	if (nul)
+		return perr(p, "%s:%u: holds a NUL byte", in->name, nul);
 	if (!doc && bad)
 		return perr(p, "%s:%u: not JSON (cut short?)", in->name, bad);
 	if (!doc)
@@ -544,15 +563,17 @@ static int cmp_dbl(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The median rate of label's runs in a direction (0: none). */
+/* The median rate of label's runs of a command in a direction (0:
+ * none). */
 static double median_rate(const struct plot *p, const char *label,
-			  const char *dir)
+			  const char *cmd, const char *dir)
 {
 	double v[256], m = 0;
 	size_t i, k = 0;
 
 	for (i = 0; i < p->nruns && k < 256; i++)
 		if (!strcmp(p->runs[i].label, label) &&
+		    !strcmp(p->runs[i].command, cmd) &&
 		    !strcmp(p->runs[i].direction, dir) && p->runs[i].bps > 0)
 			v[k++] = p->runs[i].bps;
 	if (k) {
@@ -562,63 +583,125 @@ static double median_rate(const struct plot *p, const char *label,
 	return m;
 }
 
-/* Saved runs compared: per direction a group of bars, a bar per label
- * (the median of its runs), the rate written above it. */
+/* A group of bars: the runs of one command in one direction, as linerate
+ * results --compare groups them (a bench never in a transfer's bar). */
+struct group {
+	const char *command, *direction;
+};
+
+/* The groups in the order first seen, into out (at most cap). */
+static size_t groups_of(const struct plot *p, struct group *out, size_t cap)
+{
+	size_t n = 0, i, j;
+
+	for (i = 0; i < p->nruns; i++) {
+		const struct prun *r = &p->runs[i];
+
+		for (j = 0; j < n; j++)
+			if (!strcmp(out[j].command, r->command) &&
+			    !strcmp(out[j].direction, r->direction))
+				break;
+		if (j == n && n < cap) {
+			out[n].command = r->command;
+			out[n++].direction = r->direction;
+		}
+	}
+	return n;
+}
+
+/* A group's name under its bars, centred on x in a width of w: the
+ * command, then the direction unless the command says it (send sends,
+ * get receives); on two lines when one would not fit. */
+static void group_name(FILE *out, int x, int y, int w, const struct group *g)
+{
+	bool said = (!strcmp(g->command, "send") &&
+		     !strcmp(g->direction, "send")) ||
+		    (!strcmp(g->command, "get") &&
+		     !strcmp(g->direction, "receive"));
+	/* about 8 pixels a character at 13 */
+	size_t n = strlen(g->command) + 1 + strlen(g->direction);
+
+	fprintf(out,
+		"<text x=\"%d\" y=\"%d\" font-size=\"13\" "
+		"text-anchor=\"middle\">",
+		x, y);
+	xml_text(out, g->command);
+	if (!said && n * 8 + 10 <= (size_t)w) {
+		fputc(' ', out);
+		xml_text(out, g->direction);
+	} else if (!said) {
+		fprintf(out, "<tspan x=\"%d\" dy=\"13\">", x);
+		xml_text(out, g->direction);
+		fputs("</tspan>", out);
+	}
+	fputs("</text>\n", out);
+}
+
+/* One group's bars from x: a bar per label with a run there (m[l] > 0),
+ * its height the median, the rate written above it (no decimals on a
+ * bar too narrow for them). */
+static void group_bars(FILE *out, int x, int bottom, int bw, const double *m,
+		       size_t nl, double ymax)
+{
+	int ph = CHART_H - M_TOP - M_BOTTOM;
+	size_t l;
+
+	for (l = 0; l < nl; l++) {
+		int h = (int)lround(m[l] / ymax * ph);
+		int bx = x + (int)l * bw;
+
+		if (m[l] <= 0)
+			continue;
+		fprintf(out,
+			"<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+			"fill=\"%s\" shape-rendering=\"crispEdges\"/>\n"
+			"<text x=\"%d\" y=\"%d\" font-size=\"11\" "
+			"text-anchor=\"middle\">%.*f</text>\n",
+			bx + 2, bottom - h, bw - 4, h, palette[l % MAX_SERIES],
+			bx + bw / 2, bottom - h - 4, bw < 56 ? 0 : 1,
+			m[l] / 1e6);
+	}
+}
+
+#define MAX_GROUPS 12
+
+/* Saved runs compared: per command and direction a group of bars, a bar
+ * per label (the median of its runs there). */
 static void bar_chart(FILE *out, const struct plot *p, int y0)
 {
-	static const char *const dirs[] = { "send", "receive", "both" };
 	const char *labels[MAX_SERIES];
+	struct group gs[MAX_GROUPS];
 	size_t nl = labels_of(p, labels, MAX_SERIES), d, l, ng = 0;
+	size_t ngs = groups_of(p, gs, MAX_GROUPS);
 	int pw = CHART_W - M_LEFT - M_RIGHT, ph = CHART_H - M_TOP - M_BOTTOM;
-	double ymax = 0, ystep, m[3][MAX_SERIES];
+	double ymax = 0, ystep, m[MAX_GROUPS][MAX_SERIES];
+	bool any[MAX_GROUPS] = { false };
 	int gw, bw, g = 0;
 
-	for (d = 0; d < 3; d++) {
-		bool any = false;
-
+	for (d = 0; d < ngs; d++) {
 		for (l = 0; l < nl; l++) {
-			m[d][l] = median_rate(p, labels[l], dirs[d]);
+			m[d][l] = median_rate(p, labels[l], gs[d].command,
+					      gs[d].direction);
 			ymax = m[d][l] > ymax ? m[d][l] : ymax;
-			any |= m[d][l] > 0;
+			any[d] |= m[d][l] > 0;
 		}
-		ng += any;
+		ng += any[d];
 	}
 	ymax = ymax > 0 ? ymax * 1.1 : 1e6;
 	ystep = nice_step(ymax, 5);
 	ymax = ceil(ymax / ystep) * ystep;
 	frame(out, y0, "Saved runs by label (median MB/s)", 0, ymax, ystep,
-	      "direction, from this end");
+	      "command (direction from this end)");
 	gw = ng ? pw / (int)ng : pw;
 	bw = (gw - 30) / (int)(nl ? nl : 1);
 	bw = bw > 80 ? 80 : bw;
-	for (d = 0; d < 3; d++) {
-		int gx = M_LEFT + g * gw + (gw - bw * (int)nl) / 2;
-		bool any = false;
-
-		for (l = 0; l < nl; l++)
-			any |= m[d][l] > 0;
-		if (!any)
+	for (d = 0; d < ngs; d++) {
+		if (!any[d])
 			continue;
-		for (l = 0; l < nl; l++) {
-			int h = (int)lround(m[d][l] / ymax * ph);
-			int x = gx + (int)l * bw, y = y0 + M_TOP + ph - h;
-
-			if (m[d][l] <= 0)
-				continue;
-			fprintf(out,
-				"<rect x=\"%d\" y=\"%d\" width=\"%d\" "
-				"height=\"%d\" fill=\"%s\" "
-				"shape-rendering=\"crispEdges\"/>\n<text x=\"%d\" "
-				"y=\"%d\" font-size=\"11\" "
-				"text-anchor=\"middle\">%.1f</text>\n",
-				x + 2, y, bw - 4, h, palette[l % MAX_SERIES],
-				x + bw / 2, y - 4, m[d][l] / 1e6);
-		}
-		fprintf(out,
-			"<text x=\"%d\" y=\"%d\" font-size=\"13\" "
-			"text-anchor=\"middle\">%s</text>\n",
-			M_LEFT + g * gw + gw / 2, y0 + M_TOP + ph + 20,
-			dirs[d]);
+		group_bars(out, M_LEFT + g * gw + (gw - bw * (int)nl) / 2,
+			   y0 + M_TOP + ph, bw, m[d], nl, ymax);
+		group_name(out, M_LEFT + g * gw + gw / 2, y0 + M_TOP + ph + 16,
+			   gw, &gs[d]);
 		g++;
 	}
 	for (l = 0; l < nl; l++)

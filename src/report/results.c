@@ -339,36 +339,75 @@ static int runs_add(struct runs *rs, cJSON *doc, const struct saved *s)
 	return 0;
 }
 
+/* What results_read (src/results.h) makes of a run of NUL bytes:
+ * modified UTF-8's NUL, never in UTF-8 text (as JSON is). */
+#define SAVED_NUL "\xc0\x80"
+
+/* The length of the line at p: to its newline or the end. */
+static size_t line_len(const char *p)
+{
+	const char *nl = strchr(p, '\n');
+
+	return nl ? (size_t)(nl - p) : strlen(p);
+}
+
+/* Whether the len bytes at p are blanks only. */
+static bool line_blank(const char *p, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (!strchr(" \t\r", p[i]))
+			return false;
+	return true;
+}
+
+/* The line of len bytes at p: NULL with *doc (the caller's to free) and
+ * *s read from it, or why it is not a saved run (*doc NULL). */
+static const char *line_run(const char *p, size_t len, cJSON **doc,
+			    struct saved *s)
+{
+	const char *why;
+	size_t i;
+
+	*doc = NULL;
+	for (i = 0; i + 1 < len; i++)
+		if (!memcmp(p + i, SAVED_NUL, 2))
+			return "holds a NUL byte (a crash's zero-filled "
+			       "block?)";
+	*doc = cJSON_ParseWithLength(p, len);
+	if (!*doc)
+		return "not JSON (cut short?)";
+	why = saved_of(*doc, s);
+	if (why) {
+		cJSON_Delete(*doc);
+		*doc = NULL;
+	}
+	return why;
+}
+
 static int runs_load(struct runs *rs, FILE *warn, const char *path,
 		     const char *text)
 {
-	const char *p = text, *nl;
+	const char *p = text;
 	unsigned line = 0;
+	size_t len;
 
 	memset(rs, 0, sizeof(*rs));
-	for (; *p; p = nl ? nl + 1 : p + strlen(p)) {
+	for (; *p; p += len + (p[len] == '\n')) {
 		struct saved s;
 		const char *why;
-		char *txt;
 		cJSON *doc;
 
-		nl = strchr(p, '\n');
+		len = line_len(p);
 		line++;
-		txt = strndup(p, nl ? (size_t)(nl - p) : strlen(p));
-		if (!txt)
-			return -ENOMEM;
-		if (!txt[strspn(txt, " \t\r")]) {
-			free(txt);
+		if (line_blank(p, len))
 			continue;
-		}
-		doc = cJSON_Parse(txt);
-		free(txt);
-		why = doc ? saved_of(doc, &s) : "not JSON (cut short?)";
+		why = line_run(p, len, &doc, &s);
 		if (why) {
 			if (warn)
 				fprintf(warn, "%s: %s:%u: %s; skipped\n",
 					report_prog(), path, line, why);
-			cJSON_Delete(doc);
 			continue;
 		}
 		if (runs_add(rs, doc, &s)) {
@@ -666,8 +705,8 @@ size_t report_saved_select(const char *text, const char *sel,
 			   void *ctx)
 {
 	struct runs rs;
-	const char *want, *p = text, *nl;
-	size_t n = 0, k = 0;
+	const char *want, *p = text;
+	size_t n = 0, k = 0, len = 0;
 
 	if (runs_load(&rs, NULL, "", text)) {
 		runs_free(&rs);
@@ -675,18 +714,13 @@ size_t report_saved_select(const char *text, const char *sel,
 	}
 	want = sel ? sel : latest_label(&rs);
 	/* the lines again, in order: the k-th good one is rs.s[k] */
-	for (; want && *p && k < rs.n; p = nl ? nl + 1 : p + strlen(p)) {
-		size_t len;
+	for (; want && *p && k < rs.n; p += len + (p[len] == '\n')) {
 		cJSON *doc;
 		struct saved s;
 
-		nl = strchr(p, '\n');
-		len = nl ? (size_t)(nl - p) : strlen(p);
-		doc = cJSON_ParseWithLength(p, len);
-		if (!doc || saved_of(doc, &s)) {
-			cJSON_Delete(doc);
+		len = line_len(p);
+		if (line_run(p, len, &doc, &s))
 			continue;
-		}
 		cJSON_Delete(doc);
 		s = rs.s[k++];
 		if (is_id(want) ? s.id == strtoul(want, NULL, 10)

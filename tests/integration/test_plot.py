@@ -8,6 +8,7 @@ holds the chart and the table and asks nothing of the network (its
 rendering by a browser: scripts/render-html.sh). Errors name the file
 and the line."""
 
+import os
 import re
 import shutil
 import subprocess
@@ -44,7 +45,9 @@ def plotting(linerate_bin):
 def server(serve, linerate_bin, tmp_path):
     tok = tmp_path / "token"
     tok.write_text(lr(linerate_bin, "token").stdout)
-    srv = serve("--no-iperf3", "--token-file", str(tok))
+    root = tmp_path / "root"
+    root.mkdir()
+    srv = serve("--no-iperf3", "--root", str(root), "--token-file", str(tok))
     return str(srv.port), str(tok)
 
 
@@ -119,12 +122,32 @@ def test_bench_run_over_time(plotting, server, tmp_path):
     assert 1.4 * hs < hsum < 2.8 * hs, (hs, hsum)
 
 
+def bars_of(rows, area, colour):
+    """[(x, height)]: the bars of colour left to right, each a block of
+    columns side by side."""
+    cols = columns_with(rows, area, colour)
+    blocks = []
+    for x in sorted(cols):
+        if blocks and blocks[-1][-1] == x - 1:
+            blocks[-1].append(x)
+        else:
+            blocks.append([x])
+    for b in blocks:
+        assert len(b) >= 10, (colour, b)
+    return [(b[0], area[3] - min(min(cols[x]) for x in b)) for b in blocks]
+
+
 def test_saved_labels_compared(plotting, server, tmp_path):
     port, tok = server
     results = str(tmp_path / "runs.jsonl")
-    for label, extra in (("one", []), ("one", []), ("four", ["-P", "4"])):
-        res = lr(plotting, "bench", "-p", port, "--token-file", tok, "-t",
-                 "0.5", "--save", label, "--results", results, *extra, LOOP)
+    src = tmp_path / "file.bin"
+    src.write_bytes(os.urandom(4 << 20))
+    for label, cmd in (("one", []), ("one", []), ("one", [str(src)]),
+                       ("four", ["-P", "4"])):
+        what = ["send", *cmd, f"{LOOP}:in/"] if cmd[:1] == [str(src)] \
+            else ["bench", "-t", "0.5", *cmd, LOOP]
+        res = lr(plotting, what[0], "-p", port, "--token-file", tok,
+                 "--save", label, "--results", results, *what[1:])
         assert res.returncode == 0, describe(res)
     svg = tmp_path / "cmp.svg"
     res = lr(plotting, "plot", "one", "four", "-o", str(svg), "--results",
@@ -134,19 +157,30 @@ def test_saved_labels_compared(plotting, server, tmp_path):
     times, bars = panels(w, h, rows)
     res = lr(plotting, "results", "--results", results, "--compare", "one",
              "four", "--json")
-    g = strict_json(res.stdout)["groups"][0]
-    heights = []
-    for colour in (SUM, STREAM1):      # the first and second label
-        cols = columns_with(rows, bars, colour)
-        # one bar: its columns side by side, one block
-        xs = sorted(cols)
-        assert xs and xs[-1] - xs[0] + 1 == len(xs), (colour, xs[:5])
-        assert len(xs) >= 10, colour
-        heights.append(bars[3] - min(min(v) for v in cols.values()))
-    want = g["b"]["median_bytes_per_second"] / \
-        g["a"]["median_bytes_per_second"]
-    assert heights[1] / heights[0] == pytest.approx(want, rel=0.05), \
-        (heights, want)
+    groups = {(g["command"], g["direction"]): g
+              for g in strict_json(res.stdout)["groups"]}
+    bench, send = groups[("bench", "send")], groups[("send", "send")]
+    assert send["a"]["runs"] == 1 and send["b"]["runs"] == 0, send
+    # a bar a label and command: "one"'s bench runs and its file send
+    # apart (the medians --compare gives), "four" a bench bar only
+    (one_bench, one_send), (four_bench,) = (bars_of(rows, bars, c)
+                                            for c in (SUM, STREAM1))
+    assert one_bench[0] < four_bench[0] < one_send[0]
+    tallest = max(one_bench[1], four_bench[1], one_send[1])
+    top = max(bench["a"]["median_bytes_per_second"],
+              bench["b"]["median_bytes_per_second"],
+              send["a"]["median_bytes_per_second"])
+    for (_, got), want in ((one_bench, bench["a"]), (four_bench, bench["b"]),
+                           (one_send, send["a"])):
+        px = tallest * want["median_bytes_per_second"] / top
+        assert abs(got - px) <= max(2, 0.03 * px), (got, px, want)
+    # each group says its command under its bars
+    text = svg.read_text()
+    names = re.findall(r'<text x="\d+" y="\d+" font-size="13" '
+                       r'text-anchor="middle">(.*?)</text>', text)
+    assert [re.sub(r"<[^>]+>", " ", n).split() for n in names
+            if n != "seconds" and "direction" not in n] == [
+        ["bench", "send"], ["send"]], names
     # the runs over time above, in their label's colour (the bars'): the
     # two runs of "one" in the first, told apart by a dash, "four" in the
     # second, and no third colour
@@ -156,13 +190,13 @@ def test_saved_labels_compared(plotting, server, tmp_path):
     assert not columns_with(rows, times, STREAM2)
     lines = re.findall(r'<polyline fill="none" stroke="([^"]+)"'
                        r'( stroke-dasharray="[^"]+")?', svg.read_text())
-    assert [c for c, _ in lines] == [SUM, SUM, STREAM1], lines
-    assert lines[0][1] == "" and lines[1][1] != "", lines
+    assert [c for c, _ in lines] == [SUM, SUM, SUM, STREAM1], lines
+    assert lines[0][1] == "" and len({d for _, d in lines[:3]}) == 3, lines
     # no RUN: the label saved last
     res = lr(plotting, "plot", "-o", str(tmp_path / "last.svg"),
              "--results", results)
     assert res.returncode == 0, describe(res)
-    assert "four #3" in (tmp_path / "last.svg").read_text()
+    assert "four #4" in (tmp_path / "last.svg").read_text()
     # the page: the chart, the table, nothing from the network
     page = tmp_path / "cmp.html"
     res = lr(plotting, "plot", "one", "four", "-o", str(page), "--results",
@@ -171,7 +205,8 @@ def test_saved_labels_compared(plotting, server, tmp_path):
     html = page.read_text()
     assert html.startswith("<!DOCTYPE html>") and "<svg" in html
     assert "<title>one &lt;and&gt; four</title>" in html
-    assert len(re.findall(r"<tr><td>", html)) == 3
+    assert len(re.findall(r"<tr><td>", html)) == 4
+    assert "<td>bench</td>" in html and "<td>send</td>" in html
     assert "<script" not in html
     assert not re.search(r"(src|href)=", html)
 

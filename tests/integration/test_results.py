@@ -237,6 +237,39 @@ def test_a_bad_line_is_named_and_never_costs_the_others(world):
     after = open(w["results"]).read()
     assert after.startswith(before + "\n"), "earlier lines changed"
     assert [r["id"] for r in listed(w)] == [1, 2]
+    # NUL bytes: a line holding one (here a saved run's, a NUL in its
+    # label) is named and skipped, never the end of the file; a crash's
+    # zero-filled tail (no newline) is a bad last line
+    second = after.splitlines()[5]
+    assert json.loads(second)["id"] == 2
+    nul_run = second.replace('"id":2,', '"id":7,').replace(
+        '"label":"good"', '"label":"go\0od"')
+    assert "\0" in nul_run and '"id":7,' in nul_run
+    with open(w["results"], "a") as f:
+        f.write("\0x\n" + nul_run + "\n")
+    bench_save(w, "good")                 # id 8: one more than any
+    with open(w["results"], "ab") as f:
+        f.write(b"\0" * 5000)
+    before = open(w["results"], "rb").read()
+    for extra in ([], ["--json"], ["--compare", "good", "good"]):
+        res = lr(w, "results", "--results", w["results"], *extra)
+        assert res.returncode == 0, describe(res)
+        for n in (7, 8, 10):
+            assert re.search(rf"runs\.jsonl:{n}: holds a NUL byte.*; "
+                             r"skipped", res.stderr), (n, res.stderr)
+        assert "runs.jsonl:9:" not in res.stderr, res.stderr
+    rows = [line.split()[0] for line in lr(
+        w, "results", "--results", w["results"]).stdout.splitlines()
+        if re.match(r"\s+\d+\s", line)]
+    assert rows == ["1", "2", "8"], rows
+    send = listed(w, "--compare", "good", "good")["groups"][0]
+    assert send["a"]["runs"] == 3, send
+    # the next save: a new id, on a line of its own after the zeros
+    bench_save(w, "good")
+    after = open(w["results"], "rb").read()
+    assert after.startswith(before + b"\n"), "earlier lines changed"
+    assert after.count(b"\n") == before.count(b"\n") + 2
+    assert [r["id"] for r in listed(w)] == [1, 2, 8, 9]
 
 
 def test_default_file_and_refusals(world, tmp_path):
