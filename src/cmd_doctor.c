@@ -40,7 +40,9 @@ const char cmd_doctor_usage[] =
 	"  -P, --parallel N      streams, as for a transfer (default 4)\n"
 	"  -4, --ipv4 / -6, --ipv6  only that address family\n"
 	"      --token-file FILE the server's token (else LINERATE_TOKEN,\n"
-	"                        else a prompt)\n"
+	"                        else a prompt when the server wants one;\n"
+	"                        a server without a token: the stages that\n"
+	"                        need none)\n"
 	"      --cipher NAME     auto (default), aes-256-gcm, chacha20-poly1305\n"
 	"      --source FILE     read and send FILE (default: generated data)\n"
 	"      --size SIZE       bytes for the disk test and the transfer\n"
@@ -113,6 +115,10 @@ struct doctor_cli {
 	bool via_ssh;		  /* the far end started over ssh */
 	bool local;		  /* --local [DIR]: the machine alone */
 	const char *dir;	  /* its DIR */
+	bool no_token;		  /* the server wants a token, none to hand */
+	/* the server has none while we held one: its words (and where the
+	 * token came from); measured without it */
+	char token_why[LR_ERR_MSG];
 };
 
 static _Atomic bool cancelled;
@@ -202,6 +208,20 @@ static void doctor_save(const struct doctor_cli *o,
 	results_capture_close(&txt);
 }
 
+/* The report's JSON; its error after the server's words on a token it
+ * does not have (with the environment's hint), when it said them. */
+static void doctor_json(const struct doctor_cli *o,
+			const struct doctor_report *rep, const char *error)
+{
+	char why[2 * LR_ERR_MSG + 8];
+
+	if (error && o->token_why[0]) {
+		snprintf(why, sizeof(why), "%s; %s", o->token_why, error);
+		error = why;
+	}
+	report_doctor_json(stdout, rep, error);
+}
+
 /* HOST or HOST:PORT (remote.h; "HOST:" as before: the root). */
 static int doctor_host(const char *arg, struct doctor_cli *o,
 		       struct lr_err *err)
@@ -276,7 +296,10 @@ static int doctor_parse(int argc, char **argv, struct doctor_cli *o,
 	return r < 0 ? r : 0;
 }
 
-/* The token (file, environment or a prompt) and the cipher asked for. */
+/* The token (file or environment) and the cipher asked for. Without a
+ * token the server is asked first (doctor_token_retry): one that has
+ * none is measured as far as it can be, one that wants one gets a
+ * prompt. */
 static int doctor_security(struct doctor_cli *o, struct lr_err *err)
 {
 	int r;
@@ -285,12 +308,45 @@ static int doctor_security(struct doctor_cli *o, struct lr_err *err)
 		return opts_cipher_wish(&o->net, false, &o->d.cipher_wish, err);
 	r = opts_token_psk(o->net.token_file, true, o->psk, &o->have_token,
 			   err);
-	if (!r && !o->have_token && opts_prompt_token("Token: ", o->psk, err))
-		r = lr_err_set(err, -EINVAL,
-			       "no token: set LINERATE_TOKEN or use "
-			       "--token-file");
-	o->d.psk = o->psk;
+	o->d.psk = o->have_token ? o->psk : NULL;
 	return r ?: opts_cipher_wish(&o->net, false, &o->d.cipher_wish, err);
+}
+
+/* The server's answer about the token, after a run that ended in r: one
+ * that wants a token and got none is asked for it (a prompt) and
+ * measured again; one that has none while we hold one is measured
+ * without it (said at once, with where the token came from). */
+static int doctor_token_retry(struct doctor_cli *o,
+			      const struct doctor_callbacks *cb,
+			      struct doctor_report *rep, int r,
+			      struct lr_err *err)
+{
+	struct lr_err e = { 0 };
+
+	if (r == LR_EAUTH && !o->have_token) {
+		if (opts_prompt_token("Token: ", o->psk, &e)) {
+			o->no_token = true;
+			return lr_err_set(err, -EINVAL,
+					  "no token: the server wants one: set "
+					  "LINERATE_TOKEN or use --token-file "
+					  "(%s)",
+					  e.msg);
+		}
+		o->have_token = true;
+		o->d.psk = o->psk;
+	} else if (r == LR_EAUTH && o->have_token &&
+		   strstr(err->msg, "has no token")) {
+		opts_env_token_hint(&o->net, err);
+		snprintf(o->token_why, sizeof(o->token_why), "%s", err->msg);
+		if (!o->json)
+			report_msg(stderr, "%s; measuring without it\n",
+				   o->token_why);
+		o->d.psk = NULL;
+	} else {
+		return r;
+	}
+	memset(err, 0, sizeof(*err));
+	return doctor_run(&o->d, cb, rep, err);
 }
 
 /* Start `linerate serve --ssh --root .` (the login's home) on HOST and
@@ -329,6 +385,8 @@ static int doctor_go(struct doctor_cli *o, struct sshcli *sc,
 		r = doctor_ssh(o, sc, err);
 	if (!r)
 		r = doctor_run(&o->d, cb, rep, err);
+	if (!o->via_ssh)
+		r = doctor_token_retry(o, cb, rep, r, err);
 	if (o->via_ssh && sshcli_finish(sc, r == 0, err) && !r)
 		r = -EPIPE;
 	return r;
@@ -445,10 +503,17 @@ int cmd_doctor(int argc, char **argv)
 	cb.ctx = &o;
 	r = doctor_go(&o, &sc, &cb, rep, &err);
 	session_token_wipe(o.psk, sizeof(o.psk));
+	if (r && o.no_token) {
+		fprintf(stderr,
+			"linerate doctor: %s\nTry 'linerate doctor --help'.\n",
+			err.msg);
+		free(rep);
+		return EXIT_USAGE;
+	}
 	if (!r && rep->not_measured[0])
 		r = lr_err_set(&err, -EAGAIN, "%s", rep->not_measured);
 	if (o.json)
-		report_doctor_json(stdout, rep, r ? err.msg : NULL);
+		doctor_json(&o, rep, r ? err.msg : NULL);
 	else if (r && !rep->not_measured[0])
 		fprintf(stderr, "linerate doctor: %s\n", err.msg);
 	else

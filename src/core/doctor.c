@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,154 +26,6 @@
 #define CTRL_TIMEOUT_MS	 10000
 #define PROBE_TIMEOUT_MS 180000 /* a slow disk writing its test file */
 #define CPU_BOUND	 0.85	/* share of usable CPU that counts as full */
-
-/* The first number of a small /proc or /sys file, or 0 (also for "max"
- * and negative values such as cfs_quota_us's -1: no limit). */
-static uint64_t read_num(const char *path)
-{
-	char buf[128];
-	unsigned long long v;
-	char *end;
-
-	if (sysfs_read_small(path, buf, sizeof(buf)) || buf[0] == '-')
-		return 0;
-	v = strtoull(buf, &end, 10);
-	return end == buf ? 0 : (uint64_t)v;
-}
-
-/* The last of the three numbers of tcp_rmem / tcp_wmem. */
-static uint64_t read_third(const char *path)
-{
-	char buf[128], *p;
-
-	if (sysfs_read_small(path, buf, sizeof(buf)))
-		return 0;
-	p = strrchr(buf, '\t') ? strrchr(buf, '\t') : strrchr(buf, ' ');
-	return p ? strtoull(p + 1, NULL, 10) : 0;
-}
-
-/* A cgroup's quota in cores from its cpu directory, or 0 for none. */
-static double quota_v1(const char *dir)
-{
-	char path[512];
-	uint64_t q, p;
-
-	snprintf(path, sizeof(path), "%s/cpu.cfs_quota_us", dir);
-	q = read_num(path);
-	snprintf(path, sizeof(path), "%s/cpu.cfs_period_us", dir);
-	p = read_num(path);
-	return q && p ? (double)q / (double)p : 0;
-}
-
-/* Spin for 300 ms and return the thread's CPU time over wall time: 1.0
- * on a free core, the quota's share under a CFS quota below one core. */
-static double measured_share(void)
-{
-	struct timespec w0, w1, c0, c1;
-	volatile uint64_t spin = 0;
-	double wall, cpu;
-
-	clock_gettime(CLOCK_MONOTONIC, &w0);
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
-	do {
-		for (unsigned i = 0; i < 100000; i++)
-			spin += i;
-		clock_gettime(CLOCK_MONOTONIC, &w1);
-	} while ((w1.tv_sec - w0.tv_sec) * 1000000000ll +
-			 (w1.tv_nsec - w0.tv_nsec) <
-		 300000000ll);
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
-	wall = (double)(w1.tv_sec - w0.tv_sec) +
-	       (double)(w1.tv_nsec - w0.tv_nsec) / 1e9;
-	cpu = (double)(c1.tv_sec - c0.tv_sec) +
-	      (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
-	(void)spin;
-	return wall > 0 ? cpu / wall : 0;
-}
-
-double doctor_usable_cores(void)
-{
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-	double cores = n > 0 ? (double)n : 1, q = 0;
-	char line[512];
-	FILE *f = fopen("/proc/self/cgroup", "r");
-
-	if (!f)
-		return cores;
-	while (fgets(line, sizeof(line), f)) {
-		char *c1 = strchr(line, ':'), *c2, dir[700];
-
-		if (!c1)
-			continue;
-		c2 = strchr(c1 + 1, ':');
-		if (!c2)
-			continue;
-		c2[strcspn(c2, "\n")] = 0;
-		*c2 = 0;
-		if (c1[1] == 0) {
-			/* cgroup v2: cpu.max "QUOTA PERIOD" or "max ..." */
-			char path[760], buf[64];
-			long long qq, pp;
-
-			snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpu.max",
-				 c2 + 1);
-			if (!sysfs_read_small(path, buf, sizeof(buf)) &&
-			    sscanf(buf, "%lld %lld", &qq, &pp) == 2 && qq > 0 &&
-			    pp > 0)
-				q = (double)qq / (double)pp;
-			continue;
-		}
-		if (!strstr(c1 + 1, "cpu") || strstr(c1 + 1, "cpuset"))
-			if (!strstr(c1 + 1, "cpu,") && strcmp(c1 + 1, "cpu"))
-				continue;
-		snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s%s", c1 + 1,
-			 c2 + 1);
-		q = quota_v1(dir);
-		if (!q) {
-			snprintf(dir, sizeof(dir), "/sys/fs/cgroup/cpu%s",
-				 c2 + 1);
-			q = quota_v1(dir);
-		}
-		if (q)
-			break;
-	}
-	fclose(f);
-	if (q <= 0) {
-		/* no cgroup files to read (a fresh sysfs, as under `ip netns
-		 * exec`): measure how much of one core this thread gets */
-		double m = measured_share();
-
-		if (m > 0 && m < 0.9)
-			q = m;
-	}
-	return q > 0 && q < cores ? q : cores;
-}
-
-void doctor_local_facts(struct proto_probe_result *f, const char *dir)
-{
-	struct cryptobench_cpu cpu;
-	struct disk_info di;
-	struct lr_err e = { 0 };
-
-	memset(f, 0, sizeof(*f));
-	cryptobench_cpu_probe(&cpu);
-	snprintf(f->model, sizeof(f->model), "%s",
-		 cpu.model[0] ? cpu.model : cpu.arch);
-	snprintf(f->governor, sizeof(f->governor), "%s", cpu.governor);
-	f->aes = cpu.aes;
-	f->centicores = (uint32_t)(doctor_usable_cores() * 100 + 0.5);
-	f->sockbuf[0] = (uint32_t)read_num("/proc/sys/net/core/rmem_max");
-	f->sockbuf[1] = (uint32_t)read_num("/proc/sys/net/core/wmem_max");
-	f->sockbuf[2] = (uint32_t)read_third("/proc/sys/net/ipv4/tcp_rmem");
-	f->sockbuf[3] = (uint32_t)read_third("/proc/sys/net/ipv4/tcp_wmem");
-	if (sysfs_read_small("/proc/sys/net/ipv4/tcp_congestion_control", f->cc,
-			     sizeof(f->cc)))
-		f->cc[0] = 0;
-	if (dir && !disk_identify(dir, "/sys", "/proc/self/mountinfo", &di, &e))
-		snprintf(f->storage, sizeof(f->storage), "%s%s%s%s%s",
-			 disk_kind_desc(di.kind), di.part[0] ? " " : "",
-			 di.part, di.fstype[0] ? ", " : "", di.fstype);
-}
 
 /* Per-core seal and open of both ciphers, large records. */
 static void cipher_rates(uint32_t ms, struct proto_probe_result *f)
@@ -353,7 +206,8 @@ void doctor_advise(struct doctor_report *r)
 			       r->link.ifname, (double)r->link.speed_bps / 1e6);
 	}
 	advise_side(r, "this side", &r->local);
-	advise_side(r, "the server", &r->remote);
+	if (r->remote.cores > 0) /* its facts known */
+		advise_side(r, "the server", &r->remote);
 	if (r->bdp_bytes > 0) {
 		uint32_t rmax = r->local.p.sockbuf[2] < r->remote.p.sockbuf[2]
 					? r->local.p.sockbuf[2]
@@ -631,7 +485,8 @@ static int net_stage(const struct doctor_opts *o, bool reverse,
 	bo.family = o->family;
 	bo.link_host = o->link_host;
 	bo.psk = o->psk;
-	bo.cipher_wish = o->cipher_wish;
+	/* without a token the data goes in clear: no cipher to ask for */
+	bo.cipher_wish = o->psk ? o->cipher_wish : CRYPTO_CIPHER_AUTO;
 	bo.connect_timeout_ms = 10000;
 	bo.link_speed_bps = o->link_speed_bps;
 	bo.req.mode = reverse ? PROTO_MODE_REVERSE : PROTO_MODE_FORWARD;
@@ -683,7 +538,7 @@ static void say_stage(const struct doctor_callbacks *cb, const char *what)
 }
 
 /* Both sides' facts: the server's by probe (its disk written in dir),
- * this side's here. */
+ * this side's ciphers here (its other facts are in already). */
 static int both_sides(const struct doctor_opts *o,
 		      const struct doctor_callbacks *cb,
 		      struct doctor_report *rep, char *dir, struct lr_err *err)
@@ -696,9 +551,7 @@ static int both_sides(const struct doctor_opts *o,
 		return r;
 	rep->remote.cores = side_cores(&rep->remote.p);
 	say_stage(cb, "this side's CPU and ciphers");
-	doctor_local_facts(&rep->local.p, o->source ? o->source : ".");
 	cipher_rates(150, &rep->local.p);
-	rep->local.cores = side_cores(&rep->local.p);
 	return 0;
 }
 
@@ -815,6 +668,54 @@ void doctor_dest_stage(struct doctor_report *rep)
 		 s->cpu_bound ? ", a CPU at its limit" : "");
 }
 
+/* This process's CPU seconds and the machine's busy ones (/proc/stat's
+ * first line), each < 0 when not known. */
+static void cpu_seconds(double *self, double *machine)
+{
+	unsigned long long v[8];
+	struct rusage ru;
+	char buf[256];
+	long tck = sysconf(_SC_CLK_TCK);
+
+	*self = *machine = -1;
+	if (!getrusage(RUSAGE_SELF, &ru))
+		*self = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+			(double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+	if (tck > 0 && !sysfs_read_small("/proc/stat", buf, sizeof(buf)) &&
+	    sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
+		   &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) == 8)
+		/* all but idle and iowait */
+		*machine = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) /
+			   (double)tck;
+}
+
+/* The transfer's facts: each CPU over its time, where its threads
+ * spent theirs. */
+static void xfer_facts(const struct doctor_opts *o, struct doctor_report *rep,
+		       const struct xfer_result *xr, const double before[2],
+		       double wall)
+{
+	struct doctor_xfer_facts *x = &rep->xf;
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	double after[2], share = 0;
+	const char *waited = xfer_bottleneck(xr, &share);
+
+	cpu_seconds(&after[0], &after[1]);
+	x->here_cores = before[0] >= 0 && after[0] >= 0 && wall > 0
+				? (after[0] - before[0]) / wall
+				: -1;
+	x->machine_cores = before[1] >= 0 && after[1] >= 0 && wall > 0
+				   ? (after[1] - before[1]) / wall
+				   : -1;
+	x->machine_cpus = n > 0 ? (unsigned)n : 0;
+	x->same_machine = o->same_machine ||
+			  (rep->link_known && !strcmp(rep->link.ifname, "lo"));
+	if (xr->local.wall_us) {
+		snprintf(x->waited, sizeof(x->waited), "%s", waited);
+		x->waited_share = share;
+	}
+}
+
 /* A real transfer of src into dir, verified, never named on the server. */
 static int transfer_stage(const struct doctor_opts *o,
 			  const struct doctor_callbacks *cb,
@@ -825,6 +726,7 @@ static int transfer_stage(const struct doctor_opts *o,
 	struct xfer_callbacks xcb = { 0 };
 	struct xfer_result xr;
 	const char *paths[1] = { src };
+	double before[2], t0;
 	int r;
 
 	say_stage(cb, "a transfer");
@@ -845,26 +747,196 @@ static int transfer_stage(const struct doctor_opts *o,
 	xo.src.npaths = 1;
 	xo.src.paths = paths;
 	xo.outfd = xo.dest.dirfd = -1;
+	cpu_seconds(&before[0], &before[1]);
+	t0 = now_s();
 	r = xfer_client_run(&xo, &xcb, &xr, err);
 	if (r)
 		return r;
 	rep->xfer_done = true;
 	rep->xfer_bytes = xr.bytes;
-
 	rep->xfer_bps = xr.seconds > 0 ? (double)xr.bytes / xr.seconds : 0;
+	xfer_facts(o, rep, &xr, before, now_s() - t0);
 	return 0;
 }
 
-/* Which stage limits, by how much, and what to do about it. */
-static void verdict(struct doctor_report *rep)
+/* The transfer's own facts in words: each end's CPU as far as known,
+ * where the stream threads spent their time. */
+static size_t facts_words(const struct doctor_report *r, char *out, size_t cap)
 {
-	rep->bottleneck = doctor_pick(rep->stage);
-	stage_label(rep);
-	if (rep->bottleneck >= 0)
-		rep->limit_bps = doctor_limit(rep);
-	if (rep->limit_bps > 0)
-		rep->xfer_share = rep->xfer_bps / rep->limit_bps;
-	doctor_advise(rep);
+	const struct doctor_xfer_facts *x = &r->xf;
+	size_t n = 0;
+
+	out[0] = 0;
+	if (x->here_cores >= 0 && n < cap)
+		n += (size_t)snprintf(out + n, cap - n,
+				      "this side's CPU %.2f of %.2f usable "
+				      "cores busy",
+				      x->here_cores, r->local.cores);
+	if (x->machine_cores >= 0 && x->machine_cpus && n < cap)
+		n += (size_t)snprintf(
+			out + n, cap - n,
+			"%sthis machine's CPUs %.2f of %u busy%s",
+			n ? "; " : "", x->machine_cores, x->machine_cpus,
+			x->same_machine ? " (both ends run here)" : "");
+	if (x->waited[0] && n < cap)
+		n += (size_t)snprintf(out + n, cap - n,
+				      "%sthe stream threads' most time: %s, "
+				      "%.0f%%",
+				      n ? "; " : "", x->waited,
+				      100.0 * x->waited_share);
+	return n < cap ? n : cap - 1;
+}
+
+/* No fact names what held the transfer: said, with every measured
+ * stage's figure (the reverse network is not a push's). */
+static void unexplained_words(const struct doctor_report *r, char *out,
+			      size_t cap)
+{
+	static const char *const names[DOCTOR_NSTAGES] = {
+		[DOCTOR_SOURCE] = "the source",
+		[DOCTOR_NET] = "the network",
+		[DOCTOR_CIPHER] = "the cipher",
+		[DOCTOR_DEST] = "the destination",
+	};
+	size_t n = (size_t)snprintf(out, cap,
+				    "The stage estimates do not "
+				    "explain it:");
+	const char *sep = "";
+	unsigned i;
+
+	for (i = 0; i < DOCTOR_NSTAGES && n < cap; i++) {
+		if (!names[i] || !r->stage[i].measured)
+			continue;
+		n += (size_t)snprintf(out + n, cap - n, "%s %s %.1f", sep,
+				      names[i], r->stage[i].bps / 1e6);
+		sep = ",";
+	}
+	if (n < cap)
+		snprintf(out + n, cap - n, " MB/s.");
+}
+
+/* What held a transfer that its slowest stage did not: a CPU busy, both
+ * ends sharing this machine's, where the stream threads waited; or
+ * nothing the facts show. */
+static void cause_words(const struct doctor_report *r, char *out, size_t cap)
+{
+	const struct doctor_xfer_facts *x = &r->xf;
+	double lc = r->local.cores;
+
+	if (r->streams && lc > r->streams)
+		lc = r->streams; /* a stream is a thread */
+	if (x->same_machine && x->machine_cpus &&
+	    x->machine_cores >= CPU_BOUND * x->machine_cpus)
+		snprintf(out, cap,
+			 "Both ends ran on this machine and shared its %u "
+			 "CPUs, busy during the transfer: the CPUs held it "
+			 "(each stage was measured alone; the transfer runs "
+			 "them all at once).",
+			 x->machine_cpus);
+	else if (x->here_cores >= 0 && lc > 0 &&
+		 x->here_cores >= CPU_BOUND * lc)
+		snprintf(out, cap,
+			 "This side's CPU held it: busy during the transfer "
+			 "(reading, hashing and sealing at once), up to the "
+			 "%.2f cores its %u stream%s can use.",
+			 lc, r->streams, r->streams == 1 ? "" : "s");
+	else if (x->waited[0] && strcmp(x->waited, "network") &&
+		 x->waited_share >= 0.5)
+		snprintf(out, cap,
+			 "The %s held it: the stream threads spent most of "
+			 "their time there, below the stage's own figure.",
+			 x->waited);
+	else
+		unexplained_words(r, out, cap);
+}
+
+/* The verdict in words: the stage that held the transfer, or what the
+ * transfer's facts show when it reached too little of the stage's
+ * figure for that stage to have held it. */
+static void verdict_words(struct doctor_report *r)
+{
+	char cause[320], facts[240];
+
+	r->verdict[0] = 0;
+	r->held = false;
+	if (!r->xfer_done || r->bottleneck < 0 || r->limit_bps <= 0)
+		return;
+	if (r->xfer_share >= DOCTOR_HELD_SHARE) {
+		r->held = true;
+		snprintf(r->verdict, sizeof(r->verdict),
+			 "Limited by %s: %.1f MB/s; transfer %.1f MB/s, %.0f%%",
+			 r->bottleneck_label, r->limit_bps / 1e6,
+			 r->xfer_bps / 1e6, 100.0 * r->xfer_share);
+		return;
+	}
+	cause_words(r, cause, sizeof(cause));
+	facts_words(r, facts, sizeof(facts));
+	snprintf(r->verdict, sizeof(r->verdict),
+		 "The transfer, %.1f MB/s, reached %.0f%% of the slowest "
+		 "stage, %s at %.1f MB/s: that stage did not hold it. %s%s%s%s",
+		 r->xfer_bps / 1e6, 100.0 * r->xfer_share, r->bottleneck_label,
+		 r->limit_bps / 1e6, cause,
+		 facts[0] ? " During the transfer: " : "", facts,
+		 facts[0] ? "." : "");
+}
+
+void doctor_verdict(struct doctor_report *r)
+{
+	r->bottleneck = doctor_pick(r->stage);
+	stage_label(r);
+	r->limit_bps = r->bottleneck >= 0 ? doctor_limit(r) : 0;
+	r->xfer_share = r->limit_bps > 0 ? r->xfer_bps / r->limit_bps : 0;
+	verdict_words(r);
+	doctor_advise(r);
+}
+
+/* The cipher on this side's CPU alone (a server without a token tells
+ * nothing of its own): what this side seals with its streams' cores. */
+static void cipher_stage_here(const struct doctor_opts *o,
+			      struct doctor_report *rep)
+{
+	struct doctor_stage *s = &rep->stage[DOCTOR_CIPHER];
+	enum crypto_cipher c = o->cipher_wish != CRYPTO_CIPHER_AUTO
+				       ? (enum crypto_cipher)o->cipher_wish
+			       : rep->local.p.aes ? CRYPTO_AES256GCM
+						  : CRYPTO_CHACHA20POLY1305;
+	const struct proto_probe_rate *a = rate_of(&rep->local.p, c);
+	double lc = rep->local.cores < o->streams ? rep->local.cores
+						  : o->streams;
+
+	if (!a || c == CRYPTO_NONE)
+		return;
+	s->measured = true;
+	s->bps = (double)a->seal * lc;
+	snprintf(s->detail, sizeof(s->detail),
+		 "%s; this side seals at %.0f MB/s per core x %.2f cores; "
+		 "the server's CPU not measured",
+		 cryptobench_cipher_label(c), (double)a->seal / 1e6, lc);
+}
+
+/* A server without a token (ask first: a bench-only server answers, one
+ * that wants a token says so at once): the network both ways in clear,
+ * the cipher on this side's CPU; what needs a token said. */
+static int tokenless_run(const struct doctor_opts *o,
+			 const struct doctor_callbacks *cb,
+			 struct doctor_report *rep, struct lr_err *err)
+{
+	int r;
+
+	rep->tokenless = true;
+	r = network_stage(o, cb, rep, err);
+	if (r)
+		return r;
+	say_stage(cb, "this side's CPU and ciphers");
+	cipher_rates(150, &rep->local.p);
+	cipher_stage_here(o, rep);
+	snprintf(rep->not_measured, sizeof(rep->not_measured),
+		 "this server has no token: the network was measured in "
+		 "clear, the cipher on this side only; the server's CPU, "
+		 "its disk and a transfer need `linerate serve --root DIR "
+		 "--token-file FILE` and its token");
+	doctor_verdict(rep);
+	return 0;
 }
 
 int doctor_run(const struct doctor_opts *o, const struct doctor_callbacks *cb,
@@ -877,6 +949,11 @@ int doctor_run(const struct doctor_opts *o, const struct doctor_callbacks *cb,
 	memset(rep, 0, sizeof(*rep));
 	rep->bottleneck = -1;
 	rep->streams = o->streams;
+	/* this side's facts need no peer: in the report also on failure */
+	doctor_local_facts(&rep->local.p, o->source ? o->source : ".");
+	rep->local.cores = side_cores(&rep->local.p);
+	if (!o->psk)
+		return tokenless_run(o, cb, rep, err);
 	r = both_sides(o, cb, rep, dir, err);
 	if (!r && strstr(rep->remote.p.disk_error, "no --root"))
 		say_stage(cb, "without a transfer: the server has no --root");
@@ -897,7 +974,7 @@ int doctor_run(const struct doctor_opts *o, const struct doctor_callbacks *cb,
 			r = transfer_stage(o, cb, rep, dir, src, err);
 	}
 	if (!r)
-		verdict(rep);
+		doctor_verdict(rep);
 	if (made)
 		unlink(src);
 	return r;

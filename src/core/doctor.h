@@ -38,6 +38,24 @@ struct doctor_stage {
 	char detail[160]; /* e.g. "SD/MMC card mmcblk0", "AES-256-GCM" */
 };
 
+/* A transfer that reached less than this share of the slowest stage's
+ * figure was not held by that stage: the verdict says what the
+ * transfer's own facts show instead. */
+#define DOCTOR_HELD_SHARE 0.7
+
+/* What the transfer itself showed, measured around it. */
+struct doctor_xfer_facts {
+	double here_cores;     /* this process's CPU, cores busy; < 0 unknown */
+	double machine_cores;  /* every process of this machine; < 0 unknown */
+	unsigned machine_cpus; /* online CPUs of this machine; 0 unknown */
+	bool same_machine;     /* both ends ran here (loopback, --local) */
+	/* where the stream threads of both ends spent their time most
+	 * (xfer_bottleneck: "network", "cipher (CPU)", ...), and its share
+	 * of their time; "" unknown */
+	char waited[32];
+	double waited_share;
+};
+
 /* One side's facts (the server's arrive in a PROBE_RESULT). */
 struct doctor_side {
 	struct proto_probe_result p;
@@ -60,14 +78,23 @@ struct doctor_report {
 	bool xfer_done;
 	/* the transfer could not be measured (a server without --root):
 	 * why; the other stages are in the report */
-	char not_measured[200];
+	char not_measured[256];
 	double xfer_bps;
 	uint64_t xfer_bytes;
+	struct doctor_xfer_facts xf;
+	/* the server has no token: the network measured in clear, the
+	 * cipher on this side's CPU only, the server's facts not known */
+	bool tokenless;
 	/* the verdict */
 	int bottleneck; /* enum doctor_stage_id, -1 = none measured */
 	char bottleneck_label[200];
 	double xfer_share; /* transfer / limit_bps */
 	double limit_bps;  /* what the limiting stage allows */
+	/* the transfer came within DOCTOR_HELD_SHARE of limit_bps: the
+	 * bottleneck stage held it; else verdict says what the transfer's
+	 * facts show */
+	bool held;
+	char verdict[640]; /* in words, with the figures; "" no transfer */
 	unsigned nadvice;
 	char advice[10][240];
 };
@@ -84,6 +111,7 @@ struct doctor_opts {
 	uint64_t size;		 /* bytes per stage (transfer, disk) */
 	uint64_t net_ms;	 /* each network direction */
 	uint64_t link_speed_bps; /* --link-speed; 0 = from /sys */
+	bool same_machine;	 /* the server runs on this machine */
 	const _Atomic bool *cancel;
 };
 
@@ -121,6 +149,8 @@ struct doctor_local_report {
 	double cpu_s_per_gb_recv;    /* and its receiving end */
 	double send_bps, recv_bps;   /* cores used / CPU s per byte */
 	double cores_used;	     /* usable cores, at most one a stream */
+	unsigned cpus_online;	     /* of the machine; more than its usable
+					cores under a cgroup CPU quota */
 	double disk_read_bps;	     /* DIR read as a sender reads; 0 not */
 	char model[128];	     /* the board or machine */
 	char kernel[96];
@@ -167,11 +197,25 @@ double doctor_limit(const struct doctor_report *r);
  * Pure: unit-tested. */
 void doctor_dest_stage(struct doctor_report *rep);
 
-/* Facts worth a line, each with its fix where there is one. Pure but for
- * the count of online CPUs. */
+/* Facts worth a line, each with its fix where there is one (the server's
+ * only when its facts are known: remote.cores > 0). Pure but for the
+ * count of online CPUs. */
 void doctor_advise(struct doctor_report *r);
 
-/* Run every stage against the server; fills *rep. */
+/* The verdict from the stages and the transfer (r->stage, xfer_*, xf):
+ * the bottleneck, its label, limit and share, whether it held the
+ * transfer, the verdict's words, the advice. A transfer well below the
+ * slowest stage's figure is not said to be held by it: the words name
+ * what the transfer's facts show (a CPU busy, both ends sharing one
+ * machine's CPUs), or say that the estimates do not explain it, with
+ * the figures. Pure but for the count of online CPUs: unit-tested. */
+void doctor_verdict(struct doctor_report *r);
+
+/* Run every stage against the server; fills *rep. Without o->psk (no
+ * token): the network both ways in clear and the cipher on this side's
+ * CPU (rep->tokenless, rep->not_measured says what needs a token); a
+ * server that wants a token answers LR_EAUTH. This side's facts are in
+ * *rep also on failure. */
 int doctor_run(const struct doctor_opts *o, const struct doctor_callbacks *cb,
 	       struct doctor_report *rep, struct lr_err *err);
 

@@ -338,12 +338,14 @@ static void machine_facts(struct doctor_local_report *r)
 {
 	struct utsname u;
 	char buf[32];
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
 
 	if (sysfs_read_small("/proc/device-tree/model", r->model,
 			     sizeof(r->model)) &&
 	    sysfs_read_small("/sys/class/dmi/id/product_name", r->model,
 			     sizeof(r->model)))
 		snprintf(r->model, sizeof(r->model), "%s", r->d.local.p.model);
+	r->cpus_online = n > 0 ? (unsigned)n : 0;
 	if (!uname(&u))
 		snprintf(r->kernel, sizeof(r->kernel), "%s %s", u.release,
 			 u.machine);
@@ -572,6 +574,7 @@ int doctor_local_run(const struct doctor_local_opts *o,
 		d.host = rep->namespaces ? ADDR_B : LOOPBACK;
 		d.port = port;
 		d.psk = psk;
+		d.same_machine = true; /* namespaces too: the same CPUs */
 		d.cipher_wish = o->cipher_wish;
 		d.streams = o->streams ? o->streams : 4;
 		d.size = o->size;
@@ -609,6 +612,156 @@ int doctor_local_run(const struct doctor_local_opts *o,
 	session_token_wipe(tok, sizeof(tok));
 	session_token_wipe(psk, sizeof(psk));
 	return r;
+}
+
+/* ---- this machine's facts (both sides of doctor have them) ---- */
+
+/* The first number of a small /proc or /sys file, or 0 (also for "max"
+ * and negative values such as cfs_quota_us's -1: no limit). */
+static uint64_t read_num(const char *path)
+{
+	char buf[128];
+	unsigned long long v;
+	char *end;
+
+	if (sysfs_read_small(path, buf, sizeof(buf)) || buf[0] == '-')
+		return 0;
+	v = strtoull(buf, &end, 10);
+	return end == buf ? 0 : (uint64_t)v;
+}
+
+/* The last of the three numbers of tcp_rmem / tcp_wmem. */
+static uint64_t read_third(const char *path)
+{
+	char buf[128], *p;
+
+	if (sysfs_read_small(path, buf, sizeof(buf)))
+		return 0;
+	p = strrchr(buf, '\t') ? strrchr(buf, '\t') : strrchr(buf, ' ');
+	return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+/* A cgroup's quota in cores from its cpu directory, or 0 for none. */
+static double quota_v1(const char *dir)
+{
+	char path[512];
+	uint64_t q, p;
+
+	snprintf(path, sizeof(path), "%s/cpu.cfs_quota_us", dir);
+	q = read_num(path);
+	snprintf(path, sizeof(path), "%s/cpu.cfs_period_us", dir);
+	p = read_num(path);
+	return q && p ? (double)q / (double)p : 0;
+}
+
+/* Spin for 300 ms and return the thread's CPU time over wall time: 1.0
+ * on a free core, the quota's share under a CFS quota below one core. */
+static double measured_share(void)
+{
+	struct timespec w0, w1, c0, c1;
+	volatile uint64_t spin = 0;
+	double wall, cpu;
+
+	clock_gettime(CLOCK_MONOTONIC, &w0);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+	do {
+		for (unsigned i = 0; i < 100000; i++)
+			spin += i;
+		clock_gettime(CLOCK_MONOTONIC, &w1);
+	} while ((w1.tv_sec - w0.tv_sec) * 1000000000ll +
+			 (w1.tv_nsec - w0.tv_nsec) <
+		 300000000ll);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+	wall = (double)(w1.tv_sec - w0.tv_sec) +
+	       (double)(w1.tv_nsec - w0.tv_nsec) / 1e9;
+	cpu = (double)(c1.tv_sec - c0.tv_sec) +
+	      (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
+	(void)spin;
+	return wall > 0 ? cpu / wall : 0;
+}
+
+double doctor_usable_cores(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	double cores = n > 0 ? (double)n : 1, q = 0;
+	char line[512];
+	FILE *f = fopen("/proc/self/cgroup", "r");
+
+	if (!f)
+		return cores;
+	while (fgets(line, sizeof(line), f)) {
+		char *c1 = strchr(line, ':'), *c2, dir[700];
+
+		if (!c1)
+			continue;
+		c2 = strchr(c1 + 1, ':');
+		if (!c2)
+			continue;
+		c2[strcspn(c2, "\n")] = 0;
+		*c2 = 0;
+		if (c1[1] == 0) {
+			/* cgroup v2: cpu.max "QUOTA PERIOD" or "max ..." */
+			char path[760], buf[64];
+			long long qq, pp;
+
+			snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpu.max",
+				 c2 + 1);
+			if (!sysfs_read_small(path, buf, sizeof(buf)) &&
+			    sscanf(buf, "%lld %lld", &qq, &pp) == 2 && qq > 0 &&
+			    pp > 0)
+				q = (double)qq / (double)pp;
+			continue;
+		}
+		if (!strstr(c1 + 1, "cpu") || strstr(c1 + 1, "cpuset"))
+			if (!strstr(c1 + 1, "cpu,") && strcmp(c1 + 1, "cpu"))
+				continue;
+		snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s%s", c1 + 1,
+			 c2 + 1);
+		q = quota_v1(dir);
+		if (!q) {
+			snprintf(dir, sizeof(dir), "/sys/fs/cgroup/cpu%s",
+				 c2 + 1);
+			q = quota_v1(dir);
+		}
+		if (q)
+			break;
+	}
+	fclose(f);
+	if (q <= 0) {
+		/* no cgroup files to read (a fresh sysfs, as under `ip netns
+		 * exec`): measure how much of one core this thread gets */
+		double m = measured_share();
+
+		if (m > 0 && m < 0.9)
+			q = m;
+	}
+	return q > 0 && q < cores ? q : cores;
+}
+
+void doctor_local_facts(struct proto_probe_result *f, const char *dir)
+{
+	struct cryptobench_cpu cpu;
+	struct disk_info di;
+	struct lr_err e = { 0 };
+
+	memset(f, 0, sizeof(*f));
+	cryptobench_cpu_probe(&cpu);
+	snprintf(f->model, sizeof(f->model), "%s",
+		 cpu.model[0] ? cpu.model : cpu.arch);
+	snprintf(f->governor, sizeof(f->governor), "%s", cpu.governor);
+	f->aes = cpu.aes;
+	f->centicores = (uint32_t)(doctor_usable_cores() * 100 + 0.5);
+	f->sockbuf[0] = (uint32_t)read_num("/proc/sys/net/core/rmem_max");
+	f->sockbuf[1] = (uint32_t)read_num("/proc/sys/net/core/wmem_max");
+	f->sockbuf[2] = (uint32_t)read_third("/proc/sys/net/ipv4/tcp_rmem");
+	f->sockbuf[3] = (uint32_t)read_third("/proc/sys/net/ipv4/tcp_wmem");
+	if (sysfs_read_small("/proc/sys/net/ipv4/tcp_congestion_control", f->cc,
+			     sizeof(f->cc)))
+		f->cc[0] = 0;
+	if (dir && !disk_identify(dir, "/sys", "/proc/self/mountinfo", &di, &e))
+		snprintf(f->storage, sizeof(f->storage), "%s%s%s%s%s",
+			 disk_kind_desc(di.kind), di.part[0] ? " " : "",
+			 di.part, di.fstype[0] ? ", " : "", di.fstype);
 }
 
 double doctor_link_ceiling(uint64_t speed_bps)

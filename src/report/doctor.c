@@ -2,6 +2,7 @@
 /* linerate doctor. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/units.h"
 #include "report_int.h"
@@ -45,6 +46,33 @@ static void doctor_side_human(FILE *out, const char *who,
 	}
 }
 
+/* The verdict's words, lines of at most 78 columns (a word longer than
+ * that on a line of its own); escaped, as the label is the server's. */
+static void doctor_wrapped(FILE *out, const char *s)
+{
+	char word[256];
+	size_t col = 0, n;
+
+	while (*s) {
+		while (*s == ' ')
+			s++;
+		n = strcspn(s, " ");
+		if (!n)
+			break;
+		snprintf(word, sizeof(word), "%.*s", (int)n, s);
+		if (col && col + 1 + n > 78) {
+			fputc('\n', out);
+			col = 0;
+		}
+		if (col++)
+			fputc(' ', out);
+		report_escaped(out, word);
+		col += n;
+		s += n;
+	}
+	fputc('\n', out);
+}
+
 void report_doctor_human(FILE *out, const struct doctor_report *r)
 {
 	char b[32];
@@ -59,13 +87,16 @@ void report_doctor_human(FILE *out, const struct doctor_report *r)
 			fprintf(out, "%8.1f", s->bps / 1e6);
 		else
 			fprintf(out, "%8s", "-");
+		/* a transfer well below its figure: not what held it */
 		if ((int)i == r->bottleneck)
-			fprintf(out, "  <- limits");
+			fprintf(out, "  <- %s",
+				r->xfer_done && !r->held ? "slowest"
+							 : "limits");
 		if (s->detail[0]) {
 			fprintf(out, "  (");
 			report_escaped(out, s->detail);
 			fputc(')', out);
-		} else if (i == DOCTOR_SOURCE && !s->measured) {
+		} else if (i == DOCTOR_SOURCE && r->source_desc[0]) {
 			fprintf(out, "  (");
 			report_escaped(out, r->source_desc);
 			fputc(')', out);
@@ -76,14 +107,8 @@ void report_doctor_human(FILE *out, const struct doctor_report *r)
 		fprintf(out, "  %-26s %8.1f\n", "a transfer",
 			r->xfer_bps / 1e6);
 	fputc('\n', out);
-	if (r->bottleneck >= 0 && r->xfer_done) {
-		double lim = r->limit_bps;
-
-		fprintf(out, "Limited by ");
-		report_escaped(out, r->bottleneck_label);
-		fprintf(out, ": %.1f MB/s; transfer %.1f MB/s, %.0f%%\n",
-			lim / 1e6, r->xfer_bps / 1e6, 100.0 * r->xfer_share);
-	}
+	if (r->verdict[0])
+		doctor_wrapped(out, r->verdict);
 	fprintf(out, "\nFacts\n");
 	if (r->link_known) {
 		fprintf(out, "  link       %s: %s", r->link.ifname,
@@ -110,7 +135,10 @@ void report_doctor_human(FILE *out, const struct doctor_report *r)
 		fputc('\n', out);
 	}
 	doctor_side_human(out, "this side", &r->local);
-	doctor_side_human(out, "server", &r->remote);
+	if (r->remote.cores > 0)
+		doctor_side_human(out, "server", &r->remote);
+	else if (r->tokenless)
+		fprintf(out, "  %-10s not known: it has no token\n", "server");
 	if (r->remote.p.disk_error[0]) {
 		fprintf(out, "  destination disk test: ");
 		report_escaped(out, r->remote.p.disk_error);
@@ -164,6 +192,25 @@ static cJSON *doctor_side_json(const struct doctor_side *s)
 	return o;
 }
 
+/* What the transfer itself showed; unknown figures left out. */
+static void doctor_xfer_facts_json(cJSON *x, const struct doctor_xfer_facts *f)
+{
+	if (f->here_cores >= 0)
+		report__add_num(x, "cpu_cores_this_side",
+				report__json_num(f->here_cores));
+	if (f->machine_cores >= 0 && f->machine_cpus) {
+		report__add_num(x, "cpu_cores_this_machine",
+				report__json_num(f->machine_cores));
+		report__add_num(x, "cpus_this_machine", f->machine_cpus);
+	}
+	cJSON_AddBoolToObject(x, "same_machine", f->same_machine);
+	if (f->waited[0]) {
+		cJSON_AddStringToObject(x, "threads_waited_most", f->waited);
+		report__add_num(x, "threads_waited_share",
+				report__json_num(f->waited_share));
+	}
+}
+
 void report_doctor_json(FILE *out, const struct doctor_report *r,
 			const char *error)
 {
@@ -210,6 +257,7 @@ cJSON *report__doctor_json(const struct doctor_report *r, const char *error)
 			report__add_num(x, "bytes", (double)r->xfer_bytes);
 			report__add_num(x, "bytes_per_second",
 					report__json_num(r->xfer_bps));
+			doctor_xfer_facts_json(x, &r->xf);
 		}
 	}
 	if (r->bottleneck >= 0) {
@@ -224,10 +272,22 @@ cJSON *report__doctor_json(const struct doctor_report *r, const char *error)
 					report__json_num(r->xfer_share));
 			report__add_num(b, "bytes_per_second",
 					report__json_num(r->limit_bps));
+			if (r->xfer_done) {
+				cJSON_AddBoolToObject(b, "held_transfer",
+						      r->held);
+				cJSON_AddStringToObject(b, "verdict",
+							r->verdict);
+			}
 		}
 	}
-	cJSON_AddStringToObject(o, "source", r->source_desc);
-	cJSON_AddStringToObject(o, "cipher", crypto_cipher_name(r->cipher));
+	if (r->source_desc[0])
+		cJSON_AddStringToObject(o, "source", r->source_desc);
+	/* a session that never began had no cipher, not "none" */
+	if (r->stage[DOCTOR_NET].measured)
+		cJSON_AddStringToObject(o, "cipher",
+					crypto_cipher_name(r->cipher));
+	if (r->tokenless)
+		cJSON_AddBoolToObject(o, "server_without_token", true);
 	report__add_num(o, "streams", r->streams);
 	if (r->link_known) {
 		cJSON *l = cJSON_AddObjectToObject(o, "link");
@@ -250,7 +310,9 @@ cJSON *report__doctor_json(const struct doctor_report *r, const char *error)
 	report__add_num(o, "rtt_us", r->rtt_us);
 	report__add_num(o, "bdp_bytes", report__json_num(r->bdp_bytes));
 	cJSON_AddItemToObject(o, "local", doctor_side_json(&r->local));
-	cJSON_AddItemToObject(o, "server", doctor_side_json(&r->remote));
+	if (r->remote.cores > 0) /* the server's facts arrived */
+		cJSON_AddItemToObject(o, "server",
+				      doctor_side_json(&r->remote));
 	if (r->remote.p.disk_error[0])
 		cJSON_AddStringToObject(o, "destination_disk_error",
 					r->remote.p.disk_error);

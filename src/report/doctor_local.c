@@ -86,7 +86,11 @@ static void machine_lines(FILE *out, const struct doctor_local_report *r)
 
 	fprintf(out, "  machine    ");
 	report_escaped(out, r->model);
-	fprintf(out, "; %.2f cores usable; governor %s", l->cores,
+	fprintf(out, "; %.2f cores usable", l->cores);
+	if (r->cpus_online && l->cores + 0.01 < (double)r->cpus_online)
+		fprintf(out, " of %u online (a cgroup CPU quota)",
+			r->cpus_online);
+	fprintf(out, "; governor %s",
 		l->p.governor[0] ? l->p.governor : "unknown");
 	if (r->nfreq > 1) { /* clusters apart: big and LITTLE cores */
 		size_t i;
@@ -110,6 +114,39 @@ static void machine_lines(FILE *out, const struct doctor_local_report *r)
 			fprintf(out, " (at most %.0f)", r->max_khz / 1e3);
 	}
 	fprintf(out, "; %s\n", r->kernel);
+}
+
+/* Whether advice line i is the server's word for word as this side's:
+ * both ends are this machine, said once. */
+static bool same_as_here(const struct doctor_report *d, unsigned i)
+{
+	static const char there[] = "the server: ", here[] = "this side: ";
+	unsigned j;
+
+	if (strncmp(d->advice[i], there, sizeof(there) - 1))
+		return false;
+	for (j = 0; j < d->nadvice; j++)
+		if (!strncmp(d->advice[j], here, sizeof(here) - 1) &&
+		    !strcmp(d->advice[j] + sizeof(here) - 1,
+			    d->advice[i] + sizeof(there) - 1))
+			return true;
+	return false;
+}
+
+/* The advice of the JSON's "advice", under the machine line. */
+static void advice_lines(FILE *out, const struct doctor_report *d)
+{
+	bool first = true;
+	unsigned i;
+
+	for (i = 0; i < d->nadvice; i++) {
+		if (same_as_here(d, i))
+			continue;
+		fprintf(out, "  %-10s - ", first ? "advice" : "");
+		report_escaped(out, d->advice[i]);
+		fputc('\n', out);
+		first = false;
+	}
 }
 
 /* Each frequency policy, [] when the machine has none (a VM). */
@@ -146,6 +183,7 @@ void report_doctor_local_human(FILE *out, const struct doctor_local_report *r,
 	if (!r->namespaces && r->why_loopback[0])
 		fprintf(out, "  (%s)\n", r->why_loopback);
 	machine_lines(out, r);
+	advice_lines(out, d);
 	fprintf(out, "  cipher     %s: ", cryptobench_cipher_label(d->cipher));
 	for (i = 0; i < d->local.p.nrates; i++)
 		if (d->local.p.rates[i].cipher == d->cipher)
@@ -238,6 +276,7 @@ void report_doctor_local_json(FILE *out, const struct doctor_local_report *r,
 		cJSON_AddStringToObject(m, "model", r->model);
 		cJSON_AddStringToObject(m, "kernel", r->kernel);
 		report__add_num(m, "cores_usable", r->d.local.cores);
+		report__add_num(m, "cpus_online", r->cpus_online);
 		cJSON_AddStringToObject(m, "governor", r->d.local.p.governor);
 		report__add_num(m, "cpu0_khz", (double)r->cur_khz);
 		report__add_num(m, "cpu0_max_khz", (double)r->max_khz);

@@ -15,7 +15,9 @@ also need the cgroup v1 controllers. Each skips with the reason otherwise.
 
 import glob
 import os
+import re
 import shutil
+import socket
 import subprocess
 
 import pytest
@@ -372,13 +374,17 @@ def test_doctor_without_token(denv):
 
 
 def test_server_without_token_json(denv):
+    """Our token against a server without one: said, and what needs no
+    token measured all the same (test_tokenless_server_measured)."""
     d = denv
     d.start_server(token=False)
     res = d.doctor("--json", "-t", "1", "--size", "1M", ADDR_B, timeout=30)
     assert res.returncode == 1, describe(res)
     doc = strict_json(res.stdout)
-    assert "token" in doc["error"], describe(res)
-    assert "bottleneck" not in doc, describe(res)
+    assert "has no token" in doc["error"], describe(res)
+    assert doc["server_without_token"] is True, describe(res)
+    assert doc["stages"]["network"]["bytes_per_second"] > 0, describe(res)
+    assert "transfer" not in doc, describe(res)
 
 
 def test_server_without_root(denv):
@@ -410,3 +416,152 @@ def test_help(linerate_bin):
     assert res.returncode == 0, describe(res)
     assert "--source" in res.stdout and "--size" in res.stdout, res.stdout
     assert res.stdout.startswith("usage: linerate doctor"), res.stdout
+
+
+# (f) on loopback, no namespaces --------------------------------------------
+
+LOOP = "127.0.0.1"
+
+
+@pytest.fixture
+def loop_token(linerate_bin, tmp_path):
+    """A token and its file."""
+    res = subprocess.run([linerate_bin, "token"], capture_output=True,
+                         text=True, timeout=10)
+    assert res.returncode == 0, describe(res)
+    path = tmp_path / "token"
+    path.write_text(res.stdout.strip() + "\n")
+    return res.stdout.strip(), path
+
+
+def loop_doctor(linerate_bin, port, *extra, env=None, timeout=60):
+    """doctor --no-ssh -p PORT EXTRA 127.0.0.1, without a terminal (a
+    session of its own: no prompt can wait for an answer)."""
+    return subprocess.run(
+        [linerate_bin, "doctor", "--no-ssh", "-p", str(port),
+         *[str(a) for a in extra], LOOP],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        timeout=timeout, env=env or env_without_token(),
+        start_new_session=True)
+
+
+def test_failure_json_has_no_cipher(linerate_bin, loop_token):
+    """Issue 21: a session that never began had no cipher (not "none"),
+    and the server's facts never came; this side's, which need no peer,
+    are there."""
+    tok, _ = loop_token
+    with socket.socket() as s:
+        s.bind((LOOP, 0))   # bound, not listening: refused
+        res = loop_doctor(linerate_bin, s.getsockname()[1], "--json",
+                          env=env_without_token({"LINERATE_TOKEN": tok}))
+    why = describe(res)
+    assert res.returncode == 1, why
+    doc = strict_json(res.stdout)
+    assert "refused" in doc["error"], why
+    assert "cipher" not in doc, why
+    for key in ("server", "bottleneck", "transfer"):
+        assert key not in doc, (key, why)
+    assert doc["local"]["cpu_model"], why
+    assert doc["local"]["cores_usable"] > 0, why
+    assert doc["local"]["congestion_control"], why
+
+
+def test_tokenless_server_measured(linerate_bin, serve, loop_token):
+    """Issue 21: a server without a token (bench only): the network both
+    ways and the cipher on this side's CPU measured, what needs
+    `serve --root` and a token said; with our token from LINERATE_TOKEN
+    also where it came from (as bench says it)."""
+    tok, tok_file = loop_token
+    srv = serve("-B", LOOP)
+    res = loop_doctor(linerate_bin, srv.port, "-t", "0.5", "--size", "1M")
+    why = describe(res)
+    assert res.returncode == 1, why
+    assert "this server has no token" in res.stderr, why
+    assert "serve --root DIR --token-file FILE" in res.stderr, why
+    assert "measuring a transfer" not in res.stderr, why
+    for stage in ("network, to the server", "network, from the server"):
+        assert re.search(re.escape(stage) + r" +\d+\.\d .*clear",
+                         res.stdout), why
+    assert re.search(r"cipher \(both CPUs\) +\d+\.\d .*this side seals",
+                     res.stdout), why
+    assert "not known: it has no token" in res.stdout, why
+
+    res = loop_doctor(linerate_bin, srv.port, "--json", "-t", "0.5",
+                      "--size", "1M")
+    why = describe(res)
+    assert res.returncode == 1, why
+    doc = strict_json(res.stdout)
+    assert doc["server_without_token"] is True, why
+    for key in ("network", "network_reverse", "cipher"):
+        assert doc["stages"][key]["bytes_per_second"] > 0, (key, why)
+    assert "destination_write" not in doc["stages"], why
+    assert "transfer" not in doc and "server" not in doc, why
+    assert doc["cipher"] == "none", why   # the network went in clear
+    assert "--token-file" in doc["error"], why
+
+    # our token from the environment: the server's words, where the token
+    # came from, and the stages all the same
+    res = loop_doctor(linerate_bin, srv.port, "-t", "0.5", "--size", "1M",
+                      env=env_without_token({"LINERATE_TOKEN": tok}))
+    why = describe(res)
+    assert res.returncode == 1, why
+    assert "this server has no token" in res.stderr, why
+    assert "LINERATE_TOKEN in your environment" in res.stderr, why
+    assert re.search(r"network, to the server +\d+\.\d", res.stdout), why
+    # from a file: no word of the environment
+    res = loop_doctor(linerate_bin, srv.port, "--token-file", tok_file,
+                      "-t", "0.5", "--size", "1M",
+                      env=env_without_token({"LINERATE_TOKEN": tok}))
+    why = describe(res)
+    assert res.returncode == 1, why
+    assert "this server has no token" in res.stderr, why
+    assert "LINERATE_TOKEN" not in res.stderr, why
+    assert re.search(r"network, to the server +\d+\.\d", res.stdout), why
+
+
+def test_token_server_without_token(linerate_bin, serve, loop_token,
+                                    tmp_path):
+    """No token to hand and a server that wants one: asked first, then
+    a usage error that says so; nothing written in its root."""
+    _, tok_file = loop_token
+    root = tmp_path / "root"
+    root.mkdir()
+    srv = serve("-B", LOOP, "--root", root, "--token-file", tok_file)
+    res = loop_doctor(linerate_bin, srv.port, "-t", "0.5", "--size", "1M")
+    why = describe(res)
+    assert res.returncode == 2, why
+    assert "no token: the server wants one" in res.stderr, why
+    assert tree_files(root) == [], why
+
+
+def test_verdict_names_what_held_the_transfer(linerate_bin, serve,
+                                              loop_token, tmp_path):
+    """Issue 22: the slowest stage is said to have held the transfer only
+    when the transfer came near its figure; else the verdict says so and
+    gives the transfer's facts (both ends on this machine here)."""
+    _, tok_file = loop_token
+    root = tmp_path / "root"
+    root.mkdir()
+    srv = serve("-B", LOOP, "--root", root, "--token-file", tok_file)
+    args = ("--token-file", tok_file, "-t", "0.5", "--size", "32M")
+    res = loop_doctor(linerate_bin, srv.port, "--json", *args)
+    why = describe(res)
+    assert res.returncode == 0, why
+    doc = strict_json(res.stdout)
+    b, x = doc["bottleneck"], doc["transfer"]
+    assert b["held_transfer"] == (b["transfer_share"] >= 0.7), why
+    if b["held_transfer"]:
+        assert b["verdict"].startswith("Limited by "), why
+    else:
+        assert "Limited by" not in b["verdict"], why
+        assert "that stage did not hold it" in b["verdict"], why
+    assert x["same_machine"] is True, why
+    assert x["cpus_this_machine"] == os.cpu_count(), why
+    assert x["cpu_cores_this_side"] > 0, why
+    assert x["cpu_cores_this_machine"] > 0, why
+    res = loop_doctor(linerate_bin, srv.port, *args)
+    out = res.stdout
+    assert res.returncode == 0, describe(res)
+    assert ("<- limits" in out) == ("Limited by" in out), out
+    assert ("<- slowest" in out) == ("did not hold it" in out), out
+    assert tree_files(root) == [], out

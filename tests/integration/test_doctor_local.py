@@ -56,6 +56,11 @@ def check_doc(doc, res):
         cap["cpu_receive_bytes_per_second"] * (1 + 1e-9), why
     assert doc["plain_tcp_bytes_per_second"] > 0, why
     assert doc["cipher_all_cores_bytes_per_second"] > 0, why
+    assert doc["disk_read_bytes_per_second"] > 0, why
+    assert isinstance(doc["machine"]["governor"], str), why
+    assert doc["machine"]["cpus_online"] == os.cpu_count(), why
+    assert isinstance(doc["advice"], list), why
+    assert all(isinstance(a, str) and a for a in doc["advice"]), why
     assert doc["machine"]["kernel"].startswith(os.uname().release), why
     # each frequency policy of this machine (none in most VMs)
     root = "/sys/devices/system/cpu/cpufreq"
@@ -64,6 +69,31 @@ def check_doc(doc, res):
     assert len(doc["machine"]["cpufreq"]) == len(policies), why
     for c in doc["machine"]["cpufreq"]:
         assert c["cpus"] and c["max_khz"] >= 0, why
+
+
+def stable_advice(doc):
+    """The JSON's advice lines that two runs say alike: not those of a
+    measured quota (a busy machine's share of a core, measured where no
+    cgroup says it), and the server's only where this side's differ (both
+    ends are this machine: said once)."""
+    lines = [a for a in doc["advice"] if "quota" not in a]
+    here = {a[len("this side: "):] for a in lines
+            if a.startswith("this side: ")}
+    return [a for a in lines if not (a.startswith("the server: ") and
+                                     a[len("the server: "):] in here)]
+
+
+def check_human_advice(out, doc):
+    """Human output shows the advice the JSON has, after the machine
+    line."""
+    advice = stable_advice(doc)
+    lines = out.splitlines()
+    machine = next(i for i, l in enumerate(lines)
+                   if l.startswith("  machine "))
+    for a in advice:
+        assert any(a in l for l in lines[machine + 1:]), (a, out)
+    if advice:
+        assert lines[machine + 1].startswith("  advice     - "), out
 
 
 def test_as_root_through_namespaces(linerate_bin, tmp_path):
@@ -90,6 +120,7 @@ def test_as_root_through_namespaces(linerate_bin, tmp_path):
     res = doctor_local(linerate_bin, tmp_path)
     assert res.returncode == 0, describe(res)
     out = res.stdout
+    check_human_advice(out, doc)
     assert "through a veth pair between two network namespaces" in out
     assert re.search(r"This machine can receive an encrypted transfer at "
                      r"\d+ MB/s \(the (CPU|disk) limits it\) and send one at "
@@ -131,6 +162,7 @@ def test_as_a_user_over_loopback(linerate_bin, open_dir):
     res = doctor_local(linerate_bin, tmp_path, user=nobody)
     assert res.returncode == 0, describe(res)
     assert "over loopback" in res.stdout and "not root" in res.stdout
+    check_human_advice(res.stdout, doc)
     assert os.listdir(tmp_path) == []
 
 
@@ -183,3 +215,47 @@ def test_interrupted_leaves_nothing(linerate_bin, tmp_path):
     wait_until(lambda: subprocess.run(
         ["pgrep", "-f", "--", f"--size 512M {tmp_path}"], capture_output=True,
         timeout=10).returncode == 1, 10, what="the server child to end")
+
+
+def test_quota_named_and_advised(linerate_bin, tmp_path):
+    """Under a cgroup v1 CPU quota of fewer cores than the machine has
+    online: the machine line names the quota and the human output has the
+    JSON's advice line about it."""
+    from test_doctor import Cgroup, cgroup_v1_skip_reason, in_cgroups
+    reason = cgroup_v1_skip_reason("cpu", ["cpu.cfs_quota_us",
+                                           "cpu.cfs_period_us"])
+    if reason:
+        print(f"skipping: {reason}")
+        pytest.skip(reason)
+    online = os.cpu_count()
+    cores = online - 0.5 if online >= 2 else 0.5
+    group = Cgroup("cpu", f"lrdoctorlocal{os.getpid()}")
+    try:
+        group.write("cpu.cfs_period_us", 100000)
+        group.write("cpu.cfs_quota_us", int(cores * 100000))
+        argv = ["doctor", "--local", "-t", "0.5", "--size", "64M",
+                str(tmp_path)]
+        runs = []
+        for extra in (["--json"], []):
+            runs.append(subprocess.run(
+                in_cgroups([group.tasks], [linerate_bin, *argv, *extra]),
+                stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                timeout=180, env=env_without_token()))
+            assert runs[-1].returncode == 0, describe(runs[-1])
+    finally:
+        group.remove()
+    doc = strict_json(runs[0].stdout)
+    why = describe(runs[0])
+    assert doc["machine"]["cores_usable"] == pytest.approx(cores), why
+    assert any("quota" in a and "this side" in a for a in doc["advice"]), \
+        why
+    out = runs[1].stdout
+    if online >= 2:
+        assert f"{cores:.2f} cores usable of {online} online (a cgroup " \
+            "CPU quota)" in out, out
+    lines = out.splitlines()
+    machine = next(i for i, l in enumerate(lines)
+                   if l.startswith("  machine "))
+    assert lines[machine + 1].startswith("  advice     - this side: "), out
+    assert "quota" in lines[machine + 1], out
+    check_human_advice(out, doc)

@@ -616,6 +616,171 @@ static void dest_stage_words(void **state)
 	free(r);
 }
 
+/* ---- doctor_verdict ---- */
+
+/* The audit's loopback run: the destination disk the slowest stage at
+ * 947 MB/s, the transfer 513 MB/s, both ends on one machine of 2 CPUs;
+ * xf as measured around the transfer (here: nothing known). */
+static struct doctor_report *loopback_report(void)
+{
+	struct doctor_report *r = calloc(1, sizeof(*r));
+
+	assert_non_null(r);
+	r->streams = 4;
+	r->local.cores = r->remote.cores = 2;
+	set_stage(r->stage, DOCTOR_NET, 2790e6);
+	set_stage(r->stage, DOCTOR_NET_BACK, 2445e6);
+	set_stage(r->stage, DOCTOR_CIPHER, 7565e6);
+	set_stage(r->stage, DOCTOR_DEST, 947e6);
+	snprintf(r->stage[DOCTOR_DEST].detail,
+		 sizeof(r->stage[DOCTOR_DEST].detail), "virtual disk vda");
+	r->xfer_done = true;
+	r->xfer_bytes = 128ull << 20;
+	r->xfer_bps = 513e6;
+	r->link_known = true;
+	snprintf(r->link.ifname, sizeof(r->link.ifname), "lo");
+	r->link.virtual_if = true;
+	r->xf.here_cores = -1;
+	r->xf.machine_cores = -1;
+	return r;
+}
+
+static void expect_verdict(const struct doctor_report *r, const char *words)
+{
+	if (!strstr(r->verdict, words))
+		fail_msg("no \"%s\" in the verdict: %s", words, r->verdict);
+}
+
+/* A transfer near the slowest stage's figure: that stage held it. */
+static void verdict_held(void **state)
+{
+	struct doctor_report *r = loopback_report();
+
+	(void)state;
+	r->xfer_bps = 900e6;
+	doctor_verdict(r);
+	assert_int_equal(r->bottleneck, DOCTOR_DEST);
+	assert_true(r->held);
+	assert_true(r->xfer_share > 0.95 && r->xfer_share < 0.951);
+	assert_true(!strncmp(r->verdict, "Limited by destination disk", 27));
+	expect_verdict(r, "947.0 MB/s; transfer 900.0 MB/s, 95%");
+
+	/* at the share's edge: still held */
+	r->xfer_bps = DOCTOR_HELD_SHARE * 947e6 + 1;
+	doctor_verdict(r);
+	assert_true(r->held);
+	free(r);
+}
+
+/* The audit's case: 54% of the destination's figure, both ends on this
+ * machine with its CPUs busy: not "Limited by destination disk"; the
+ * shared CPUs named, with the figures. */
+static void verdict_shared_cpus(void **state)
+{
+	struct doctor_report *r = loopback_report();
+
+	(void)state;
+	r->xf.same_machine = true;
+	r->xf.machine_cpus = 2;
+	r->xf.machine_cores = 1.96;
+	r->xf.here_cores = 0.4;
+	doctor_verdict(r);
+	assert_int_equal(r->bottleneck, DOCTOR_DEST); /* the slowest stage */
+	assert_false(r->held);
+	assert_null(strstr(r->verdict, "Limited by"));
+	expect_verdict(r, "The transfer, 513.0 MB/s, reached 54% of the "
+			  "slowest stage, destination disk (virtual disk vda) "
+			  "at 947.0 MB/s: that stage did not hold it.");
+	expect_verdict(r, "Both ends ran on this machine and shared its 2 "
+			  "CPUs");
+	expect_verdict(r, "this machine's CPUs 1.96 of 2 busy");
+	expect_verdict(r, "this side's CPU 0.40 of 2.00 usable cores busy");
+
+	/* the CPUs not busy: not said to have held it */
+	r->xf.machine_cores = 0.9;
+	doctor_verdict(r);
+	assert_false(r->held);
+	assert_null(strstr(r->verdict, "the CPUs held it"));
+	expect_verdict(r, "do not explain it");
+	free(r);
+}
+
+/* Another machine: this side's CPU busy up to what its streams can use. */
+static void verdict_this_side_cpu(void **state)
+{
+	struct doctor_report *r = loopback_report();
+
+	(void)state;
+	snprintf(r->link.ifname, sizeof(r->link.ifname), "eth0");
+	r->xf.machine_cpus = 8;
+	r->xf.machine_cores = 1.9;
+	r->xf.here_cores = 1.9;
+	doctor_verdict(r);
+	assert_false(r->held);
+	expect_verdict(r, "This side's CPU held it");
+	expect_verdict(r, "2.00 cores its 4 streams can use");
+
+	/* one stream: one core is its limit */
+	r->streams = 1;
+	r->xf.here_cores = 0.95;
+	doctor_verdict(r);
+	expect_verdict(r, "1.00 cores its 1 stream can use");
+	free(r);
+}
+
+/* The stream threads' own time: the stage they waited on named (below
+ * its figure measured alone); the network's waits explain nothing by
+ * themselves. */
+static void verdict_waits(void **state)
+{
+	struct doctor_report *r = loopback_report();
+
+	(void)state;
+	r->xf.here_cores = 0.3;
+	snprintf(r->xf.waited, sizeof(r->xf.waited), "source disk");
+	r->xf.waited_share = 0.8;
+	doctor_verdict(r);
+	assert_false(r->held);
+	expect_verdict(r, "The source disk held it");
+	expect_verdict(r, "the stream threads' most time: source disk, 80%");
+
+	snprintf(r->xf.waited, sizeof(r->xf.waited), "network");
+	doctor_verdict(r);
+	expect_verdict(r, "The stage estimates do not explain it: the network "
+			  "2790.0, the cipher 7565.0, the destination 947.0 "
+			  "MB/s.");
+	free(r);
+}
+
+/* No transfer (a server without --root or a token): no verdict words,
+ * the slowest stage still picked. */
+static void verdict_without_transfer(void **state)
+{
+	struct doctor_report *r = loopback_report();
+
+	(void)state;
+	r->xfer_done = false;
+	r->xfer_bps = 0;
+	doctor_verdict(r);
+	assert_int_equal(r->bottleneck, DOCTOR_DEST);
+	assert_false(r->held);
+	assert_string_equal(r->verdict, "");
+	free(r);
+}
+
+/* A server whose facts never came (no token): nothing advised of it. */
+static void advise_server_unknown(void **state)
+{
+	struct doctor_report r;
+
+	(void)state;
+	clean_report(&r);
+	memset(&r.remote, 0, sizeof(r.remote));
+	doctor_advise(&r);
+	assert_int_equal(count_lines(&r, "the server", NULL), 0);
+	assert_int_equal(r.nadvice, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -638,6 +803,12 @@ int main(void)
 		cmocka_unit_test(advise_many),
 		cmocka_unit_test(cpufreq_policies),
 		cmocka_unit_test(dest_stage_words),
+		cmocka_unit_test(verdict_held),
+		cmocka_unit_test(verdict_shared_cpus),
+		cmocka_unit_test(verdict_this_side_cpu),
+		cmocka_unit_test(verdict_waits),
+		cmocka_unit_test(verdict_without_transfer),
+		cmocka_unit_test(advise_server_unknown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
