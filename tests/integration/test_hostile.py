@@ -464,6 +464,81 @@ def test_symlink_in_root_is_not_followed_by_overwrite(
     assert (root / "link" / "pwned").read_bytes() == b"B" * 10
 
 
+
+@pytest.mark.parametrize("swap", ["file", "symlink"])
+def test_hardlink_to_a_file_changed_since_received(
+        swap, linerate_bin, hostile_bin, serve, token, token_file, area):
+    """-H links are made at the end of the session, only to the inode this
+    session received and verified (hardlink.c, leader_open): 'hl_f' is
+    received whole, then, while hostile_send holds back XFER_END, replaced
+    (renamed over) by another file, or by a symlink to a file outside the
+    root.  The link 'hl_g' is not made, its failure says why, and the file
+    outside keeps its content and its one name."""
+    base, root, outside = area
+    secret = outside / "secret"
+    secret.write_bytes(b"outside the root, never to be linked\n")
+    secret_before = os.lstat(secret)
+    srv = serve("-B", LOOP, "--root", str(root), "--token-file", token_file)
+    proc = subprocess.Popen(
+        [hostile_bin, LOOP, str(srv.port), "hardlink_changed", str(outside)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True,
+        env=clean_env(LINERATE_TOKEN=token))
+    out = LineCollector(proc.stdout, "hostile")
+    try:
+        out.wait_for(r"^paused before END", 30)
+        received = os.lstat(root / "hl_f")
+        assert stat.S_ISREG(received.st_mode), out.text()
+        assert (root / "hl_f").read_bytes() == b"A" * 10
+        tmp = root / "hl_f.swap"
+        if swap == "file":
+            tmp.write_bytes(b"put here after it was verified\n")
+        else:
+            os.symlink(secret, tmp)
+        os.rename(tmp, root / "hl_f")
+        swapped = os.lstat(root / "hl_f")
+        assert swapped.st_ino != received.st_ino
+        proc.stdin.write("go on\n")
+        proc.stdin.close()
+        rc = proc.wait(timeout=HOSTILE_TIMEOUT)
+        out.wait_for(r"^DONE: ", 15)
+        srv.wait_log(r"transfer 1 from ", timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    what = (f"hostile_send exited {proc.returncode}\n--- its output\n"
+            f"{out.text()}\n--- server log\n{srv.log.text()}\n--- root\n"
+            f"{tree(root)}")
+    assert rc == 0, what
+
+    # no name made for the replacement, nor for what it points to
+    assert not os.path.lexists(root / "hl_g"), \
+        f"hl_g was made after hl_f changed\n{what}"
+    now = os.lstat(root / "hl_f")
+    assert (now.st_ino, now.st_nlink) == (swapped.st_ino, 1), what
+    if swap == "symlink":
+        assert os.readlink(root / "hl_f") == str(secret), what
+    else:
+        assert (root / "hl_f").read_bytes() == \
+            b"put here after it was verified\n", what
+    after = os.lstat(secret)
+    assert (after.st_ino, after.st_nlink) == \
+        (secret_before.st_ino, secret_before.st_nlink), \
+        f"the file outside the root got another name\n{what}"
+    assert secret.read_bytes() == b"outside the root, never to be linked\n"
+    assert os.listdir(outside) == ["secret"], what
+    assert sorted(os.listdir(base)) == ["outside", "root"], what
+    assert tree(root) == ["hl_f"], what
+
+    # the reason, to the sender and in the outcome
+    assert re.search(r"(?m)^failed: entry 1: not linked: hl_f changed since "
+                     r"it was received$", out.text()), what
+    assert re.search(r"(?m)^DONE: ok 1 failed 1 ", out.text()), what
+    assert re.search(r"hl_g: not linked: hl_f changed since it was "
+                     r"received", srv.log.text()), what
+    assert srv.alive()
+
 def vm_kib(pid, field):
     with open(f"/proc/{pid}/status") as f:
         for line in f:

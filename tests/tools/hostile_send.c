@@ -9,7 +9,8 @@
  * CASE says. OUTSIDE is an absolute directory
  * beside the receiver's root that must stay empty: absolute paths and
  * symlink targets point into it, and relative targets use
- * "../<its basename>". Cases: see run_case.
+ * "../<its basename>". Cases: see run_case. An act that pauses prints
+ * "paused before END" and goes on at a line (or the end) on stdin.
  *
  * A case runs one or more acts, each a session of its own. Every act
  * prints what the receiver answered ("ERROR: <text>", plans, failures,
@@ -115,6 +116,7 @@ struct act {
 	const char *dest; /* of the push; NULL = "" (the root) */
 	bool lone;	  /* LONE_FILE asked: dest may name the one file */
 	bool refusal_ok;  /* the session itself may be refused */
+	bool pause_end;	  /* files settled: a line on stdin before END */
 };
 
 struct sess {
@@ -561,6 +563,38 @@ static bool sending(const struct sess *s, unsigned i)
 	return s->plan[i] == PROTO_XA_SEND || s->plan[i] == PROTO_XA_RESUME;
 }
 
+/* Files settled, END not sent: "paused" printed, then wait for a line
+ * (or the end) on stdin while answering the receiver, for the caller to
+ * change the destination meanwhile. */
+static void pause_before_end(struct sess *s, const struct act *a)
+{
+	int64_t end;
+	char c;
+
+	if (!pump_until(s, all_settled, (void *)a, WAIT_MS) && !s->terminal)
+		say("no outcome for every file within %d s", WAIT_MS / 1000);
+	if (s->terminal)
+		return;
+	say("paused before END: a line on stdin goes on");
+	end = net_now_ms() + 2 * WAIT_MS;
+	while (!s->terminal && net_now_ms() < end) {
+		struct pollfd p[2] = { { .fd = STDIN_FILENO, .events = POLLIN },
+				       { .fd = s->ctrl.fd, .events = POLLIN } };
+
+		if (poll(p, 2, 200) < 0 && errno != EINTR)
+			break;
+		if (p[0].revents) {
+			while (read(STDIN_FILENO, &c, 1) == 1 && c != '\n')
+				;
+			say("going on: END");
+			return;
+		}
+		if (p[1].revents)
+			pump(s, 0);
+	}
+	say("no word on stdin within %d s: END anyway", 2 * WAIT_MS / 1000);
+}
+
 /* XFER_END while entry 0 is still in the window, then one more entry:
  * the receiver must read it and end the session (PROTOCOL 7.9). */
 static void files_after_end(struct sess *s)
@@ -895,6 +929,8 @@ static int run_act(const struct act *a, unsigned no)
 	}
 	if (!s.terminal)
 		send_sums(&s, a);
+	if (!s.terminal && a->pause_end)
+		pause_before_end(&s, a);
 	if (!s.terminal) {
 		proto_buf_init(&b, s.mbuf, MSG_CAP);
 		r = proto_encode_empty(&b, PROTO_XFER_END)
@@ -1637,6 +1673,16 @@ static int run_case(const char *name)
 			.what = "--overwrite -H: a hard link named 'hl_sym'",
 			.flags = HL | PROTO_XF_OVERWRITE,
 			.ents = { LFILE10("hl_src"), HLINK("hl_sym", 0) },
+			.nents = 2,
+		};
+	} else if (!strcmp(name, "hardlink_changed")) {
+		/* the caller replaces 'hl_f' while the act is paused */
+		acts[n++] = (struct act){
+			.what = "-H: 'hl_f' verified, a hard link 'hl_g' to it, "
+				"a pause before END",
+			.flags = HL,
+			.pause_end = true,
+			.ents = { LFILE10("hl_f"), HLINK("hl_g", 0) },
 			.nents = 2,
 		};
 	} else if (!strcmp(name, "owner_cases")) {
