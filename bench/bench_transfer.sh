@@ -14,7 +14,8 @@
 #
 #   -t SEC          seconds of the `linerate bench` reference run (default 5)
 #   --repeat N      runs per cell; with N > 1 every cell is the median (default 1)
-#   --rows LIST     groups to measure, comma separated (default all seven):
+#   --rows LIST     groups to measure, comma separated (default all eleven
+#                   below but tree-1g, resync-1g and resync1-1g):
 #                     unshaped  the file, veth unshaped
 #                     shaped    the file, veth tbf-shaped to 1 Gbit/s (both ends)
 #                     quota     the file, veth unshaped, the receiving end and
@@ -44,6 +45,8 @@
 #                               checksum
 #                     delta-1g, insert-1g  the same two, veth tbf-shaped
 #                               to 1 Gbit/s
+#                     tree-1g, resync-1g, resync1-1g  tree, resync and
+#                               resync1, veth tbf-shaped to 1 Gbit/s
 #   --size SIZE     the random file (bytes, or K, M, G: 1024-based; default
 #                   1G)
 #   --files N       files of 4 KiB in the tree, 1000 per directory (default 10000)
@@ -281,14 +284,14 @@ if [ -n "$opt_tools" ]; then
     done
 fi
 
-GROUPS_ALL=(unshaped shaped quota tree resync resync1 links delta insert delta-1g insert-1g)
+GROUPS_ALL=(unshaped shaped quota tree resync resync1 links delta insert delta-1g insert-1g tree-1g resync-1g resync1-1g)
 declare -A WANT=()
 IFS=, read -r -a _rows <<<"$opt_rows"
 [ ${#_rows[@]} -gt 0 ] || die_usage "--rows is empty"
 for _r in "${_rows[@]}"; do
     case $_r in
-    unshaped | shaped | quota | tree | resync | resync1 | links | delta | insert | delta-1g | insert-1g) WANT[$_r]=1 ;;
-    *) die_usage "--rows: unknown group '$_r' (unshaped, shaped, quota, tree, resync, resync1, links, delta, insert, delta-1g, insert-1g)" ;;
+    unshaped | shaped | quota | tree | resync | resync1 | links | delta | insert | delta-1g | insert-1g | tree-1g | resync-1g | resync1-1g) WANT[$_r]=1 ;;
+    *) die_usage "--rows: unknown group '$_r' (unshaped, shaped, quota, tree, resync, resync1, links, delta, insert, delta-1g, insert-1g, tree-1g, resync-1g, resync1-1g)" ;;
     esac
 done
 want_file=0
@@ -296,7 +299,7 @@ for _g in unshaped shaped quota delta insert delta-1g insert-1g; do
     [ -n "${WANT[$_g]:-}" ] && want_file=1
 done
 want_tree=0
-for _g in tree resync resync1; do
+for _g in tree resync resync1 tree-1g resync-1g resync1-1g; do
     [ -n "${WANT[$_g]:-}" ] && want_tree=1
 done
 if { [ -n "${WANT[delta]:-}${WANT[insert]:-}${WANT[delta-1g]:-}${WANT[insert-1g]:-}" ]; } &&
@@ -695,14 +698,14 @@ stop_server() {
 # holds a copy already (the sync groups: "same", "changed", "delta").
 group_kind() {
     case $1 in
-    tree | resync | resync1 | links) echo tree ;;
+    tree | resync | resync1 | links | tree-1g | resync-1g | resync1-1g) echo tree ;;
     *) echo file ;;
     esac
 }
 group_sync() {
     case $1 in
-    resync) echo same ;;
-    resync1) echo changed ;;
+    resync | resync-1g) echo same ;;
+    resync1 | resync1-1g) echo changed ;;
     delta | delta-1g) echo delta ;;
     insert | insert-1g) echo insert ;;
     *) echo ;;
@@ -1193,6 +1196,9 @@ group_label() {
     insert) echo "file again, 1 MiB inserted in the middle" ;;
     delta-1g) echo "file again, ten 1 MiB blocks changed, 1 MiB appended, tbf 1 Gbit/s" ;;
     insert-1g) echo "file again, 1 MiB inserted in the middle, tbf 1 Gbit/s" ;;
+    tree-1g) echo "tree, veth tbf 1 Gbit/s" ;;
+    resync-1g) echo "tree again, unchanged, tbf 1 Gbit/s" ;;
+    resync1-1g) echo "tree again, 1% of the files changed, tbf 1 Gbit/s" ;;
     esac
 }
 
@@ -1236,7 +1242,7 @@ report() {
     [ "$want_file" = 1 ] && k="a $opt_size random file ($SIZE_BYTES bytes, \`linerate gen\`)"
     [ -n "${WANT[delta]:-}${WANT[delta-1g]:-}" ] && k="${k:+$k; }delta: the file's destination copy made with cp, then ten 1 MiB blocks at offsets (i + 1) * SIZE / 12 + 4097 * i overwritten from /dev/urandom and the last 1 MiB cut off, mtime set one day back"
     [ -n "${WANT[insert]:-}${WANT[insert-1g]:-}" ] && k="${k:+$k; }insert: the destination copy is the file without the 1 MiB at SIZE / 2, mtime one day back"
-    [ -n "${WANT[resync1]:-}" ] && k="${k:+$k; }resync1: every 100th file of the destination copy (cp -a) rewritten with other bytes of the same size, mtime one day back"
+    [ -n "${WANT[resync1]:-}${WANT[resync1-1g]:-}" ] && k="${k:+$k; }resync1: every 100th file of the destination copy (cp -a) rewritten with other bytes of the same size, mtime one day back"
     [ "$want_tree" = 1 ] && k="${k:+$k; }a tree of $opt_files files of $TREE_FILE bytes in directories of $TREE_PER_DIR"
     [ -n "${WANT[links]:-}" ] && k="${k:+$k; }the links tree: $opt_files names of $TREE_FILE bytes in directories of $TREE_PER_DIR, the last $LINKS_PER_DIR names of each a hard link to one of the first $LINKS_PER_DIR of the directory before (MB/s counts each file's bytes once)"
     echo "- data: $k; source page-cached; destination: $DEST_DESC; every run verified (cmp / diff -r)"

@@ -87,6 +87,7 @@ const char cmd_bench_usage[] =
 	"  -h, --help             this text\n"
 	"\n"
 	"SIZE takes K, M, G (1024-based); RATE takes k, m, g bits (1000-based).\n"
+	"SEC and MS take a unit too: 500ms, 2s, 1m (minutes), 1h.\n"
 	"Exit status: 0 success, 1 the test failed, 2 usage error.\n";
 
 struct bench_cli_opts {
@@ -310,13 +311,8 @@ static int report_option(int c, char **argv, struct bench_cli_opts *o,
 
 	switch (c) {
 	case 'i':
-		if (opts_ms("-i", optarg, 0, 3600 * 1000, &o->b.interval_ms,
-			    err))
-			return -EINVAL;
-		if (o->b.interval_ms && o->b.interval_ms < 100)
-			return lr_err_set(err, -EINVAL,
-					  "-i '%s' is below 0.1 s", optarg);
-		return 0;
+		return opts_ms_or_zero("-i", optarg, 100, 3600 * 1000,
+				       &o->b.interval_ms, err);
 	case 'J': o->fmt = REPORT_JSON; return 0;
 	case OPT_JSON_STREAM: o->fmt = REPORT_JSON_STREAM; return 0;
 	case OPT_LINK_SPEED:

@@ -152,7 +152,7 @@ static int parse_limit(const char *arg, uint64_t *out, struct lr_err *err)
 		*out = v / 8;
 		return 0;
 	}
-	return opts_bytes("--limit", arg, 1000, UINT64_MAX / 2, out, err);
+	return opts_byte_rate("--limit", arg, 1000, UINT64_MAX / 2, out, err);
 }
 
 /* --exclude or --include PATTERN. */
@@ -227,17 +227,11 @@ static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 		o->c.connect_timeout_ms = (int)v;
 		o->own_connect_timeout = true;
 		return 0;
-	case OPT_TIMEOUT: /* seconds as rsync's (30s, 45000ms too); 0: none */
-		if (!strcmp(optarg, "0")) {
-			o->c.x.idle_ms = INT_MAX;
-			return 0;
-		}
-		if (strstr(optarg, "ms") ? opts_msec("--timeout", optarg, 10000,
-						     24 * 3600 * 1000, &v, err)
-					 : opts_ms("--timeout", optarg, 10000,
-						   24 * 3600 * 1000, &v, err))
+	case OPT_TIMEOUT: /* seconds as rsync's (1m, 45000ms too); 0: none */
+		if (opts_ms_or_zero("--timeout", optarg, 10000,
+				    24 * 3600 * 1000, &v, err))
 			return -EINVAL;
-		o->c.x.idle_ms = (int)v;
+		o->c.x.idle_ms = v ? (int)v : INT_MAX;
 		return 0;
 	case OPT_SIZE:
 		return opts_bytes("--size", optarg, 1, UINT64_MAX / 2,
@@ -751,13 +745,17 @@ static void catch_signals(void)
 }
 
 /* The report of a run on out, its callbacks into cb; NULL when out of
- * memory. */
+ * memory. No progress line is drawn by default where the data itself
+ * goes to a terminal (get HOST:FILE -), as curl's meter: it would be
+ * drawn into the text. */
 static struct report_xfer *make_report(const struct send_cli *o, FILE *out,
 				       struct xfer_callbacks *cb)
 {
+	bool data_on_tty = o->c.outfd == STDOUT_FILENO && isatty(STDOUT_FILENO);
 	struct report_xfer *rx = report_xfer_new(
 		out, o->json ? REPORT_JSON_STREAM : REPORT_HUMAN, o->quiet,
-		!o->json && isatty(fileno(out)), o->pull ? "received" : "sent");
+		!o->json && !data_on_tty && isatty(fileno(out)),
+		o->pull ? "received" : "sent");
 
 	if (!rx)
 		return NULL;
@@ -855,14 +853,8 @@ static void error_hints(const struct send_cli *o, int r,
 			      res->first_failure_code);
 	if (r)
 		opts_env_token_hint(&o->net, err);
-	/* the request's newer flags, unknown to an older far end */
-	if (r && strstr(err->msg, "malformed XFER_REQUEST") &&
-	    (o->c.x.flags & (XFER_F_HARD_LINKS | XFER_F_OWNER | XFER_F_GROUP |
-			     XFER_F_SPECIALS | XFER_F_DEVICES)))
-		snprintf(err->msg + strlen(err->msg),
-			 sizeof(err->msg) - strlen(err->msg),
-			 " (a far end older than -H, -o, -g, -a and -D refuses "
-			 "them: leave them out, or update it)");
+	/* an older far end's refusal of newer flags: client_accept says it
+	 * (once) */
 }
 
 static int run(int argc, char **argv, bool pull)

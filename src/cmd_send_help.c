@@ -23,10 +23,10 @@
 	"                        binary file\n"                                      \
 	"  -w, --window SIZE     socket buffer size (default: the kernel's)\n"       \
 	"      --connect-timeout MS  give up connecting after MS milliseconds\n"     \
-	"                        (as bench and iperf3; 5s works too; default 10s)\n" \
+	"                        (as bench and iperf3; 5s, 1m too; default 10s)\n"   \
 	"      --timeout SEC     end when the other end is silent for SEC\n"         \
-	"                        seconds (rsync's; at least 10, 0 none;\n"           \
-	"                        default 30)\n"                                      \
+	"                        seconds (rsync's; 2m and 500ms too; at least 10,\n" \
+	"                        0 none; default 30)\n"                              \
 	"      --overwrite       replace existing files\n"                           \
 	"      --update          replace existing files whose size or mtime\n"       \
 	"                        differ, except those newer at the destination\n"    \

@@ -89,6 +89,7 @@ const char cmd_serve_usage[] =
 	"                             holds it\n"
 	"  -h, --help                 this text\n"
 	"\n"
+	"SEC and AGE take a unit too: 500ms, 2s, 1m (minutes), 1h, 7d.\n"
 	"One log line per test and per rejected connection goes to standard error.\n"
 	"Exit status: 0 success, 1 failure, 2 usage error.\n";
 
@@ -255,11 +256,9 @@ static int partial_option(int c, const char *arg, struct serve_opts *o,
 	if (c == OPT_PARTIAL_MAX_SIZE)
 		return opts_bytes("--partial-max-size", arg, 0, UINT64_MAX / 2,
 				  &o->s.partial.max_bytes, err);
-	if (units_parse_age(arg, 0, 100ull * 365 * 86400, &v))
-		return lr_err_set(err, -EINVAL,
-				  "--partial-max-age '%s' is not an age (90s, "
-				  "30m, 12h, 7d; 0 = keep)",
-				  arg);
+	if (opts_age("--partial-max-age", arg, 0, 100ull * 365 * 86400, &v,
+		     err))
+		return -EINVAL;
 	o->s.partial.max_age_s = (int64_t)v;
 	return 0;
 }

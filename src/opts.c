@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <fcntl.h>
@@ -15,6 +16,29 @@
 
 /* Beyond this a bound is no bound a user meets: "at least MIN". */
 #define BOUND_NONE (1ull << 60)
+
+/* The kinds of values, each with its parser and how its bounds read. */
+enum kind { K_UINT, K_BYTES, K_BYTE_RATE, K_RATE, K_SEC, K_MSEC, K_AGE };
+
+typedef int (*parse_fn)(const char *s, uint64_t min, uint64_t max,
+			uint64_t *out);
+
+static const struct {
+	parse_fn parse;
+	const char *what; /* "'VAL' is not WHAT" */
+} kinds[] = {
+	[K_UINT] = { units_parse_uint, "a whole number" },
+	[K_BYTES] = { units_parse_bytes, "a size such as 128K, 10M or 1G" },
+	[K_BYTE_RATE] = { units_parse_bytes,
+			  "a rate such as 50M (MiB/s) or 400mbit" },
+	[K_RATE] = { units_parse_rate, "a rate such as 940m or 1gbit" },
+	[K_SEC] = { units_parse_ms,
+		    "a duration such as 10 (seconds), 500ms, 1m or 2h" },
+	[K_MSEC] = { units_parse_msec,
+		     "a duration such as 500 (milliseconds), 2s or 1m" },
+	[K_AGE] = { units_parse_age,
+		    "an age such as 90 (seconds), 30m, 12h, 7d or 2w" },
+};
 
 /* v as the option would take it: with the largest suffix of sfx (steps
  * of base) that divides it ("64K", "8M", "940m"), else the number. */
@@ -35,92 +59,173 @@ static void fmt_bound(char *buf, size_t cap, uint64_t v, uint64_t base,
 			 sfx[i]);
 }
 
-/* The range of a value that was out of it, in the value's own syntax. */
-static int report_range(int r, const char *opt, const char *val, uint64_t min,
-			uint64_t max, uint64_t base, const char *sfx,
-			const char *unit, struct lr_err *err)
+/* A cap beyond the suffixes, as a person reads it: "8 EiB", "9.22
+ * Ebits/s" (unit after the prefix). */
+static void fmt_huge(char *buf, size_t cap, uint64_t v, uint64_t base,
+		     const char *unit)
 {
-	char lo[32], hi[32];
+	const char *prefix = base == 1024 ? "KMGTPE" : "kMGTPE";
+	double n = (double)v;
+	int i = -1;
 
-	fmt_bound(lo, sizeof(lo), min, base, sfx);
-	fmt_bound(hi, sizeof(hi), max, base, sfx);
-	if (max >= BOUND_NONE)
-		return lr_err_set(err, r,
-				  "%s '%s' is out of range (at least "
-				  "%s%s)",
-				  opt, val, lo, unit);
-	return lr_err_set(err, r, "%s '%s' is out of range (%s to %s%s)", opt,
-			  val, lo, hi, unit);
+	while (prefix[i + 1] && n >= (double)base) {
+		n /= (double)base;
+		i++;
+	}
+	if (i < 0)
+		snprintf(buf, cap, "%.3g %s", n, unit);
+	else
+		snprintf(buf, cap, "%.3g %c%s", n, prefix[i], unit);
 }
 
-static int report(int r, const char *opt, const char *val, const char *what,
-		  uint64_t min, uint64_t max, const char *unit,
-		  struct lr_err *err)
+/* ms in the largest unit it is a whole number of: "0", "500 ms", "10 s",
+ * "10 min", "24 h", "7 d" (a day only past 24 h). */
+static void fmt_duration(char *buf, size_t cap, uint64_t ms)
 {
-	if (r == -ERANGE)
-		return report_range(r, opt, val, min, max, 1, "", unit, err);
-	return lr_err_set(err, r, "%s '%s' is not %s", opt, val, what);
+	static const struct {
+		uint64_t ms;
+		const char *name;
+	} units[] = { { 86400000, "d" },
+		      { 3600000, "h" },
+		      { 60000, "min" },
+		      { 1000, "s" },
+		      { 1, "ms" } };
+	size_t i;
+
+	if (!ms) {
+		snprintf(buf, cap, "0");
+		return;
+	}
+	for (i = 0; ms % units[i].ms || (i == 0 && ms == units[i].ms); i++)
+		;
+	snprintf(buf, cap, "%llu %s", (unsigned long long)(ms / units[i].ms),
+		 units[i].name);
+}
+
+/* Bound v of a value of kind k, in the option's own unit. */
+static void fmt_value(char *buf, size_t cap, enum kind k, uint64_t v)
+{
+	size_t n;
+
+	switch (k) {
+	case K_BYTES:
+	case K_BYTE_RATE:
+		if (v >= BOUND_NONE) {
+			fmt_huge(buf, cap, v, 1024,
+				 k == K_BYTES ? "iB" : "iB/s");
+			return;
+		}
+		fmt_bound(buf, cap, v, 1024, "KMGT");
+		n = strlen(buf);
+		/* "1000 bytes/s", "50M/s" */
+		if (k == K_BYTE_RATE && n && n < cap)
+			snprintf(buf + n, cap - n, "%s",
+				 isdigit((unsigned char)buf[n - 1]) ? " bytes/s"
+								    : "/s");
+		return;
+	case K_RATE:
+		if (v >= BOUND_NONE) {
+			fmt_huge(buf, cap, v, 1000, "bits/s");
+			return;
+		}
+		fmt_bound(buf, cap, v, 1000, "kmgt");
+		n = strlen(buf);
+		if (n < cap)
+			snprintf(buf + n, cap - n, " bits/s");
+		return;
+	case K_SEC:
+	case K_MSEC: fmt_duration(buf, cap, v); return;
+	case K_AGE:
+		fmt_duration(buf, cap,
+			     v > UINT64_MAX / 1000 ? UINT64_MAX : v * 1000);
+		return;
+	case K_UINT: break;
+	}
+	snprintf(buf, cap, "%llu", (unsigned long long)v);
+}
+
+/*
+ * val as a value of kind k in [min, max] (or 0 too, with or_zero) into
+ * *out. Out of range, the message gives the range in the option's own
+ * unit: "(10 s to 24 h)"; where max is no bound a user meets, only the
+ * bound val passed: "too small (at least 1000 bytes/s)", "too large (at
+ * most 8 EiB/s)".
+ */
+static int checked(enum kind k, const char *opt, const char *val, uint64_t min,
+		   uint64_t max, bool or_zero, uint64_t *out,
+		   struct lr_err *err)
+{
+	char lo[40], hi[40];
+	uint64_t v = 0;
+	int r = kinds[k].parse(val, 0, UINT64_MAX, &v);
+
+	if (r && r != -ERANGE)
+		return lr_err_set(err, r, "%s '%s' is not %s", opt, val,
+				  kinds[k].what);
+	if (!r && ((or_zero && !v) || (v >= min && v <= max))) {
+		*out = v;
+		return 0;
+	}
+	fmt_value(lo, sizeof(lo), k, min);
+	fmt_value(hi, sizeof(hi), k, max);
+	if (max < BOUND_NONE)
+		return lr_err_set(err, -ERANGE,
+				  "%s '%s' is out of range (%s to %s%s)", opt,
+				  val, lo, hi, or_zero ? ", or 0" : "");
+	if (r || v > max) /* r: beyond 64 bits */
+		return lr_err_set(err, -ERANGE,
+				  "%s '%s' is too large (at most %s)", opt, val,
+				  hi);
+	return lr_err_set(err, -ERANGE, "%s '%s' is too small (at least %s)",
+			  opt, val, lo);
 }
 
 int opts_bytes(const char *opt, const char *val, uint64_t min, uint64_t max,
 	       uint64_t *out, struct lr_err *err)
 {
-	int r = units_parse_bytes(val, min, max, out);
+	return checked(K_BYTES, opt, val, min, max, false, out, err);
+}
 
-	if (r == -ERANGE)
-		return report_range(r, opt, val, min, max, 1024, "KMGT",
-				    min < 1024 && max < 1024 ? " bytes" : "",
-				    err);
-	return r ? report(r, opt, val, "a size such as 128K, 10M or 1G", min,
-			  max, "", err)
-		 : 0;
+int opts_byte_rate(const char *opt, const char *val, uint64_t min, uint64_t max,
+		   uint64_t *out, struct lr_err *err)
+{
+	return checked(K_BYTE_RATE, opt, val, min, max, false, out, err);
 }
 
 int opts_rate(const char *opt, const char *val, uint64_t min, uint64_t max,
 	      uint64_t *out, struct lr_err *err)
 {
-	int r = units_parse_rate(val, min, max, out);
-
-	if (r == -ERANGE)
-		return report_range(r, opt, val, min, max, 1000, "kmgt",
-				    " bits/s", err);
-	return r ? report(r, opt, val, "a rate such as 940m or 1gbit", min, max,
-			  "", err)
-		 : 0;
+	return checked(K_RATE, opt, val, min, max, false, out, err);
 }
 
 int opts_ms(const char *opt, const char *val, uint64_t min_ms, uint64_t max_ms,
 	    uint64_t *out, struct lr_err *err)
 {
-	int r = units_parse_ms(val, min_ms, max_ms, out);
+	return checked(K_SEC, opt, val, min_ms, max_ms, false, out, err);
+}
 
-	if (r == -ERANGE)
-		return lr_err_set(err, r,
-				  "%s '%s' is out of range (%.3g to "
-				  "%.6g seconds)",
-				  opt, val, min_ms / 1000.0, max_ms / 1000.0);
-	return r ? lr_err_set(err, r, "%s '%s' is not a number of seconds", opt,
-			      val)
-		 : 0;
+int opts_ms_or_zero(const char *opt, const char *val, uint64_t min_ms,
+		    uint64_t max_ms, uint64_t *out, struct lr_err *err)
+{
+	return checked(K_SEC, opt, val, min_ms, max_ms, true, out, err);
 }
 
 int opts_msec(const char *opt, const char *val, uint64_t min_ms,
 	      uint64_t max_ms, uint64_t *out, struct lr_err *err)
 {
-	int r = units_parse_msec(val, min_ms, max_ms, out);
+	return checked(K_MSEC, opt, val, min_ms, max_ms, false, out, err);
+}
 
-	return r ? report(r, opt, val,
-			  "a time in milliseconds (500, 500ms or 0.5s)", min_ms,
-			  max_ms, " ms", err)
-		 : 0;
+int opts_age(const char *opt, const char *val, uint64_t min_s, uint64_t max_s,
+	     uint64_t *out, struct lr_err *err)
+{
+	return checked(K_AGE, opt, val, min_s, max_s, false, out, err);
 }
 
 int opts_uint(const char *opt, const char *val, uint64_t min, uint64_t max,
 	      uint64_t *out, struct lr_err *err)
 {
-	int r = units_parse_uint(val, min, max, out);
-
-	return r ? report(r, opt, val, "a whole number", min, max, "", err) : 0;
+	return checked(K_UINT, opt, val, min, max, false, out, err);
 }
 
 int opts_getopt_error(int c, char **argv, struct lr_err *err)

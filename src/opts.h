@@ -10,18 +10,30 @@
 /*
  * Command-line helpers shared by the cmd_*.c files: each parses one
  * option's value through the checked parsers of units.h and, on failure,
- * fills err with a message naming the option and the value. Return 0 or
- * a negative errno.
+ * fills err with a message naming the option and the value, and a range
+ * in the option's own unit ("(100 ms to 1 h)", "too large (at most 8
+ * EiB)"), never a raw count. Return 0 or a negative errno.
  */
 int opts_bytes(const char *opt, const char *val, uint64_t min, uint64_t max,
 	       uint64_t *out, struct lr_err *err);
+/* Bytes per second, a size's syntax (send's --limit: 50M is 50 MiB/s). */
+int opts_byte_rate(const char *opt, const char *val, uint64_t min, uint64_t max,
+		   uint64_t *out, struct lr_err *err);
+/* Bits per second (units_parse_rate). */
 int opts_rate(const char *opt, const char *val, uint64_t min, uint64_t max,
 	      uint64_t *out, struct lr_err *err);
+/* A duration, a bare number in seconds (units_parse_ms); out in ms. */
 int opts_ms(const char *opt, const char *val, uint64_t min_ms, uint64_t max_ms,
 	    uint64_t *out, struct lr_err *err);
-/* Milliseconds, iperf3's unit: bare, "ms" or "s" (units_parse_msec). */
+/* As opts_ms, and 0 ("0", "0s") besides [min_ms, max_ms]: none. */
+int opts_ms_or_zero(const char *opt, const char *val, uint64_t min_ms,
+		    uint64_t max_ms, uint64_t *out, struct lr_err *err);
+/* A duration, a bare number in milliseconds as iperf3 (units_parse_msec). */
 int opts_msec(const char *opt, const char *val, uint64_t min_ms,
 	      uint64_t max_ms, uint64_t *out, struct lr_err *err);
+/* An age in whole seconds (units_parse_age). */
+int opts_age(const char *opt, const char *val, uint64_t min_s, uint64_t max_s,
+	     uint64_t *out, struct lr_err *err);
 int opts_uint(const char *opt, const char *val, uint64_t min, uint64_t max,
 	      uint64_t *out, struct lr_err *err);
 /* The message for getopt_long's ':' (missing value) or '?' (unknown

@@ -128,64 +128,71 @@ int units_parse_rate(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 	return scaled(&d, mult, min, max, out);
 }
 
+/* A duration's suffix, in milliseconds; none is the option's own unit,
+ * bare_ms. In a duration "m" is minutes (in a size or a rate it is mega). */
+static int duration_unit(const char *p, uint64_t bare_ms, uint64_t *mult)
+{
+	static const struct {
+		const char *name;
+		uint64_t ms;
+	} units[] = { { "ms", 1 },	 { "s", 1000 },	   { "m", 60000 },
+		      { "min", 60000 },	 { "h", 3600000 }, { "d", 86400000 },
+		      { "w", 604800000 } };
+	size_t i;
+
+	if (!*p) {
+		*mult = bare_ms;
+		return 0;
+	}
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(p, units[i].name)) {
+			*mult = units[i].ms;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+/* The one duration parser: a number in bare_ms units, or with a suffix of
+ * duration_unit; in milliseconds, a fraction rounded. */
+static int parse_duration(const char *s, uint64_t bare_ms, uint64_t min_ms,
+			  uint64_t max_ms, uint64_t *out_ms)
+{
+	struct decimal d;
+	uint64_t mult;
+	const char *p;
+
+	if (!s || parse_decimal(s, &d, &p) || duration_unit(p, bare_ms, &mult))
+		return -EINVAL;
+	return scaled(&d, mult, min_ms, max_ms, out_ms);
+}
+
 int units_parse_ms(const char *s, uint64_t min_ms, uint64_t max_ms,
 		   uint64_t *out_ms)
 {
-	struct decimal d;
-	const char *p;
-
-	if (!s || parse_decimal(s, &d, &p))
-		return -EINVAL;
-	if (*p == 's' && p[1] == '\0')
-		p++;
-	if (*p)
-		return -EINVAL;
-	return scaled(&d, 1000, min_ms, max_ms, out_ms);
+	return parse_duration(s, 1000, min_ms, max_ms, out_ms);
 }
 
 int units_parse_msec(const char *s, uint64_t min_ms, uint64_t max_ms,
 		     uint64_t *out_ms)
 {
-	struct decimal d;
-	uint64_t mult = 1;
-	const char *p;
-
-	if (!s || parse_decimal(s, &d, &p))
-		return -EINVAL;
-	if (!strcmp(p, "s"))
-		mult = 1000;
-	else if (*p && strcmp(p, "ms"))
-		return -EINVAL;
-	return scaled(&d, mult, min_ms, max_ms, out_ms);
+	return parse_duration(s, 1, min_ms, max_ms, out_ms);
 }
 
 int units_parse_age(const char *s, uint64_t min_s, uint64_t max_s,
 		    uint64_t *out_s)
 {
-	static const struct {
-		char unit;
-		uint64_t seconds;
-	} units[] = { { 's', 1 },
-		      { 'm', 60 },
-		      { 'h', 3600 },
-		      { 'd', 86400 },
-		      { 'w', 604800 } };
-	uint64_t mult = 1;
-	struct decimal d;
-	const char *p;
-	size_t i;
+	uint64_t ms, v;
+	int r = parse_duration(s, 1000, 0, UINT64_MAX, &ms);
 
-	if (!s || parse_decimal(s, &d, &p))
-		return -EINVAL;
-	if (*p) {
-		for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-			if (*p == units[i].unit)
-				break;
-		if (i == sizeof(units) / sizeof(units[0]) || p[1])
-			return -EINVAL;
-		mult = units[i].seconds;
-	}
-	return scaled(&d, mult, min_s, max_s, out_s);
+	if (r)
+		return r;
+	v = ms / 1000 + (ms % 1000 >= 500);
+	if (ms && !v)
+		v = 1; /* 0 often means "none": a moment is not 0 */
+	if (v < min_s || v > max_s)
+		return -ERANGE;
+	*out_s = v;
+	return 0;
 }
 
 int units_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)

@@ -20,18 +20,25 @@ int units_parse_bytes(const char *s, uint64_t min, uint64_t max, uint64_t *out);
  * (k = 1000). A trailing "bit", "bit/s", "bps" or "b" is allowed. */
 int units_parse_rate(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
-/* Milliseconds as iperf3 takes them: a bare number is milliseconds
- * ("500", "2.5"), "ms" says so, "s" means seconds ("5s", "0.2s"). Output
- * in milliseconds, a fraction rounded. */
-int units_parse_msec(const char *s, uint64_t min_ms, uint64_t max_ms,
-		     uint64_t *out_ms);
+/*
+ * Durations, one grammar for all three: a number with an optional
+ * fraction and one suffix, "ms", "s", "m" or "min" (minutes: in a size or
+ * a rate m is mega), "h", "d" or "w" ("500ms", "1.5s", "30m", "7d"); a
+ * bare number is in the parser's own unit. Lower case only.
+ */
 
-/* Seconds with an optional fraction: "10", "0.5". Output in milliseconds. */
+/* Seconds: a bare number is seconds ("10", "0.5"). Output in
+ * milliseconds, a fraction rounded. */
 int units_parse_ms(const char *s, uint64_t min_ms, uint64_t max_ms,
 		   uint64_t *out_ms);
 
-/* A duration in whole seconds: "90", "90s", "30m", "12h", "7d", "2w"
- * ("1.5h" too). */
+/* Milliseconds as iperf3 takes them: a bare number is milliseconds
+ * ("500", "2.5"). Output in milliseconds, a fraction rounded. */
+int units_parse_msec(const char *s, uint64_t min_ms, uint64_t max_ms,
+		     uint64_t *out_ms);
+
+/* An age in whole seconds: a bare number is seconds ("90", "12h",
+ * "1.5d"), rounded; from 1 ms up at least 1, so that 0 stays apart. */
 int units_parse_age(const char *s, uint64_t min_s, uint64_t max_s,
 		    uint64_t *out_s);
 

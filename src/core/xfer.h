@@ -147,12 +147,13 @@ struct xfer_event {
 	const char *path; /* FILE: escaped for printing */
 	uint64_t size;
 	bool ok, skipped;
-	bool deleted;	    /* FILE: removed at the destination (--delete) */
-	bool replace;	    /* FILE: an existing file replaced */
-	bool delta;	    /* FILE replace: only chunks that differ travel */
-	bool dry_run;	    /* FILE: what would be done (nothing was) */
-	bool linked;	    /* FILE: a hard link to a file of the transfer (-H),
+	bool deleted; /* FILE: removed at the destination (--delete) */
+	bool replace; /* FILE: an existing file replaced */
+	bool delta;   /* FILE replace: only chunks that differ travel */
+	bool dry_run; /* FILE: what would be done (nothing was) */
+	bool linked;  /* FILE: a hard link to a file of the transfer (-H),
 			reason "to PATH" names it */
+	bool special; /* FILE: a FIFO, socket or device left out (skipped) */
 	const char *reason; /* FILE failed */
 	int code;	    /* FILE failed: why, -errno (-EEXIST: the name
 			       exists; -EFBIG: too many chunks) */

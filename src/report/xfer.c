@@ -94,9 +94,9 @@ static const char *file_status(const struct xfer_event *ev)
 		return ev->dry_run ? "would_link" : "linked";
 	if (ev->dry_run)
 		return ev->replace ? "would_replace" : "would_send";
-	/* a FIFO, socket or device left out: the one skip with a reason,
-	 * not counted among the files up to date */
-	if (ev->skipped && ev->reason)
+	/* a FIFO, socket or device left out: not counted among the files
+	 * up to date */
+	if (ev->special)
 		return "special";
 	return ev->skipped ? "skipped" : "done";
 }
@@ -127,8 +127,10 @@ static void file_line(struct report_xfer *rx, const struct xfer_event *ev)
 		what = ev->delta ? "would replace (delta)" : "would replace";
 	else if (ev->dry_run)
 		what = "would send";
-	else if (ev->skipped && ev->reason)
+	else if (ev->special)
 		what = "skipping"; /* a FIFO, a device: always said */
+	else if (ev->skipped && ev->reason)
+		what = "up to date"; /* with something said of it */
 	else if (ev->ok && ev->reason)
 		what = rx->verb; /* kept without its owner: always said */
 	else if (ev->ok && (rx->verbose || rx->dry_run))

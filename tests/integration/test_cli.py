@@ -207,7 +207,7 @@ USAGE = [
     (["-p", "0", CLOSED], ["-p", "'0'"]),
     (["--link-speed", "fast", CLOSED], ["--link-speed", "fast"]),
     (["--connect-timeout", "x", CLOSED], ["--connect-timeout", "x"]),
-    (["--connect-timeout", "5m", CLOSED], ["--connect-timeout", "5m"]),
+    (["--connect-timeout", "5M", CLOSED], ["--connect-timeout", "5M"]),
     (["--connect-timeout", "50", CLOSED], ["--connect-timeout", "'50'"]),
     (["-t", "1", "-n", "1M", CLOSED], ["-t", "-n"]),
     (["-R", "--bidir", CLOSED], ["-R", "--bidir"]),
@@ -294,21 +294,150 @@ def test_help_lists_every_bench_option(linerate_bin):
         assert opt in out, opt
 
 
-@pytest.mark.parametrize("args,want", [
-    (["send", "--chunk", "16M", "x", "h:"], "(64K to 8M)"),
-    (["bench", "-w", "100", "h"], "(1K to 256M)"),
-    (["bench", "-n", "0", "h"], "(at least 1)"),
-    (["bench", "--link-speed", "5", "h"], "(at least 1k bits/s)"),
-    (["disk", "-s", "3", "."], "(4K to 1T)"),
-])
+RANGES = [
+    (["send", "--chunk", "16M", "x", "h:"], "out of range (64K to 8M)"),
+    (["bench", "-w", "100", "h"], "out of range (1K to 256M)"),
+    (["bench", "-n", "0", "h"], "too small (at least 1)"),
+    (["bench", "-n", "99999999T", "h"], "too large (at most 8 EiB)"),
+    (["bench", "--link-speed", "5", "h"], "too small (at least 1k bits/s)"),
+    (["bench", "-b", "99999999t", "h"], "too large (at most 9.22 Ebits/s)"),
+    (["disk", "-s", "3", "."], "out of range (4K to 1T)"),
+    # --limit is bytes/s (rsync's --bwlimit), bits/s with "bit"
+    (["send", "--limit", "99999999T", "x", "h:"],
+     "too large (at most 8 EiB/s)"),
+    (["send", "--limit", "10", "x", "h:"],
+     "too small (at least 1000 bytes/s)"),
+    (["get", "--limit", "99999999tbit", "h:x"],
+     "too large (at most 9.22 Ebits/s)"),
+    (["serve", "--partial-max-size", "99999999T"],
+     "too large (at most 8 EiB)"),
+    # durations: in seconds, minutes, hours, whatever the option's unit
+    (["send", "--timeout", "5000ms", "x", "h:"],
+     "out of range (10 s to 24 h, or 0)"),
+    (["get", "--timeout", "2d", "h:x"], "out of range (10 s to 24 h, or 0)"),
+    (["send", "--connect-timeout", "99999999", "x", "h:"],
+     "out of range (100 ms to 1 h)"),
+    (["get", "--connect-timeout", "50", "h:x"],
+     "out of range (100 ms to 1 h)"),
+    (["bench", "--connect-timeout", "2h", "h"], "out of range (100 ms to 1 h)"),
+    (["bench", "-t", "0", "h"], "out of range (100 ms to 24 h)"),
+    (["bench", "-t", "99999999", "h"], "out of range (100 ms to 24 h)"),
+    (["bench", "-i", "0.01", "h"], "out of range (100 ms to 1 h, or 0)"),
+    (["bench", "-O", "2h", "h"], "out of range (0 to 1 h)"),
+    (["doctor", "-t", "2m", "h"], "out of range (500 ms to 1 min)"),
+    (["crypto", "-s", "1m"], "out of range (50 ms to 10 s)"),
+    (["serve", "--max-duration", "500ms"], "out of range (1 s to 24 h)"),
+    (["serve", "--handshake-timeout", "1h"],
+     "out of range (100 ms to 10 min)"),
+    (["serve", "--partial-max-age", "99999w"], "out of range (0 to 36500 d)"),
+]
+
+
+@pytest.mark.parametrize("args,want", RANGES,
+                         ids=[" ".join(a) for a, _ in RANGES])
 def test_ranges_in_the_options_own_units(linerate_bin, args, want):
     """A value out of range is told the range as the option takes it,
-    never as a raw byte count such as 9223372036854775807."""
+    never as a raw count such as 9223372036854775807 or 86400000 ms, and
+    a value beyond a cap no one meets is told "too large", not "at least
+    MIN"."""
     res = run_linerate(linerate_bin, *args, timeout=10)
     assert res.returncode == 2, describe(res)
     line = res.stderr.splitlines()[0]
-    assert line.endswith("is out of range " + want), line
-    assert not re.search(r"\d{7,}", line), line
+    assert line.endswith(f"'{args[2]}' is {want}"), line
+    assert not re.search(r"\d{7,}", line.split("' is ")[-1]), line
+
+
+# The duration options of every command, as its --help names them (a
+# value SEC, S, MS or AGE), and which of 500ms, 2s and 1m each takes (the
+# others are out of its range).
+ALL3 = {"500ms", "2s", "1m"}
+DURATIONS = {
+    ("bench", "--time"): ALL3,
+    ("bench", "--interval"): ALL3,
+    ("bench", "--omit"): ALL3,
+    ("bench", "--connect-timeout"): ALL3,
+    ("doctor", "--time"): ALL3,
+    ("crypto", "--seconds"): {"500ms", "2s"},
+    ("serve", "--max-duration"): {"2s", "1m"},
+    ("serve", "--handshake-timeout"): ALL3,
+    ("serve", "--partial-max-age"): ALL3,
+    ("send", "--connect-timeout"): ALL3,
+    ("send", "--timeout"): {"1m"},
+    ("get", "--connect-timeout"): ALL3,
+    ("get", "--timeout"): {"1m"},
+}
+DURATION_HELP = re.compile(
+    r"^ +(?:-(\w), )?(--[a-z0-9-]+) (?:SEC|S|MS|AGE)\b", re.M)
+
+
+def _duration_options(linerate_bin):
+    """{(command, long option): its letter or None} from every --help."""
+    found = {}
+    for cmd in _commands(linerate_bin):
+        out = run_linerate(linerate_bin, cmd, "--help", timeout=10).stdout
+        for m in DURATION_HELP.finditer(out):
+            found[(cmd, m.group(2))] = m.group(1)
+    return found
+
+
+def _parsed(linerate_bin, cmd, *args):
+    """The first line of CMD ARGS --frobnicate: that unknown option is
+    named only when everything before it was taken (no network)."""
+    res = run_linerate(linerate_bin, cmd, *args, "--frobnicate", timeout=10)
+    assert res.returncode == 2, describe(res)
+    return res.stderr.splitlines()[0]
+
+
+def test_every_duration_option_takes_ms_s_and_m(linerate_bin):
+    """One grammar for every duration: a bare number in the option's unit,
+    or ms, s, m (minutes), h; out of range is said in human units."""
+    found = _duration_options(linerate_bin)
+    assert set(found) == set(DURATIONS), sorted(found)
+    for (cmd, opt), letter in sorted(found.items()):
+        for name in [opt] + ([f"-{letter}"] if letter else []):
+            for value in sorted(ALL3):
+                line = _parsed(linerate_bin, cmd, name, value)
+                if value in DURATIONS[(cmd, opt)]:
+                    assert line.endswith("unknown option '--frobnicate'"), \
+                        (cmd, name, value, line)
+                else:
+                    assert f"'{value}' is out of range (" in line, \
+                        (cmd, name, value, line)
+                    assert not re.search(r"\d{7,}", line), line
+                    assert re.search(r"\(\d+ (ms|s|min|h)\b", line), line
+
+
+@pytest.mark.parametrize("cmd,args", [
+    ("bench", ["--connect-timeout", "500"]),   # bare: milliseconds
+    ("send", ["--connect-timeout", "2500"]),
+    ("bench", ["-t", "1.5"]),                  # bare: seconds
+    ("send", ["--timeout", "0"]),              # 0: no limit
+    ("send", ["--timeout", "0s"]),
+    ("get", ["--timeout", "0ms"]),
+    ("send", ["--timeout", "1.5m"]),
+    ("bench", ["-i", "0"]),
+    ("bench", ["-t", "1h"]),
+    ("serve", ["--max-duration", "0.5h"]),
+    ("serve", ["--partial-max-age", "1.5d"]),
+    ("crypto", ["-s", "0.05s"]),
+], ids=lambda v: " ".join(v) if isinstance(v, list) else v)
+def test_durations_taken(linerate_bin, cmd, args):
+    """A bare number is in the option's unit; 0 is --timeout's none."""
+    line = _parsed(linerate_bin, cmd, *args)
+    assert line.endswith("unknown option '--frobnicate'"), line
+
+
+@pytest.mark.parametrize("cmd,args", [
+    ("bench", ["-t", "5mss"]), ("bench", ["-t", "-1"]),
+    ("bench", ["-t", "1e3"]), ("bench", ["-t", "5M"]),
+    ("send", ["--timeout", "1 m"]), ("serve", ["--partial-max-age", "7days"]),
+    ("bench", ["--connect-timeout", "5sec"]),
+], ids=lambda v: " ".join(v) if isinstance(v, list) else v)
+def test_durations_refused(linerate_bin, cmd, args):
+    """Not a duration: the message shows what one looks like."""
+    line = _parsed(linerate_bin, cmd, *args)
+    assert f"'{args[1]}' is not a" in line, line
+    assert re.search(r" such as .*\b[0-9]+m\b", line), line
 
 
 def test_disk_space_said_in_mib(linerate_bin, tmp_path):

@@ -165,7 +165,8 @@ def test_same_name_twice_in_one_push(xsrv):
     res = x.send("--limit", "2M", fa, x.src / "b" / "f", x.dest(),
                  timeout=30)
     assert res.returncode == 1, describe(res)
-    assert re.search(r"f: refused: exists already in this transfer",
+    assert re.search(r"f: at the receiver: refused: exists already in "
+                     r"this transfer",
                      output(res)), (
         output(res))
     same_file(fa, x.root / "f")
@@ -196,7 +197,7 @@ def test_names_escaped_once_bidi_escaped(xenv):
     res = x.send("-q", evil, x.dest())
     assert res.returncode == 1, describe(res)
     out = output(res)
-    assert "first: \\x1b]0;TITLE\\x07: refused" in out, out
+    assert "first: \\x1b]0;TITLE\\x07: at the receiver: refused" in out, out
     assert "\\x5c" not in out and "\x1b" not in out, out
 
     from lrproc import LineCollector

@@ -20,6 +20,7 @@ import pytest
 from lrproc import LineCollector, describe
 from util import wait_until
 from xferutil import (MiB, output, compare_tree, end_event, env_without_token,
+                      immutable,
                       json_events, kill_and_reap, make_tree, same_file,
                       set_link, sh_quote, sha256_file, temp_leftovers,
                       tree_files, wait_exit, wait_resumable, write_random)
@@ -817,31 +818,42 @@ def test_limit_is_named_as_what_held_it(xsrv, tmp_path, mode):
     assert 0.85 <= end["limited_by_share"] <= 1.0, end
 
 
-def _get_to_tty(x, *args):
+def _get_to_tty(x, *args, both=False):
     """`linerate get ARGS` in host A with standard output a terminal (a
-    pty); (exit status, what the terminal got, stderr)."""
+    pty; standard error too with both), read while it runs; (exit status,
+    what the terminal got, stderr)."""
     import pty
+    import threading
     master, slave = pty.openpty()
-    try:
-        argv = x.client_argv("get", *args)
-        res = x.h.run_a(argv, stdin=subprocess.DEVNULL, stdout=slave,
-                        stderr=subprocess.PIPE, timeout=60,
-                        env=env_without_token())
-        os.close(slave)
-        slave = -1
-        got = b""
+    chunks = []
+
+    def drain():
         while True:
             try:
                 b = os.read(master, 65536)
             except OSError:  # EIO: the other side is closed
-                break
+                return
             if not b:
-                break
-            got += b
-        return res.returncode, got, res.stderr.decode(errors="replace")
+                return
+            chunks.append(b)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        argv = x.client_argv("get", *args)
+        res = x.h.run_a(argv, stdin=subprocess.DEVNULL, stdout=slave,
+                        stderr=slave if both else subprocess.PIPE,
+                        timeout=60, env=env_without_token())
+        os.close(slave)
+        slave = -1
+        reader.join(timeout=30)
+        assert not reader.is_alive(), "the terminal did not close"
+        return res.returncode, b"".join(chunks), (
+            "" if both else res.stderr.decode(errors="replace"))
     finally:
         if slave >= 0:
             os.close(slave)
+        reader.join(timeout=30)
         os.close(master)
 
 
@@ -865,6 +877,54 @@ def test_get_to_a_terminal_refuses_binary(xsrv):
     # a pipe is not a terminal: no refusal
     res = x.get_ok(x.dest("blob.bin"), "-", text=False)
     assert res.stdout == b"\x00\x01binary" * 1000
+
+
+def test_get_to_a_terminal_draws_no_progress_into_the_data(xsrv):
+    """`get HOST:FILE -` with the data on the terminal the progress line
+    would be drawn on: no progress line (curl's rule), the text arrives
+    whole, and the summary follows it; --progress still asks for it."""
+    x = xsrv
+    lines = b"".join(b"line %06d of the text\n" % i for i in range(110000))
+    (x.root / "long.txt").write_bytes(lines)  # 2.6 MiB: over 2 s at 1M
+    rc, got, _ = _get_to_tty(x, "--limit", "1M", x.dest("long.txt"), "-",
+                             both=True)
+    assert rc == 0, got[-2000:]
+    assert b"\x1b[K" not in got and b"entries" not in got, got[-2000:]
+    text = got.replace(b"\r\n", b"\n")  # the terminal's own line ends
+    assert text.startswith(lines), text[:200]
+    assert b"received 2." in text[len(lines):], text[len(lines):]
+
+
+@pytest.mark.parametrize("mode", ["push", "pull"])
+def test_the_far_ends_refusal_is_said_as_the_far_ends(xsrv, tmp_path, mode):
+    """A receiver's disk that refuses a file (a directory made immutable)
+    is named as the receiver's at the sending end ("at the receiver:"),
+    not as a problem of the machine that prints it; the receiver says it
+    in its own words."""
+    x = xsrv
+    src = write_random(x.src / "f.bin", 4096)
+    if mode == "push":
+        locked = x.root / "locked"
+    else:
+        x.send_ok("-q", src, x.dest("p/"))
+        locked = tmp_path / "locked"
+    locked.mkdir()
+    with immutable(locked):
+        if mode == "push":
+            res = x.send(src, x.dest("locked/"))
+            text = output(res)
+            assert res.returncode == 1, text
+            assert re.search(r"f\.bin: at the receiver: .*Operation not "
+                             r"permitted", text), text
+        else:
+            res = x.get(x.dest("p/f.bin"), str(locked) + "/")
+            text = output(res)
+            assert res.returncode == 1, text
+            assert "Operation not permitted" in text, text
+            assert "at the receiver" not in text, text  # its own disk
+            x.srv.wait_log(r"transfer \d+ from .*: pull, .*: failed: .*"
+                           r"f\.bin: at the receiver: .*Operation not "
+                           r"permitted")
 
 
 def test_pipe_progress_takes_its_size(xsrv):

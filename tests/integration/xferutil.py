@@ -166,6 +166,22 @@ def temp_leftovers(root):
 
 
 @contextlib.contextmanager
+def immutable(path):
+    """PATH made immutable (chattr +i) for the block, and mutable again
+    after it, also on failure; the test is skipped, with the reason,
+    where the file system or the user may not do that."""
+    import pytest
+    res = subprocess.run(["chattr", "+i", str(path)], capture_output=True,
+                         text=True, timeout=10)
+    if res.returncode != 0:
+        pytest.skip(f"chattr +i is refused here: {res.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], timeout=10)
+
+
+@contextlib.contextmanager
 def as_nobody(x, prefix):
     """(dest, get): an empty directory of the user nobody, and a function
     that runs `linerate get ARGS... DEST` in host A as nobody (no root,

@@ -66,12 +66,16 @@ static void test_garbage_rejected(void **state)
 		reject_one(units_parse_rate, garbage[i], 0, UINT64_MAX,
 			   -EINVAL);
 		reject_one(units_parse_ms, garbage[i], 0, UINT64_MAX, -EINVAL);
+		reject_one(units_parse_msec, garbage[i], 0, UINT64_MAX,
+			   -EINVAL);
+		reject_one(units_parse_age, garbage[i], 0, UINT64_MAX, -EINVAL);
 		reject_one(units_parse_uint, garbage[i], 0, UINT64_MAX,
 			   -EINVAL);
 	}
 	reject_one(units_parse_bytes, NULL, 0, UINT64_MAX, -EINVAL);
 	reject_one(units_parse_rate, NULL, 0, UINT64_MAX, -EINVAL);
 	reject_one(units_parse_ms, NULL, 0, UINT64_MAX, -EINVAL);
+	reject_one(units_parse_msec, NULL, 0, UINT64_MAX, -EINVAL);
 	reject_one(units_parse_uint, NULL, 0, UINT64_MAX, -EINVAL);
 }
 
@@ -178,10 +182,34 @@ static void test_ms(void **state)
 	accept_one(units_parse_ms, "1.25", 1250);
 	accept_one(units_parse_ms, "0", 0);
 	accept_one(units_parse_ms, "86400", 86400000);
-	reject_one(units_parse_ms, "10ms", 0, UINT64_MAX, -EINVAL);
+	accept_one(units_parse_ms, "10ms", 10);
+	accept_one(units_parse_ms, "500ms", 500);
+	accept_one(units_parse_ms, "0.5ms", 1);	   /* rounded */
+	accept_one(units_parse_ms, "10m", 600000); /* minutes, not mega */
+	accept_one(units_parse_ms, "1.5m", 90000);
+	accept_one(units_parse_ms, "2min", 120000);
+	accept_one(units_parse_ms, "2h", 7200000);
+	accept_one(units_parse_ms, "0.25h", 900000);
+	accept_one(units_parse_ms, "1d", 86400000);
+	accept_one(units_parse_ms, "1w", 604800000);
+	accept_one(units_parse_ms, "0s", 0);
 	reject_one(units_parse_ms, "10ss", 0, UINT64_MAX, -EINVAL);
-	reject_one(units_parse_ms, "10m", 0, UINT64_MAX, -EINVAL);
+	reject_one(units_parse_ms, "5mss", 0, UINT64_MAX, -EINVAL);
 	reject_one(units_parse_ms, "10S", 0, UINT64_MAX, -EINVAL);
+	reject_one(units_parse_ms, "10M", 0, UINT64_MAX, -EINVAL);
+	reject_one(units_parse_ms, "10H", 0, UINT64_MAX, -EINVAL);
+	reject_one(units_parse_ms, "10 s", 0, UINT64_MAX, -EINVAL);
+	reject_one(units_parse_ms, "10sec", 0, UINT64_MAX, -EINVAL);
+	reject_one(units_parse_ms, "1h30m", 0, UINT64_MAX, -EINVAL);
+	reject_one(units_parse_ms, "s", 0, UINT64_MAX, -EINVAL);
+	reject_one(units_parse_ms, "-1s", 0, UINT64_MAX, -EINVAL);
+	reject_one(units_parse_ms, "1e3ms", 0, UINT64_MAX, -EINVAL);
+	reject_one(units_parse_ms, "1m", 0, 59999, -ERANGE);
+	reject_one(units_parse_ms, "9ms", 10, 20, -ERANGE);
+	reject_one(units_parse_ms, "99999999999999999w", 0, UINT64_MAX,
+		   -ERANGE);
+	reject_one(units_parse_ms, "18446744073709552s", 0, UINT64_MAX,
+		   -ERANGE);
 	reject_one(units_parse_ms, "0.5", 1000, 60000, -ERANGE);
 	reject_one(units_parse_ms, "61", 1000, 60000, -ERANGE);
 	reject_one(units_parse_ms, "99999999999999999999", 0, UINT64_MAX,
@@ -197,7 +225,16 @@ static void test_msec(void **state)
 	accept_one(units_parse_msec, "5s", 5000);
 	accept_one(units_parse_msec, "0.2s", 200);
 	accept_one(units_parse_msec, "2.5", 3); /* rounded */
-	reject_one(units_parse_msec, "5m", 0, UINT64_MAX, -EINVAL);
+	accept_one(units_parse_msec, "5m", 300000);
+	accept_one(units_parse_msec, "1h", 3600000);
+	accept_one(units_parse_msec, "1.5min", 90000);
+	accept_one(units_parse_msec, "18446744073709551615",
+		   18446744073709551615ull);
+	reject_one(units_parse_msec, "18446744073709551616", 0, UINT64_MAX,
+		   -ERANGE);
+	reject_one(units_parse_msec, "18446744073709552s", 0, UINT64_MAX,
+		   -ERANGE);
+	reject_one(units_parse_msec, "5M", 0, UINT64_MAX, -EINVAL);
 	reject_one(units_parse_msec, "5sec", 0, UINT64_MAX, -EINVAL);
 	reject_one(units_parse_msec, "ms", 0, UINT64_MAX, -EINVAL);
 	reject_one(units_parse_msec, "10mss", 0, UINT64_MAX, -EINVAL);
@@ -367,7 +404,8 @@ static void test_fmt_truncates(void **state)
 	assert_string_equal(buf, " 138 MB");
 }
 
-/* Ages: seconds by default, s m h d w; no other suffix, no sign. */
+/* Ages: seconds by default, the durations' suffixes; no other suffix,
+ * no sign; whole seconds. */
 static void test_age(void **state)
 {
 	(void)state;
@@ -379,6 +417,14 @@ static void test_age(void **state)
 	accept_one(units_parse_age, "7d", 604800);
 	accept_one(units_parse_age, "2w", 1209600);
 	accept_one(units_parse_age, "1.5h", 5400);
+	accept_one(units_parse_age, "1m", 60);
+	accept_one(units_parse_age, "1.5d", 129600);
+	accept_one(units_parse_age, "1500ms", 2); /* rounded */
+	accept_one(units_parse_age, "1400ms", 1);
+	accept_one(units_parse_age, "500ms", 1);
+	accept_one(units_parse_age, "1ms", 1); /* not 0, which keeps */
+	accept_one(units_parse_age, "0s", 0);
+	reject_one(units_parse_age, "5mss", 0, UINT64_MAX, -EINVAL);
 	reject_one(units_parse_age, "7days", 0, UINT64_MAX, -EINVAL);
 	reject_one(units_parse_age, "1x", 0, UINT64_MAX, -EINVAL);
 	reject_one(units_parse_age, "-1d", 0, UINT64_MAX, -EINVAL);

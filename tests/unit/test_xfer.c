@@ -827,15 +827,18 @@ static void test_fail_reasons_by_idx(void **state)
 	assert_int_equal(tx.res.files_failed, 2);
 	assert_int_equal(fe.n, 2);
 	for (i = 0; i < 2; i++) {
-		char want[32];
+		char want[48];
 
-		snprintf(want, sizeof(want), "reason of f%u", i);
+		/* said as the far end's */
+		snprintf(want, sizeof(want), "at the receiver: reason of f%u",
+			 i);
 		assert_false(fe.ok[i]);
 		assert_non_null(strstr(fe.path[i], i ? "f1" : "f0"));
 		assert_string_equal(fe.reason[i], want);
 		assert_int_equal(fe.code[i], i ? -EEXIST : -EACCES);
 	}
-	assert_non_null(strstr(tx.res.first_failure, "f0: reason of f0"));
+	assert_non_null(strstr(tx.res.first_failure,
+			       "f0: at the receiver: reason of f0"));
 	assert_int_equal(tx.res.first_failure_code, -EACCES);
 	free(f.buf);
 	free(f.rbuf);

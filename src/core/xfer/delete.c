@@ -139,7 +139,7 @@ static void failed(struct dwalk *w, int e)
 	xfer__lock(&x->lock);
 	if (!x->res->deletes_failed++)
 		snprintf(x->res->deletes_why, sizeof(x->res->deletes_why),
-			 "'%s' %s",
+			 "'%.150s' %s",
 			 fsio_escape(w->path, w->plen, esc, sizeof(esc)), why);
 	n = x->evq.n;
 	if (f.path)
@@ -202,8 +202,9 @@ static bool remove_tree(struct dwalk *w, int dfd, const char *name,
 	DIR *dir;
 
 	if (fd < 0) {
-		if (errno != ENOENT)
-			failed(w, -errno);
+		if (errno == ENOENT)
+			return true; /* gone already: nothing to tell */
+		failed(w, -errno);
 		return false;
 	}
 	dir = fdopendir(fd);
@@ -224,16 +225,32 @@ static bool remove_tree(struct dwalk *w, int dfd, const char *name,
 	if (!all)
 		return false;
 	if (!w->dry && unlinkat(dfd, name, AT_REMOVEDIR) != 0) {
-		if (errno != ENOENT)
-			failed(w, -errno);
+		if (errno == ENOENT)
+			return true;
+		failed(w, -errno);
 		return false;
 	}
 	told(w, PROTO_XK_DIR);
 	return true;
 }
 
+/* A name (in dfd, at w->path) that is not a directory: removed (a dry
+ * run: would be) and told; gone already: true, not told. */
+static bool remove_leaf(struct dwalk *w, int dfd, const char *name, mode_t mode)
+{
+	if (!w->dry && unlinkat(dfd, name, 0)) {
+		if (errno == ENOENT)
+			return true;
+		failed(w, -errno);
+		return false;
+	}
+	told(w, kind_of(mode));
+	return true;
+}
+
 /* name (in dfd, at w->path) is not the source's: removed, unless kept.
- * Whether it went. */
+ * Whether it went (or was gone already); one that could not be looked
+ * at or removed is said (failed). */
 static bool remove_entry(struct dwalk *w, int dfd, const char *name,
 			 unsigned depth)
 {
@@ -241,20 +258,24 @@ static bool remove_entry(struct dwalk *w, int dfd, const char *name,
 	struct stat st;
 	size_t was;
 
-	if (fsio_is_side_name(name, strlen(name)) ||
-	    fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) ||
-	    !path_push(w, name, &was))
+	if (fsio_is_side_name(name, strlen(name)))
 		return false;
-	if (!kept_by_rules(w, S_ISDIR(st.st_mode))) {
-		if (S_ISDIR(st.st_mode))
-			gone = depth < FSIO_MAX_DEPTH &&
-			       remove_tree(w, dfd, name, depth);
-		else if (w->dry || !unlinkat(dfd, name, 0))
-			gone = true;
-		else if (errno != ENOENT)
+	if (!path_push(w, name, &was)) {
+		failed(w, -ENAMETOOLONG); /* named by its directory */
+		return false;
+	}
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW)) {
+		gone = errno == ENOENT;
+		if (!gone)
 			failed(w, -errno);
-		if (gone && !S_ISDIR(st.st_mode))
-			told(w, kind_of(st.st_mode));
+	} else if (kept_by_rules(w, S_ISDIR(st.st_mode))) {
+		gone = false;
+	} else if (!S_ISDIR(st.st_mode)) {
+		gone = remove_leaf(w, dfd, name, st.st_mode);
+	} else if (depth >= FSIO_MAX_DEPTH) {
+		failed(w, -ELOOP); /* deeper than a transfer goes */
+	} else {
+		gone = remove_tree(w, dfd, name, depth);
 	}
 	path_pop(w, was);
 	return gone;

@@ -112,10 +112,14 @@ void xfer__walk_aside(struct xsess *x, const char *path, int what, mode_t mode)
 
 	xfer__lock(&x->lock);
 	if (what == XFER_WALK_SPECIAL) {
+		unsigned n = x->evq.n;
+
 		x->res->files_special++;
 		snprintf(why, sizeof(why), "%s, not sent", special_kind(mode));
 		if (f.path)
 			xfer__file_event(x, &f, true, true, why, 0);
+		if (x->evq.n > n)
+			x->evq.v[x->evq.n - 1].special = true;
 	} else {
 		x->res->files_failed++;
 		xfer__note_failure_at(x, path, "vanished before it was read",
@@ -180,6 +184,7 @@ void xfer__deliver(struct xsess *x)
 			.delta = e->delta,
 			.dry_run = e->dry_run,
 			.linked = e->linked,
+			.special = e->special,
 			.reason = e->reason,
 			.code = e->code,
 		};

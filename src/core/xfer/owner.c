@@ -329,22 +329,20 @@ static void owner_give(struct xsess *x, const struct xfile *f)
 	close(fd);
 }
 
-/* What xfer__mode_fix could not give (e), said in a file event. */
-static void mode_said(struct xsess *x, const struct xfile *f, int e)
+/* What mode_give could not give (e), kept as the reason its up-to-date
+ * event says. */
+static void mode_said(struct xfile *f, int e)
 {
-	char why[PROTO_MAX_TEXT];
-
 	if (e == -EMLINK)
-		snprintf(why, sizeof(why),
-			 "up to date; its mode is kept (the file has other "
-			 "names, which may be outside the destination)");
+		snprintf(f->rx.reason, sizeof(f->rx.reason),
+			 "its mode is kept: the file has other names, which "
+			 "may be outside the destination");
+	else if (e == -ENOENT && access("/proc/self/fd", X_OK))
+		snprintf(f->rx.reason, sizeof(f->rx.reason),
+			 "its mode is kept where /proc is not mounted");
 	else
-		snprintf(why, sizeof(why),
-			 "up to date; its mode could not be given: %s",
-			 lr_strerror(e));
-	xfer__lock(&x->lock);
-	xfer__path_event(x, xfer__path(f), true, why, 0);
-	xfer__unlock(&x->lock);
+		snprintf(f->rx.reason, sizeof(f->rx.reason),
+			 "its mode could not be given: %s", lr_strerror(e));
 }
 
 /* The mode of f's inode, when it differs: 0 (given, or nothing to give),
@@ -380,14 +378,14 @@ static int mode_give(struct xsess *x, const struct xfile *f)
 	return e;
 }
 
-void xfer__owner_fix(struct xsess *x, const struct xfile *f)
+void xfer__owner_fix(struct xsess *x, struct xfile *f)
 {
 	int e;
 
 	owner_give(x, f); /* a chown clears setid bits: the mode after */
 	e = mode_give(x, f);
 	if (e)
-		mode_said(x, f, e);
+		mode_said(f, e);
 }
 
 int xfer__owner_node(struct xsess *x, const struct late *l, int dfd,

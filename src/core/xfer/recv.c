@@ -317,7 +317,8 @@ static int entry_file(struct rxc *c, struct xfile *f,
 		x->res->files_skipped++;
 		x->files_done++;
 		x->bytes_held += e->size;
-		xfer__file_event(x, f, true, true, NULL, 0);
+		xfer__file_event(x, f, true, true,
+				 f->rx.reason[0] ? f->rx.reason : NULL, 0);
 		xfer__file_release(f);
 	} else if (plan.action == PROTO_XA_REFUSE) {
 		count_failed(x, f);

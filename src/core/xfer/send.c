@@ -62,9 +62,11 @@ enum tx_step {
 
 /* A FAIL item: kept with its entry for the REFUSE or FILE_FAILED that
  * follows, or with a symlink made at the end; one for nothing known is
- * the session's late failure. Under lock. 0 or LR_EBADMSG. */
+ * the session's late failure. Its text is the far end's, said so ("at
+ * the receiver: ..."), unless this side's said back. Under lock. */
 static int fail_item(struct xsess *x, const struct proto_xfer_iter *it)
 {
+	char why[PROTO_MAX_TEXT + 24];
 	struct proto_xfer_fail fl;
 	struct tx_link *l;
 	struct xfile *f;
@@ -75,20 +77,21 @@ static int fail_item(struct xsess *x, const struct proto_xfer_iter *it)
 		return LR_EBADMSG;
 	code = fl.code && fl.code < 4096 ? -(int)fl.code : -EIO;
 	f = xfer__entry(x, fl.idx);
+	snprintf(why, sizeof(why), "%s%s",
+		 f && f->tx.own_fail ? "" : "at the receiver: ", fl.text);
 	l = f ? NULL : xfer__link_find(x, fl.idx);
 	if (l && !l->fail) {
-		l->fail = strdup(fl.text);
+		l->fail = strdup(why);
 		l->code = code;
 		return 0;
 	}
 	if (!f || f->tx.state == XTX_ENDED) {
-		snprintf(x->tx.late_reason, sizeof(x->tx.late_reason), "%s",
-			 fl.text);
+		memcpy(x->tx.late_reason, why, sizeof(why));
 		x->tx.late_code = code;
 		return 0;
 	}
 	free(f->tx.fail_text);
-	f->tx.fail_text = strdup(fl.text);
+	f->tx.fail_text = strdup(why);
 	f->tx.fail_code = code;
 	return 0;
 }
@@ -648,6 +651,7 @@ static void source_changed(struct txc *c, struct xfile *f,
 	char *path;
 
 	fl->idx = f->idx;
+	f->tx.own_fail = true; /* its FAIL back says this side's words */
 	if (f->tx.read_err && f->tx.read_err != LR_ETRUNC) {
 		fl->code = (uint32_t)-f->tx.read_err;
 		snprintf(fl->text, sizeof(fl->text), "read error: %s",
@@ -856,12 +860,11 @@ static void take_done(struct txc *c)
 	res->remote.disk_us = c->done.wait.write_us;
 	res->remote.net_us = c->done.wait.net_us;
 	res->remote.cipher_us = c->done.wait.cipher_us;
-	/* -X/-A: what the receiver could not give */
+	/* -X/-A, --delete: what the receiver could not give or remove */
 	res->xattrs_failed += c->done.xattrs_failed;
 	if (!res->xattrs_why[0] && c->done.xattrs_why[0])
 		snprintf(res->xattrs_why, sizeof(res->xattrs_why),
 			 "the receiver: %s", c->done.xattrs_why);
-	/* --delete: what the receiver could not remove */
 	res->deletes_failed += c->done.deletes_failed;
 	if (!res->deletes_why[0] && c->done.deletes_why[0])
 		snprintf(res->deletes_why, sizeof(res->deletes_why), "%s",

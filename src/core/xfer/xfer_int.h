@@ -188,8 +188,8 @@ struct xfile_tx {
 	int64_t ctime_sec;
 	uint32_t ctime_nsec;
 	uint8_t rereads; /* announced again this often: it changed as read */
-	bool withdrawn;	 /* given up for a new announcement (FAIL code 0) */
-	int read_err;	 /* a read failed (it shrank, EIO): -errno */
+	bool own_fail, withdrawn; /* FAIL sent (withdrawn: code 0) */
+	int read_err;		  /* a read failed (it shrank, EIO): -errno */
 	/* digests read ahead of the plan (prehash.c): nchunks of them,
 	 * then a state byte each; NULL when none */
 	uint8_t *pre, *pre_state;
@@ -313,7 +313,7 @@ struct xleaders {
 struct xfer__fev {
 	char *path; /* taken from the file */
 	uint64_t size;
-	bool ok, skipped, deleted, replace, delta, dry_run, linked;
+	bool ok, skipped, deleted, replace, delta, dry_run, linked, special;
 	int code;
 	char *reason; /* NULL when ok */
 };
@@ -336,7 +336,7 @@ struct xsend {
 	unsigned pre_head, pre_len;
 	pthread_mutex_t pipe_lock;
 	int64_t pace_next_us;
-	char late_reason[PROTO_MAX_TEXT + 1]; /* a FAIL without ACK */
+	char late_reason[PROTO_MAX_TEXT + 24]; /* a FAIL without ACK */
 	int late_code;
 	/* symlinks done for now, made by the receiver at the end: their
 	 * outcome is told after XFER_DONE (in idx order) */
@@ -813,13 +813,13 @@ void xfer__late_apply(struct xsess *x, struct late *l, struct proto_buf *fb,
 
 /* ---- delete.c: --delete at the receiver ---- */
 
-/* Note an announced path (control thread). */
+/* Note an announced path (control thread); remove what was not announced
+ * in the directories sent (l: the late list), DELETED items into b, none
+ * after an UNREAD (0/-errno); the removals that failed into XFER_DONE
+ * (under lock). */
 void xfer__del_note(struct xsess *x, const char *path, size_t len);
-/* Remove what was not announced in the directories sent (l: the late
- * list), DELETED items into b; none after an UNREAD. 0/-errno. */
 int xfer__del_run(struct xsess *x, const struct late *l, uint64_t unread,
 		  struct proto_buf *b);
-/* The removals that failed, into XFER_DONE. Under lock. */
 void xfer__del_done(const struct xsess *x, struct proto_xfer_done *d);
 void xfer__del_free(struct xsess *x);
 
@@ -857,10 +857,10 @@ const char *xfer__owner_on_item(struct xsess *x,
 				const struct proto_xfer_iter *it);
 void xfer__owner_next_gone(struct xsess *x);
 bool xfer__owner_take(struct xsess *x, uint32_t idx, uid_t *uid, gid_t *gid);
-/* An up-to-date file (SKIP): its owner and group on a descriptor of the
- * inode looked at (not one of other names), its setid bits (under
- * consent) again, then the entry's mode as rsync -p (a failure said). */
-void xfer__owner_fix(struct xsess *x, const struct xfile *f);
+/* An up-to-date file (SKIP): owner and group, setid bits (consent) again
+ * and the entry's mode (rsync -p), on a descriptor of the inode looked at;
+ * what could not be given in f->rx.reason, for its event. */
+void xfer__owner_fix(struct xsess *x, struct xfile *f);
 /* A symlink or node l made as name in dfd: opened without following it,
  * checked to be of m's type (and inode, made), given l's owner (a failure
  * said) and m's mode and times: 0, or -errno (not what was made). */
