@@ -2,6 +2,7 @@
 /* serve's log lines. */
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "core/units.h"
@@ -53,6 +54,12 @@ static void xfer_line(FILE *log, const char *ts, const struct server_event *ev)
 					   x->bytes / x->seconds),
 			x->authenticated ? crypto_cipher_name(x->cipher)
 					 : "no token");
+	/* the client's cap, reached: said as such, not as the network's */
+	if (x->rate_limit && x->seconds > 0.2 &&
+	    !strcmp(xfer_bottleneck(x, NULL), "your --limit"))
+		fprintf(log, ", held to the client's --limit (%s)",
+			units_fmt_iec_rate(rb, sizeof(rb),
+					   (double)x->rate_limit));
 	if (x->files_deleted)
 		fprintf(log, ", %llu deleted",
 			(unsigned long long)x->files_deleted);

@@ -466,8 +466,8 @@ def _commands(linerate_bin):
 
 def test_command_list_in_order_and_in_the_man_page(linerate_bin):
     """The list is alphabetical (help and version last); every command's
-    --help is free of format residue; the man page's SYNOPSIS names every
-    command."""
+    --help and the man page are free of format residue; the man page's
+    SYNOPSIS names every command."""
     cmds = _commands(linerate_bin)
     work = [c for c in cmds if c not in ("help", "version")]
     assert work == sorted(work), cmds
@@ -479,6 +479,8 @@ def test_command_list_in_order_and_in_the_man_page(linerate_bin):
             r"%[-0-9.]*[sdulfx]", res.stdout), (c, res.stdout)
     man = (pathlib.Path(__file__).resolve().parents[2] / "docs" /
            "linerate.1").read_text()
+    assert "%%" not in man and not re.search(r"%[-0-9.]*[sdulfx]", man), \
+        re.search(r"%%|%[-0-9.]*[sdulfx]", man)
     synopsis = man.split(".SH SYNOPSIS", 1)[1].split(".SH ", 1)[0]
     for c in cmds:
         assert re.search(r"^\.B linerate %s\b" % c, synopsis, re.M), c

@@ -437,6 +437,20 @@ def test_an_up_to_date_file_gets_the_sources_mode(xsrv, mode):
                 if e.get("event") == "file" and e.get("path") == "linked"]
         assert len(said) == 1 and said[0]["status"] == "skipped" and \
             "other names" in said[0].get("reason", ""), said
+    # its owner too (-o -g, a root receiver): kept, and said with the mode
+    os.chown(top / "linked", 65534, 65534)
+    os.chmod(top / "linked", 0o700)
+    if mode == "push":
+        res = x.send_ok("-v", "-o", "-g", "--update", str(top) + "/",
+                        x.dest("m/"))
+    else:
+        res = x.get_ok("-v", "-o", "-g", "--update", x.dest("m/"),
+                       str(dest) + "/")
+    st = (dest / "linked").stat()
+    assert (st.st_uid, st.st_mode & 0o777) == (0, 0o644), st
+    if mode == "pull":
+        assert "up to date linked (its owner and mode are kept: the file " \
+            "has other names" in res.stdout + res.stderr, describe(res)
     res = subprocess.run([RSYNC, "-a", str(top) + "/", str(ref) + "/"],
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, describe(res)

@@ -816,6 +816,9 @@ def test_limit_is_named_as_what_held_it(xsrv, tmp_path, mode):
     end = end_event(jres.stdout)
     assert end["limited_by"] == "your --limit", end
     assert 0.85 <= end["limited_by_share"] <= 1.0, end
+    # and the server's log says the same of the client's cap
+    x.srv.wait_log(rf"transfer \d+ from .*: {mode}, .*, held to the "
+                   r"client's --limit \(2\.00 MiB/s\).*: ok$")
 
 
 def _get_to_tty(x, *args, both=False):

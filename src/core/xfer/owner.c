@@ -300,7 +300,9 @@ static int chmod_fd(int fd, mode_t m)
 	return chmod(p, m) ? -errno : 0;
 }
 
-static void owner_give(struct xsess *x, const struct xfile *f)
+/* The owner and group of f's inode, when they differ; whether they were
+ * left alone for the inode's other names. */
+static bool owner_give(struct xsess *x, const struct xfile *f)
 {
 	const struct xfile_rx *r = &f->rx;
 	mode_t keep = (x->o->flags & XFER_F_KEEP_SETID) ? 07777 : 01777;
@@ -310,16 +312,16 @@ static void owner_give(struct xsess *x, const struct xfile *f)
 	/* a copy --update keeps (newer) is not this file: left alone */
 	if (!r->owned || !r->have_st || r->kept_newer ||
 	    (x->o->flags & XFER_F_DRY_RUN))
-		return;
+		return false;
 	if ((r->uid == (uid_t)-1 || r->uid == r->st_uid) &&
 	    (r->gid == (gid_t)-1 || r->gid == r->st_gid))
-		return;
+		return false;
 	/* another name of the inode may be outside the destination */
 	if (r->st_nlink != 1)
-		return;
+		return true;
 	fd = openat(r->dirfd, r->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return;
+		return false;
 	/* the inode that was looked at, changed on its descriptor */
 	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_nlink == 1 &&
 	    st.st_dev == r->st_dev && st.st_ino == r->st_ino &&
@@ -327,17 +329,14 @@ static void owner_give(struct xsess *x, const struct xfile *f)
 	    (st.st_mode & 06000))
 		(void)chmod_fd(fd, st.st_mode & keep & 07777);
 	close(fd);
+	return false;
 }
 
 /* What mode_give could not give (e), kept as the reason its up-to-date
  * event says. */
 static void mode_said(struct xfile *f, int e)
 {
-	if (e == -EMLINK)
-		snprintf(f->rx.reason, sizeof(f->rx.reason),
-			 "its mode is kept: the file has other names, which "
-			 "may be outside the destination");
-	else if (e == -ENOENT && access("/proc/self/fd", X_OK))
+	if (e == -ENOENT && access("/proc/self/fd", X_OK))
 		snprintf(f->rx.reason, sizeof(f->rx.reason),
 			 "its mode is kept where /proc is not mounted");
 	else
@@ -378,14 +377,47 @@ static int mode_give(struct xsess *x, const struct xfile *f)
 	return e;
 }
 
+/* What an up-to-date file with other names keeps (its owner kept,
+ * mode_give's e, -X/-A asked), said in its event's reason: "its owner
+ * and mode are kept: ...". */
+static void kept_said(struct xsess *x, struct xfile *f, bool owner, int e)
+{
+	const struct xfile_rx *r = &f->rx;
+	const char *what[3];
+	unsigned n = 0;
+
+	if (owner)
+		what[n++] = "owner";
+	if (e == -EMLINK)
+		what[n++] = "mode";
+	if ((x->o->flags & (XFER_F_XATTRS | XFER_F_ACLS)) && r->have_st &&
+	    !r->kept_newer && r->st_nlink != 1 &&
+	    !(x->o->flags & XFER_F_DRY_RUN))
+		what[n++] = "attributes";
+	if (!n)
+		return;
+	snprintf(f->rx.reason, sizeof(f->rx.reason),
+		 "its %s%s%s%s%s %s kept: the file has other names, which may "
+		 "be outside the destination",
+		 what[0],
+		 n == 3	  ? ", "
+		 : n == 2 ? " and "
+			  : "",
+		 n > 1 ? what[1] : "", n == 3 ? " and " : "",
+		 n == 3 ? what[2] : "",
+		 n == 1 && strcmp(what[0], "attributes") ? "is" : "are");
+}
+
 void xfer__owner_fix(struct xsess *x, struct xfile *f)
 {
-	int e;
+	/* the owner first: a chown clears setid bits */
+	bool owner_kept = owner_give(x, f);
+	int e = mode_give(x, f);
 
-	owner_give(x, f); /* a chown clears setid bits: the mode after */
-	e = mode_give(x, f);
-	if (e)
+	if (e && e != -EMLINK)
 		mode_said(f, e);
+	else
+		kept_said(x, f, owner_kept, e);
 }
 
 int xfer__owner_node(struct xsess *x, const struct late *l, int dfd,
