@@ -18,12 +18,10 @@ pkgs=(
 	attr acl # getfattr/setfattr and getfacl/setfacl check -X and -A
 	e2fsprogs # mkfs.ext4 makes the test image of -X and -A
 	btrfs-progs xfsprogs # images whose extents are shared: the delta clones
+	chromium # scripts/render-html.sh: plot's page in a browser (23 s)
 )
 if [ "${1:-}" = "--bench" ]; then
 	pkgs+=(netcat-openbsd fio hyperfine time)
-fi
-if [ "${1:-}" = "--browser" ]; then
-	pkgs+=(chromium) # scripts/render-html.sh: plot's page in a browser
 fi
 
 missing=()

@@ -69,6 +69,10 @@ step "the README's main job (scripts/demo.sh), a 64 MiB file, 2 s tests"
 # hosts removed at the end (it exits non-zero on any failure)
 DEMO_SIZE=64M bash scripts/demo.sh -t 2 >/dev/null
 
+step "plot's HTML page in headless Chromium (scripts/render-html.sh)"
+# the pixels where the data must be drawn, as the SVG's test checks them
+bash scripts/render-html.sh
+
 step "ThreadSanitizer (clang): the engine's threads, in a chosen set of tests"
 # push and pull of a file and a tree with -P 4, a pipe in and out, a
 # resume after a kill, the one-shot receiver, bench with -P and --bidir,

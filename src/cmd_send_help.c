@@ -25,7 +25,7 @@
 	"      --connect-timeout MS  give up connecting after MS milliseconds\n"     \
 	"                        (as bench and iperf3; 5s, 1m too; default 10s)\n"   \
 	"      --timeout SEC     end when the other end is silent for SEC\n"         \
-	"                        seconds (rsync's; 2m and 500ms too; at least 10,\n" \
+	"                        seconds (rsync's; also 2m, 15000ms; at least 10,\n" \
 	"                        0 none; default 30)\n"                              \
 	"      --overwrite       replace existing files\n"                           \
 	"      --update          replace existing files whose size or mtime\n"       \

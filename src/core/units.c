@@ -158,12 +158,21 @@ static int parse_duration(const char *s, uint64_t bare_ms, uint64_t min_ms,
 			  uint64_t max_ms, uint64_t *out_ms)
 {
 	struct decimal d;
-	uint64_t mult;
+	uint64_t mult, v;
 	const char *p;
+	int r;
 
 	if (!s || parse_decimal(s, &d, &p) || duration_unit(p, bare_ms, &mult))
 		return -EINVAL;
-	return scaled(&d, mult, min_ms, max_ms, out_ms);
+	r = scaled(&d, mult, 0, UINT64_MAX, &v);
+	/* a moment that rounds to 0 ms is not 0 (often "none") */
+	if (!r && !v && (d.whole || d.frac > 0))
+		v = 1;
+	if (!r && (v < min_ms || v > max_ms))
+		r = -ERANGE;
+	if (!r)
+		*out_ms = v;
+	return r;
 }
 
 int units_parse_ms(const char *s, uint64_t min_ms, uint64_t max_ms,
@@ -186,9 +195,8 @@ int units_parse_age(const char *s, uint64_t min_s, uint64_t max_s,
 
 	if (r)
 		return r;
-	v = ms / 1000 + (ms % 1000 >= 500);
-	if (ms && !v)
-		v = 1; /* 0 often means "none": a moment is not 0 */
+	/* up: an age is never shorter than asked (0 often means "none") */
+	v = ms / 1000 + (ms % 1000 != 0);
 	if (v < min_s || v > max_s)
 		return -ERANGE;
 	*out_s = v;

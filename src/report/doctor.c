@@ -82,7 +82,10 @@ void report_doctor_human(FILE *out, const struct doctor_report *r)
 	for (i = 0; i < DOCTOR_NSTAGES; i++) {
 		const struct doctor_stage *s = &r->stage[i];
 
-		fprintf(out, "  %-26s ", doctor_stage_names[i]);
+		fprintf(out, "  %-26s ",
+			i == DOCTOR_CIPHER && r->tokenless
+				? "cipher (this CPU)" /* the server's unknown */
+				: doctor_stage_names[i]);
 		if (s->measured)
 			fprintf(out, "%8.1f", s->bps / 1e6);
 		else

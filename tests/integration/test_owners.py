@@ -18,7 +18,9 @@ import subprocess
 import pytest
 
 from lrproc import describe
-from xferutil import as_nobody, end_event, env_without_token
+from xferutil import (MiB, as_nobody, end_event, env_without_token,
+                      push_killed_midway, sha256_file, temp_leftovers,
+                      write_random)
 
 # Debian's: a user and a group that have names on every machine
 USER, GROUP = "daemon", "bin"
@@ -241,3 +243,31 @@ def test_an_owner_that_cannot_be_given_keeps_the_entry(xsrv):
     assert end["files_ok"] == 2 and end["owners_failed"] >= 3, end
     assert set(ids(got)) == set(ids(top))
     assert "its owner and group could not be given" in res.stdout
+
+
+def test_a_resumed_file_gets_its_owner_and_group(xsrv):
+    """send -o -g killed while a large file travels (its journal holds
+    chunks), then the same command again: the file is resumed, not sent
+    again, and has the source's owner and group and bytes."""
+    x = xsrv
+    top = x.src / "t"
+    top.mkdir()
+    big = top / "big"
+    write_random(big, 32 * MiB)
+    nobody = pwd.getpwnam("nobody")
+    gid = grp.getgrnam(GROUP).gr_gid
+    assert gid != nobody.pw_gid
+    os.chown(big, nobody.pw_uid, gid)
+    os.chmod(big, 0o640)
+    argv = ["--json", "-o", "-g", str(top) + "/", x.dest("r")]
+    push_killed_midway(x, x.root / "r", "big", *argv)
+    assert not (x.root / "r" / "big").exists()
+    res = x.send_ok(*argv)
+    end = end_event(res.stdout)
+    assert end["bytes_already_held"] > 0 and end["files_ok"] == 1, end
+    assert end["owners_failed"] == 0, end
+    st = os.stat(x.root / "r" / "big")
+    assert (st.st_uid, st.st_gid) == (nobody.pw_uid, gid)
+    assert stat.S_IMODE(st.st_mode) == 0o640
+    assert sha256_file(x.root / "r" / "big") == sha256_file(big)
+    assert not temp_leftovers(x.root)

@@ -16,11 +16,11 @@ import subprocess
 import pytest
 
 from lrproc import describe, strict_json
-from pngread import hex_rgb, read_png
+from pngread import (bars_of, check_bar_heights, check_run_over_time,
+                     columns_with, panels, read_png)
 from xferutil import env_without_token
 
 LOOP = "127.0.0.1"
-FRAME = (0x44, 0x44, 0x44)
 SUM, STREAM1, STREAM2 = "#0072b2", "#d55e00", "#009e73"
 
 
@@ -59,34 +59,6 @@ def render(svg, tmp_path):
     return read_png(png)
 
 
-def panels(w, h, rows):
-    """The plot areas (left, top, right, bottom), found by their frame."""
-    x = w // 4
-    ys = [y for y in range(h) if rows[y][x] == FRAME]
-    # each frame: a top and a bottom edge (one pixel each, crisp)
-    edges = [y for i, y in enumerate(ys) if i == 0 or ys[i - 1] != y - 1]
-    assert len(edges) % 2 == 0 and edges, edges
-    out = []
-    for top, bottom in zip(edges[::2], edges[1::2]):
-        # the top edge: no data reaches it (5% headroom), while a line
-        # may cross the side edges anywhere below
-        xs = [i for i in range(w) if rows[top][i] == FRAME]
-        out.append((xs[0], top, xs[-1], bottom))
-    return out
-
-
-def columns_with(rows, area, colour):
-    """{x: [y...]}: where colour is inside the area."""
-    left, top, right, bottom = area
-    c = hex_rgb(colour)
-    got = {}
-    for y in range(top + 1, bottom):
-        for x in range(left + 1, right):
-            if rows[y][x] == c:
-                got.setdefault(x, []).append(y)
-    return got
-
-
 def test_bench_run_over_time(plotting, server, tmp_path):
     port, tok = server
     run = tmp_path / "two.json"
@@ -104,37 +76,8 @@ def test_bench_run_over_time(plotting, server, tmp_path):
     assert ">seconds<" in text and "MB/s" in text
     w, h, rows = render(svg, tmp_path)
     (area,) = panels(w, h, rows)
-    width = area[2] - area[0] - 1
-    sums = columns_with(rows, area, SUM)
-    # the sum: a line across the plot area
-    assert len(sums) >= 0.95 * width, (len(sums), width)
-    # the streams: thinner lines that may cover each other where equal,
-    # together across the plot area, each seen
-    one, two = (columns_with(rows, area, c) for c in (STREAM1, STREAM2))
-    assert len(one) > 0.1 * width and len(two) > 0.1 * width
-    streams = {x: one.get(x, []) + two.get(x, []) for x in set(one) | set(two)}
-    assert len(streams) >= 0.9 * width, (len(streams), width)
-    # the sum above them (smaller y): the sum of two is about twice each
-    ys = sorted(min(v) for v in streams.values())
-    ysum = sorted(min(v) for v in sums.values())
-    bottom = area[3]
-    hs, hsum = bottom - ys[len(ys) // 2], bottom - ysum[len(ysum) // 2]
-    assert 1.4 * hs < hsum < 2.8 * hs, (hs, hsum)
-
-
-def bars_of(rows, area, colour):
-    """[(x, height)]: the bars of colour left to right, each a block of
-    columns side by side."""
-    cols = columns_with(rows, area, colour)
-    blocks = []
-    for x in sorted(cols):
-        if blocks and blocks[-1][-1] == x - 1:
-            blocks[-1].append(x)
-        else:
-            blocks.append([x])
-    for b in blocks:
-        assert len(b) >= 10, (colour, b)
-    return [(b[0], area[3] - min(min(cols[x]) for x in b)) for b in blocks]
+    # the sum a line across the plot area, above its streams' lines
+    check_run_over_time(rows, area, SUM, (STREAM1, STREAM2))
 
 
 def test_saved_labels_compared(plotting, server, tmp_path):
@@ -166,14 +109,11 @@ def test_saved_labels_compared(plotting, server, tmp_path):
     (one_bench, one_send), (four_bench,) = (bars_of(rows, bars, c)
                                             for c in (SUM, STREAM1))
     assert one_bench[0] < four_bench[0] < one_send[0]
-    tallest = max(one_bench[1], four_bench[1], one_send[1])
-    top = max(bench["a"]["median_bytes_per_second"],
-              bench["b"]["median_bytes_per_second"],
-              send["a"]["median_bytes_per_second"])
-    for (_, got), want in ((one_bench, bench["a"]), (four_bench, bench["b"]),
-                           (one_send, send["a"])):
-        px = tallest * want["median_bytes_per_second"] / top
-        assert abs(got - px) <= max(2, 0.03 * px), (got, px, want)
+    check_bar_heights([
+        ("one's bench", one_bench[1], bench["a"]["median_bytes_per_second"]),
+        ("four's bench", four_bench[1],
+         bench["b"]["median_bytes_per_second"]),
+        ("one's send", one_send[1], send["a"]["median_bytes_per_second"])])
     # each group says its command under its bars
     text = svg.read_text()
     names = re.findall(r'<text x="\d+" y="\d+" font-size="13" '

@@ -7,14 +7,19 @@ before; a receiver that is not root makes none. Compared with the source
 by lstat (type, device numbers, mode, mtime).
 """
 
+import contextlib
 import os
+import pwd
+import shutil
 import socket
 import stat
+import tempfile
 
 import pytest
 
 from lrproc import describe
-from xferutil import as_nobody, end_event, output
+from xferutil import (as_nobody, end_event, json_events, output,
+                      temp_leftovers)
 
 
 @pytest.fixture(autouse=True)
@@ -154,3 +159,74 @@ def test_a_node_with_another_name_is_not_changed_in_place(xsrv):
     assert stat.S_IMODE(os.lstat(x.root / "h" / "p").st_mode) == 0o666
     assert not os.path.samefile(outside, x.root / "h" / "p")
     assert stat.S_IMODE(os.lstat(outside).st_mode) == 0o600
+
+
+@contextlib.contextmanager
+def served_as_nobody(x, *extra):
+    """`linerate serve --root ROOT EXTRA...` in host B as the user nobody
+    (no root, no groups), ROOT nobody's, in a directory of its own
+    (base) that holds only ROOT and the token; yields (base, root)."""
+    nobody = pwd.getpwnam("nobody")
+    base = tempfile.mkdtemp(prefix="lr-specials-srv-")
+    try:
+        os.chmod(base, 0o755)
+        root = os.path.join(base, "root")
+        os.mkdir(root)
+        os.chown(root, nobody.pw_uid, nobody.pw_gid)
+        tok = os.path.join(base, "token")
+        shutil.copy(x.token_file, tok)
+        os.chown(tok, nobody.pw_uid, nobody.pw_gid)
+        os.chmod(tok, 0o600)
+
+        def popen(argv, **kw):
+            return x.h.popen_b(["setpriv", f"--reuid={nobody.pw_uid}",
+                                f"--regid={nobody.pw_gid}", "--clear-groups",
+                                *argv], **kw)
+
+        x.srv = x._serve("-B", x.h.addr_b, "--token-file", tok, "--root",
+                         root, *extra, popen=popen, port=0)
+        try:
+            yield base, root
+        finally:
+            x.srv.stop()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.parametrize("consent", [False, True],
+                         ids=["plain", "allow-devices"])
+def test_push_to_a_server_that_is_not_root_makes_none(xenv, consent):
+    """send -D to a server running as nobody: the FIFO and the device
+    node are each refused in one line (exit 1), with its consent
+    (--allow-devices) too: it is not root. Nothing is made, in the root
+    or beside it; the plain file arrives."""
+    x = xenv
+    top = x.src / "t"
+    (top / "d").mkdir(parents=True)
+    (top / "d" / "f").write_text("f\n")
+    os.mkfifo(top / "fifo", 0o666)
+    os.mknod(top / "d" / "null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    nobody = pwd.getpwnam("nobody")
+    extra = ["--allow-devices"] if consent else []
+    with served_as_nobody(x, *extra) as (base, root):
+        res = x.send("--json", "-D", str(top) + "/", x.dest("n"))
+        assert res.returncode == 1, describe(res)
+        why = ("at the receiver: refused: FIFOs, sockets and device nodes "
+               "are made only by a receiver running as root")
+        files = {e["path"]: (e["status"], e.get("error"))
+                 for e in json_events(res.stdout) if e["event"] == "file"}
+        assert files == {"d": ("done", None), "d/f": ("done", None),
+                         "fifo": ("failed", why),
+                         "d/null": ("failed", why)}, describe(res)
+        end = end_event(res.stdout)
+        assert (end["files_ok"], end["files_failed"]) == (1, 2), end
+        assert "--allow-devices" not in output(res), describe(res)
+        got = {os.path.relpath(os.path.join(d, n), root):
+               stat.S_IFMT(os.lstat(os.path.join(d, n)).st_mode)
+               for d, ds, fs in os.walk(root) for n in ds + fs}
+        assert got == {"n": stat.S_IFDIR, "n/d": stat.S_IFDIR,
+                       "n/d/f": stat.S_IFREG}, got
+        st = os.stat(os.path.join(root, "n", "d", "f"))
+        assert (st.st_uid, st.st_gid) == (nobody.pw_uid, nobody.pw_gid)
+        assert not temp_leftovers(root)
+        assert sorted(os.listdir(base)) == ["root", "token"]

@@ -15,8 +15,8 @@ import subprocess
 import pytest
 
 from lrproc import describe
-from xferutil import (compare_tree, end_event, immutable, json_events,
-                      temp_leftovers)
+from xferutil import (as_nobody, compare_tree, end_event, immutable,
+                      json_events, temp_leftovers)
 
 RSYNC = "/usr/bin/rsync"
 
@@ -700,6 +700,38 @@ def test_a_removal_that_fails_is_said_and_exits_23(xsrv, mode):
             assert [e["path"] for e in fails] == ["extra/stuck.txt"], fails
             assert "linerate get: extra/stuck.txt: could not be deleted" \
                 in human.stderr, describe(human)
+
+
+def test_removals_a_user_may_not_make_are_said(xsrv):
+    """A receiver that is not root (a pull as nobody) meets, in what
+    --delete would remove, a file in a directory it may not write and a
+    directory it may not read: each is named with the reason, counted,
+    exit status 23; the rest is removed; nothing else is touched."""
+    x = xsrv
+    (x.root / "s").mkdir()
+    (x.root / "s" / "a.txt").write_text("a\n")
+    with as_nobody(x, "lr-delete-") as (dest, get):
+        d = __import__("pathlib").Path(dest)
+        (d / "locked").mkdir()
+        (d / "locked" / "stale.txt").write_text("s\n")
+        (d / "closed").mkdir(mode=0o700)
+        (d / "closed" / "inside.txt").write_text("i\n")
+        (d / "mine.txt").write_text("m\n")
+        os.chown(d / "mine.txt", 65534, 65534)
+        res = get("--json", "--delete", x.dest("s/"))
+        assert res.returncode == 23, describe(res)
+        end = end_event(res.stdout)
+        assert end["deletes_failed"] == 2 and end["files_deleted"] == 1, end
+        fails = sorted(e["path"] for e in json_events(res.stdout)
+                       if e.get("status") == "delete_failed")
+        assert fails == ["closed", "locked/stale.txt"], fails
+        assert all("Permission denied" in e["error"]
+                   for e in json_events(res.stdout)
+                   if e.get("status") == "delete_failed"), res.stdout
+        assert not (d / "mine.txt").exists()
+        assert (d / "locked" / "stale.txt").exists()
+        assert (d / "closed" / "inside.txt").exists()
+        assert (d / "a.txt").read_text() == "a\n"
 
 
 def test_delete_only_inside_the_directories_sent(xsrv):

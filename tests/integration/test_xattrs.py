@@ -25,7 +25,8 @@ from lrproc import describe
 from test_hardlinks import same_bytes
 from test_owners import fake_ids, get_elsewhere
 from xferutil import (MiB, as_nobody, end_event, env_without_token,
-                      kill_and_reap, temp_leftovers, wait_resumable)
+                      json_events, output, push_killed_midway,
+                      temp_leftovers)
 
 
 @pytest.fixture(autouse=True)
@@ -234,6 +235,63 @@ def test_what_the_destination_cannot_hold(xenv, mounts):
     assert "3 without all their attributes" in res.stdout + res.stderr, \
         describe(res)
     same_bytes(top, ram / "r")
+
+
+def test_a_destination_without_acls(xenv, mounts):
+    """-A to ramfs (no ACLs there), a push and a pull: the files arrive,
+    the ones with an ACL without it, said in one line, each counted in
+    xattrs_failed; exit 0. A file with no ACL of its own is not
+    counted."""
+    x = xenv
+    top = x.src / "t"
+    top.mkdir()
+    for n in ("a1", "a2", "plain"):
+        (top / n).write_text(n + "\n")
+    run("setfacl", "-m", "u:daemon:rw-", top / "a1")
+    run("setfacl", "-m", "g:bin:r--", top / "a2")
+    why = "the destination's file system does not hold ACLs"
+
+    def arrived_without(dst):
+        same_bytes(top, dst)
+        for n in ("a1", "a2", "plain"):
+            # the mode's three entries only (the source's mask is the
+            # copy's group bits)
+            assert [e.split(":")[0] + ":" + e.split(":")[1]
+                    for e in acl(dst / n).splitlines()] == \
+                ["user:", "group:", "other:"], n
+            assert os.stat(dst / n).st_mode == os.stat(top / n).st_mode, n
+
+    ram = mounts.ramfs("ram")
+    x.start_server(root=ram)
+    res = x.send("--json", "-A", str(top) + "/", x.dest("r"))
+    assert res.returncode == 0, describe(res)
+    end = end_event(res.stdout)
+    assert end["ok"] is True and end["files_ok"] == 3, end
+    assert end["xattrs_failed"] == 2, end
+    # the pushing side has the count and the first reason from the
+    # receiver
+    assert end["xattrs_why"] in (f"the receiver: a1: {why}",
+                                 f"the receiver: a2: {why}"), end
+    arrived_without(ram / "r")
+    res = x.send("-A", str(top) + "/", x.dest("h"))
+    assert res.returncode == 0, describe(res)
+    assert output(res).count(why) == 1, describe(res)
+    assert "2 without all their attributes" in res.stderr, describe(res)
+    arrived_without(ram / "h")
+    # a pull: the client is the receiver, and says it itself, once
+    x.srv.stop()
+    x.start_server(root=x.src)
+    (ram / "g").mkdir()
+    res = x.get("--json", "-A", x.dest("t/"), ram / "g")
+    assert res.returncode == 0, describe(res)
+    end = end_event(res.stdout)
+    assert end["files_ok"] == 3 and end["xattrs_failed"] == 2, end
+    assert end["xattrs_why"] in (f"a1: {why}", f"a2: {why}"), end
+    said = [e for e in json_events(res.stdout)
+            if e["event"] == "file" and why in e.get("reason", "")]
+    assert len(said) == 1, describe(res)
+    assert said[0]["path"] in ("a1", "a2"), said
+    arrived_without(ram / "g")
 
 
 def test_the_bounds_of_one_entry(xenv, mounts):
@@ -446,15 +504,8 @@ def test_resume_and_delta_keep_them(xsrv):
         f.write(os.urandom(32 * MiB))
     os.setxattr(big, "user.v", b"1")
     run("setfacl", "-m", "u:daemon:r--", big)
-    x.shape_a("160mbit")
-    proc, out, err = x.popen_send("--json", "-X", "-A", "--limit", "20M",
-                                  str(top) + "/", x.dest("r"))
-    try:
-        wait_resumable(x.root / "r", "big", 4 * MiB)
-        assert proc.poll() is None, f"{out.text()} {err.text()}"
-    finally:
-        kill_and_reap(proc)
-        x.unshape_a()
+    push_killed_midway(x, x.root / "r", "big", "--json", "-X", "-A",
+                       str(top) + "/", x.dest("r"))
     res = x.send_ok("--json", "-X", "-A", str(top) + "/", x.dest("r"))
     assert end_event(res.stdout)["bytes_already_held"] > 0
     same_meta(top, x.root / "r")

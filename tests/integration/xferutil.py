@@ -165,6 +165,20 @@ def temp_leftovers(root):
             if p.endswith((".lrpart", ".lrjournal"))]
 
 
+def push_killed_midway(x, dest_dir, name, *args):
+    """`linerate send --limit 20M ARGS` over host A's link shaped to
+    160 Mbit/s, killed once DEST_DIR/NAME can be resumed (its temporary
+    file holds 4 MiB); the link unshaped again."""
+    x.shape_a("160mbit")
+    proc, out, err = x.popen_send("--limit", "20M", *args)
+    try:
+        wait_resumable(dest_dir, name, 4 * MiB)
+        assert proc.poll() is None, f"{out.text()} {err.text()}"
+    finally:
+        kill_and_reap(proc)
+        x.unshape_a()
+
+
 @contextlib.contextmanager
 def immutable(path):
     """PATH made immutable (chattr +i) for the block, and mutable again

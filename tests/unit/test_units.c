@@ -184,6 +184,8 @@ static void test_ms(void **state)
 	accept_one(units_parse_ms, "86400", 86400000);
 	accept_one(units_parse_ms, "10ms", 10);
 	accept_one(units_parse_ms, "500ms", 500);
+	accept_one(units_parse_ms, "0.0004", 1); /* a moment is not 0 */
+	accept_one(units_parse_msec, "0.4", 1);
 	accept_one(units_parse_ms, "0.5ms", 1);	   /* rounded */
 	accept_one(units_parse_ms, "10m", 600000); /* minutes, not mega */
 	accept_one(units_parse_ms, "1.5m", 90000);
@@ -419,8 +421,9 @@ static void test_age(void **state)
 	accept_one(units_parse_age, "1.5h", 5400);
 	accept_one(units_parse_age, "1m", 60);
 	accept_one(units_parse_age, "1.5d", 129600);
-	accept_one(units_parse_age, "1500ms", 2); /* rounded */
-	accept_one(units_parse_age, "1400ms", 1);
+	accept_one(units_parse_age, "1500ms", 2); /* rounded up: never */
+	accept_one(units_parse_age, "1400ms", 2); /* shorter than asked */
+	accept_one(units_parse_age, "1000ms", 1);
 	accept_one(units_parse_age, "500ms", 1);
 	accept_one(units_parse_age, "1ms", 1); /* not 0, which keeps */
 	accept_one(units_parse_age, "0s", 0);

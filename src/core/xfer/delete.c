@@ -135,7 +135,10 @@ static void failed(struct dwalk *w, int e)
 	struct xfile f = { .path = strdup(w->path) };
 	unsigned n;
 
-	snprintf(why, sizeof(why), "could not be deleted: %s", lr_strerror(e));
+	snprintf(why, sizeof(why), "could not be deleted: %s",
+		 e == -ELOOP ? "deeper than a transfer goes (not walked)"
+		 : e == -ENAMETOOLONG ? "a name in it makes too long a path"
+				      : lr_strerror(e));
 	xfer__lock(&x->lock);
 	if (!x->res->deletes_failed++)
 		snprintf(x->res->deletes_why, sizeof(x->res->deletes_why),
@@ -261,7 +264,7 @@ static bool remove_entry(struct dwalk *w, int dfd, const char *name,
 	if (fsio_is_side_name(name, strlen(name)))
 		return false;
 	if (!path_push(w, name, &was)) {
-		failed(w, -ENAMETOOLONG); /* named by its directory */
+		failed(w, -ENAMETOOLONG); /* said of its directory */
 		return false;
 	}
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW)) {
@@ -273,7 +276,7 @@ static bool remove_entry(struct dwalk *w, int dfd, const char *name,
 	} else if (!S_ISDIR(st.st_mode)) {
 		gone = remove_leaf(w, dfd, name, st.st_mode);
 	} else if (depth >= FSIO_MAX_DEPTH) {
-		failed(w, -ELOOP); /* deeper than a transfer goes */
+		failed(w, -ELOOP);
 	} else {
 		gone = remove_tree(w, dfd, name, depth);
 	}
@@ -305,8 +308,10 @@ static void delete_in(struct dwalk *w, const char *rel)
 
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (!path_push(w, de->d_name, &was))
+		if (!path_push(w, de->d_name, &was)) {
+			failed(w, -ENAMETOOLONG);
 			continue;
+		}
 		if (has_key(&x->rx.del, path_key(w->path, w->plen))) {
 			path_pop(w, was);
 			continue;

@@ -66,19 +66,19 @@ enum tx_step {
  * the receiver: ..."), unless this side's said back. Under lock. */
 static int fail_item(struct xsess *x, const struct proto_xfer_iter *it)
 {
-	char why[PROTO_MAX_TEXT + 24];
+	char why[sizeof(x->tx.late_reason)];
 	struct proto_xfer_fail fl;
 	struct tx_link *l;
 	struct xfile *f;
-	/* an errno value; anything else says only that it failed */
-	int code;
+	int code; /* an errno value; anything else: only that it failed */
 
 	if (proto_xfer_get_fail(it, &fl))
 		return LR_EBADMSG;
 	code = fl.code && fl.code < 4096 ? -(int)fl.code : -EIO;
 	f = xfer__entry(x, fl.idx);
-	snprintf(why, sizeof(why), "%s%s",
-		 f && f->tx.own_fail ? "" : "at the receiver: ", fl.text);
+	snprintf(why, sizeof(why), "%s%s", /* not this side's said back */
+		 f && f->tx.own_fail == fl.code + 1u ? "" : "at the receiver: ",
+		 fl.text);
 	l = f ? NULL : xfer__link_find(x, fl.idx);
 	if (l && !l->fail) {
 		l->fail = strdup(why);
@@ -651,7 +651,6 @@ static void source_changed(struct txc *c, struct xfile *f,
 	char *path;
 
 	fl->idx = f->idx;
-	f->tx.own_fail = true; /* its FAIL back says this side's words */
 	if (f->tx.read_err && f->tx.read_err != LR_ETRUNC) {
 		fl->code = (uint32_t)-f->tx.read_err;
 		snprintf(fl->text, sizeof(fl->text), "read error: %s",
@@ -711,6 +710,7 @@ static enum tx_step tx_sums(struct txc *c)
 		}
 		if (!source_same(f)) {
 			source_changed(c, f, &fl);
+			f->tx.own_fail = fl.code + 1u;
 			f->tx.state = XTX_SUMMED; /* its FILE_FAILED comes */
 			xfer__unlock(&x->lock);
 			r = xfer__batch_room(x, &b, 8 + 8 + strlen(fl.text),

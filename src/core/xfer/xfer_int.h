@@ -175,8 +175,8 @@ struct dirh {
 /* The sender's part of a window entry. */
 struct xfile_tx {
 	enum xtx_state state;
-	bool in_fifo;	 /* in the work queue */
-	uint32_t cursor; /* next chunk to take */
+	bool in_fifo, withdrawn; /* in the work queue; FAIL code 0 sent */
+	uint32_t cursor;	 /* next chunk to take */
 	/* the receiver's FAIL item for this entry, for the REFUSE or
 	 * FILE_FAILED that follows it (the reasons of one message are
 	 * matched by idx, not by position) */
@@ -187,9 +187,9 @@ struct xfile_tx {
 	 * changed meanwhile */
 	int64_t ctime_sec;
 	uint32_t ctime_nsec;
-	uint8_t rereads; /* announced again this often: it changed as read */
-	bool own_fail, withdrawn; /* FAIL sent (withdrawn: code 0) */
-	int read_err;		  /* a read failed (it shrank, EIO): -errno */
+	uint8_t rereads;   /* announced again this often: it changed as read */
+	uint32_t own_fail; /* the code + 1 of a FAIL sent here, or 0 */
+	int read_err;	   /* a read failed (it shrank, EIO): -errno */
 	/* digests read ahead of the plan (prehash.c): nchunks of them,
 	 * then a state byte each; NULL when none */
 	uint8_t *pre, *pre_state;
