@@ -128,9 +128,6 @@ enum proto_tag {
 	 * first reason (text) */
 	PROTO_T_DELETES_FAILED = 0x004a,
 	PROTO_T_DELETES_WHY = 0x004b,
-	/* XFER_REQUEST: u8 1, HARD_LINKS (bit 11) where the responder knows
-	 * it (a default, not asked); XFER_ACCEPT: u8 1, it does */
-	PROTO_T_LINKS_WISH = 0x004c,
 	/* XFER_REQUEST, critical: a peer that does not know them must refuse
 	 * the request rather than send what they leave out */
 	PROTO_T_FILTER = 0x8040,   /* kind:u8 pattern; repeated */
@@ -360,9 +357,6 @@ struct proto_xfer_request {
 	/* push: PATH names the file when the session is one regular file
 	 * and PATH is no directory there (`send FILE HOST:NAME`) */
 	bool lone_file;
-	/* LINKS_WISH: hard links kept where the responder knows them (the
-	 * decoder then sets HARD_LINKS, but with STDOUT or SCRATCH) */
-	bool links_wish;
 };
 
 struct proto_xfer_accept {
@@ -375,8 +369,6 @@ struct proto_xfer_accept {
 	uint32_t files_window;
 	/* the request's LONE_FILE understood and applied */
 	bool lone_file;
-	/* the request's LINKS_WISH granted: HARD_LINKS in this session */
-	bool links;
 };
 
 struct proto_xfer_totals {

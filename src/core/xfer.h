@@ -312,10 +312,6 @@ struct xfer_client_opts {
 	 * when the source is one regular file and PATH is no directory on
 	 * the server, the file is named PATH (scp's and rsync's meaning) */
 	bool lone_file;
-	/* hard links kept by default where the server knows them (x.flags
-	 * without XFER_F_HARD_LINKS; src.hard_links set for a push's walk,
-	 * taken back with an older server) */
-	bool links_default;
 	/* flags, chunk_size (0: the server chooses), rate, progress */
 	struct xfer_opts x;
 	/* push: what to send; pull: where (dest), or outfd for a pipe */

@@ -81,9 +81,6 @@ static void fuzz_request(const uint8_t *body, size_t len, uint8_t *enc)
 	CHECK(m.files_window == 0 ||
 	      (m.files_window >= PROTO_XFER_WINDOW_DEFAULT &&
 	       m.files_window <= PROTO_XFER_WINDOW_LIMIT));
-	/* a granted LINKS_WISH is HARD_LINKS, never into a pipe */
-	CHECK(!m.links_wish || ((m.flags & PROTO_XF_HARD_LINKS) &&
-				!(m.flags & PROTO_XF_STDOUT)));
 	for (i = 0; i < m.npaths; i++) {
 		const char *p = m.paths[i];
 		size_t n = m.path_lens[i];
@@ -125,8 +122,7 @@ static void fuzz_request(const uint8_t *body, size_t len, uint8_t *enc)
 	CHECK(m.op == m2.op && m.streams == m2.streams &&
 	      m.chunk_size == m2.chunk_size && m.flags == m2.flags &&
 	      m.rate == m2.rate && m.npaths == m2.npaths &&
-	      m.files_window == m2.files_window &&
-	      m.lone_file == m2.lone_file && m.links_wish == m2.links_wish);
+	      m.files_window == m2.files_window && m.lone_file == m2.lone_file);
 	for (i = 0; i < m.npaths; i++)
 		CHECK(m.path_lens[i] == m2.path_lens[i] &&
 		      !memcmp(m.paths[i], m2.paths[i], m.path_lens[i]));

@@ -260,7 +260,6 @@ static int open_streams(struct server_test *t,
 	acc.chunk_size = req->chunk_size ? req->chunk_size : XFER_DEFAULT_CHUNK;
 	acc.files_window = t->xwindow = agreed_window(srv, req);
 	acc.lone_file = req->lone_file; /* understood: open_dest applied it */
-	acc.links = req->links_wish;	/* granted by the decoder */
 	proto_buf_init(&b, buf, PROTO_MAX_BODY);
 	r = proto_encode_xfer_accept(&b, &acc);
 	if (!r)

@@ -304,9 +304,6 @@ static int client_accept(struct xcl *k)
 		r = lr_err_set(k->err, LR_EBADMSG, "malformed XFER_ACCEPT");
 	if (!r && (k->acc.streams < 1 || k->acc.streams > k->req.streams))
 		k->acc.streams = k->req.streams;
-	if (!r && k->acc.links && !k->req.links_wish)
-		r = lr_err_set(k->err, LR_EBADMSG,
-			       "malformed XFER_ACCEPT: LINKS_WISH not asked");
 	if (!r && k->acc.lone_file && !k->req.lone_file)
 		r = lr_err_set(k->err, LR_EBADMSG,
 			       "malformed XFER_ACCEPT: LONE_FILE not asked");
@@ -357,13 +354,6 @@ static int client_session(struct xcl *k, const struct xfer_callbacks *cb,
 	xo.chunk_size = k->acc.chunk_size;
 	xo.files_window = k->acc.files_window;
 	xo.flags = k->req.flags;
-	if (k->req.links_wish && k->acc.links) {
-		xo.flags |= XFER_F_HARD_LINKS; /* both ends keep links */
-	} else if (k->req.links_wish && k->src.hard_links) {
-		/* an older server: no links; counted again without them */
-		xfer__counter_join(&k->cnt, NULL, true);
-		k->src.hard_links = false;
-	}
 	xfer__counter_join(&k->cnt, &k->src, false);
 	if (k->req.op == PROTO_XFER_PUSH)
 		r = xfer_send(&cs, &k->src, &xo, cb, res, k->err);
@@ -519,8 +509,6 @@ static int request_of(struct xcl *k)
 	}
 	req->lone_file = o->lone_file && o->op == XFER_PUSH &&
 			 !(o->x.flags & XFER_F_DELETE);
-	req->links_wish = o->links_default &&
-			  !(o->x.flags & (XFER_F_HARD_LINKS | XFER_F_STDOUT));
 	if (o->op == XFER_PULL || (o->x.flags & XFER_F_DELETE))
 		return request_filters(k);
 	return 0;
