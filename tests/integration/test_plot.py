@@ -80,6 +80,34 @@ def test_bench_run_over_time(plotting, server, tmp_path):
     check_run_over_time(rows, area, SUM, (STREAM1, STREAM2))
 
 
+def test_transfer_progress_over_time(plotting, server, tmp_path):
+    """A send's --json (its progress events) drawn over time: one line of
+    the first series' colour across the plot area, the rate held by
+    --limit, in MB/s against seconds."""
+    port, tok = server
+    src = tmp_path / "f.bin"
+    src.write_bytes(os.urandom(12 << 20))
+    res = lr(plotting, "send", "-p", port, "--token-file", tok, "--json",
+             "--limit", "6M", "--progress", str(src), f"{LOOP}:in/")
+    assert res.returncode == 0, describe(res)
+    run = tmp_path / "send.json"
+    run.write_text(res.stdout)
+    assert sum('"event":"progress"' in l for l in res.stdout.splitlines()) \
+        >= 4, res.stdout[:2000]
+    svg = tmp_path / "send.svg"
+    res = lr(plotting, "plot", str(run), "-o", str(svg), "--results",
+             str(tmp_path / "none.jsonl"))
+    assert res.returncode == 0, describe(res)
+    text = svg.read_text()
+    assert ">seconds<" in text and "MB/s" in text, text[:2000]
+    w, h, rows = render(svg, tmp_path)
+    (area,) = panels(w, h, rows)
+    cols = columns_with(rows, area, SUM)
+    width = area[2] - area[0] - 1
+    assert len(cols) >= 0.8 * width, \
+        f"the transfer's line in {len(cols)} of {width} columns"
+
+
 def test_saved_labels_compared(plotting, server, tmp_path):
     port, tok = server
     results = str(tmp_path / "runs.jsonl")
