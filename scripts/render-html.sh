@@ -159,20 +159,23 @@ fi
 # a server on loopback, the runs made as test_plot.py makes them
 "$bin" token >"$work/token"
 mkdir "$work/root"
-"$bin" serve -B 127.0.0.1 -p 0 --no-iperf3 --root "$work/root" \
-	--token-file "$work/token" >"$work/serve.log" 2>&1 &
-srv=$!
+# its first lines read as it prints them, up to "listening on ... port N"
+# (5 s at most for each), then the rest kept in serve.log
+coproc SERVE { exec "$bin" serve -B 127.0.0.1 -p 0 --no-iperf3 \
+	--root "$work/root" --token-file "$work/token" 2>&1; }
+srv=$SERVE_PID
 port=
-for _ in $(seq 50); do
+while IFS= read -r -t 5 -u "${SERVE[0]}" line; do
+	echo "$line" >>"$work/serve.log"
 	port=$(sed -n 's/.*listening on .* port \([0-9][0-9]*\).*/\1/p' \
-		"$work/serve.log" | head -1)
+		<<<"$line")
 	[ -n "$port" ] && break
-	sleep 0.1
 done
 [ -n "$port" ] || {
 	cat "$work/serve.log" >&2
 	fail "linerate serve did not start"
 }
+cat <&"${SERVE[0]}" >>"$work/serve.log" &
 lr() { "$bin" "$1" -B 127.0.0.1 -p "$port" --token-file "$work/token" "${@:2}"; }
 lr bench -t 2 -i 0.25 -P 2 -J 127.0.0.1 >"$work/two.json" ||
 	fail "bench -P 2 over loopback"
