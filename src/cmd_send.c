@@ -54,6 +54,7 @@ enum {
 	OPT_DELETE_EXCLUDED,
 	OPT_FILES_FROM,
 	OPT_FROM0,
+	OPT_NO_HARD_LINKS,
 };
 
 static const struct opts_common_spec common_spec = {
@@ -91,6 +92,7 @@ static const struct option long_opts[] = {
 	{ "checksum", no_argument, NULL, 'c' },
 	{ "whole-file", no_argument, NULL, 'W' },
 	{ "hard-links", no_argument, NULL, 'H' },
+	{ "no-hard-links", no_argument, NULL, OPT_NO_HARD_LINKS },
 	{ "owner", no_argument, NULL, 'o' },
 	{ "group", no_argument, NULL, 'g' },
 	{ "archive", no_argument, NULL, 'a' },
@@ -255,9 +257,13 @@ static int own_option(int c, char **argv, void *ctx, struct lr_err *err)
 	case OPT_INCLUDE_FROM:
 		return filter_read_file(&o->filter, c == OPT_INCLUDE_FROM,
 					optarg, err);
-	case 'H':
+	case 'H': /* the last of -H and --no-hard-links counts */
 		o->c.x.flags |= XFER_F_HARD_LINKS;
-		o->c.src.hard_links = true; /* a push's walk */
+		o->c.links_default = true;
+		return 0;
+	case OPT_NO_HARD_LINKS:
+		o->c.x.flags &= ~(uint32_t)XFER_F_HARD_LINKS;
+		o->c.links_default = false;
 		return 0;
 	case 'v': o->verbose = true; return 0;
 	case OPT_STATS: o->stats = true; return 0;
@@ -511,10 +517,13 @@ static int send_parse(int argc, char **argv, struct send_cli *o,
 	o->c.connect_timeout_ms = 10000;
 	o->c.x.progress_ms = 250;
 	o->c.x.cancel = &cancelled;
+	o->c.links_default = true; /* as tar: -H where the server knows it */
 	r = opts_parse(&common_spec, SEND_SHORTS, long_opts, own_option, o,
 		       argc, argv, &o->net, err);
 	if (r)
 		return r;
+	/* a push's walk, counted so (again without, by an older server) */
+	o->c.src.hard_links = o->c.links_default;
 	opts_common_addr(&o->net, LR_DEFAULT_PORT, &o->c.port, &o->c.family,
 			 &o->c.bind_addr);
 	o->c.streams = o->net.streams; /* 0: chosen from the sources */

@@ -128,6 +128,13 @@ enum proto_tag {
 	 * first reason (text) */
 	PROTO_T_DELETES_FAILED = 0x004a,
 	PROTO_T_DELETES_WHY = 0x004b,
+	/* XFER_REQUEST: u8 1, hard links kept where the responder knows
+	 * this item (a default unless HARD_LINKS is asked too); XFER_ACCEPT:
+	 * u8 1, granted (both ends keep links, and know KEPT) */
+	PROTO_T_LINKS_WISH = 0x004c,
+	/* XFER_ACKS under a granted LINKS_WISH: idx:u32, a hard link's name
+	 * left as it was there (skipped, not linked) */
+	PROTO_T_KEPT = 0x004d,
 	/* XFER_REQUEST, critical: a peer that does not know them must refuse
 	 * the request rather than send what they leave out */
 	PROTO_T_FILTER = 0x8040,   /* kind:u8 pattern; repeated */
@@ -357,6 +364,9 @@ struct proto_xfer_request {
 	/* push: PATH names the file when the session is one regular file
 	 * and PATH is no directory there (`send FILE HOST:NAME`) */
 	bool lone_file;
+	/* LINKS_WISH: hard links kept where the responder knows this item
+	 * (the responder grants it, not with STDOUT or SCRATCH) */
+	bool links_wish;
 };
 
 struct proto_xfer_accept {
@@ -369,6 +379,8 @@ struct proto_xfer_accept {
 	uint32_t files_window;
 	/* the request's LONE_FILE understood and applied */
 	bool lone_file;
+	/* the request's LINKS_WISH granted: HARD_LINKS in this session */
+	bool links;
 };
 
 struct proto_xfer_totals {
@@ -779,6 +791,8 @@ void proto_put_xfer_fdigest(struct proto_buf *b,
 			    const struct proto_xfer_fdigest *d);
 void proto_put_xfer_deleted(struct proto_buf *b,
 			    const struct proto_xfer_deleted *d);
+/* PROTO_T_KEPT: idx:u32 (a hard link's name left as it was) */
+void proto_put_xfer_kept(struct proto_buf *b, uint32_t idx);
 
 struct proto_xfer_iter {
 	const uint8_t *body;
@@ -837,6 +851,7 @@ int proto_xfer_get_acl(const struct proto_xfer_iter *it,
 		       struct proto_xfer_acl *a);
 int proto_xfer_get_deleted(const struct proto_xfer_iter *it,
 			   struct proto_xfer_deleted *d);
+int proto_xfer_get_kept(const struct proto_xfer_iter *it, uint32_t *idx);
 
 /* Chunk header: encode into out[PROTO_XFER_CHUNK_HDR_LEN]; decode returns
  * 0 or LR_EBADMSG (unknown kind, len 0 or above PROTO_XFER_MAX_CHUNK,

@@ -67,6 +67,11 @@ enum xfer_flag {
 	XFER_F_DEVICES = 1u << 16,     /* device nodes: --devices */
 	XFER_F_XATTRS = 1u << 17,      /* extended attributes kept: -X */
 	XFER_F_ACLS = 1u << 18,	       /* POSIX ACLs kept: -A */
+	/* not on the wire (a granted LINKS_WISH, docs/PROTOCOL.md 7.2): the
+	 * far end knows KEPT items; and links are kept by default, not
+	 * asked, so a name there is left as a run without them leaves it */
+	XFER_F_KEPT_ITEMS = 1u << 29,
+	XFER_F_LINKS_DEFAULT = 1u << 30,
 };
 
 /* What a sender sends: local paths (push) or paths below a root (pull). */
@@ -312,6 +317,10 @@ struct xfer_client_opts {
 	 * when the source is one regular file and PATH is no directory on
 	 * the server, the file is named PATH (scp's and rsync's meaning) */
 	bool lone_file;
+	/* hard links kept by default where the server knows them (x.flags
+	 * without XFER_F_HARD_LINKS; src.hard_links set for a push's walk,
+	 * taken back with an older server) */
+	bool links_default;
 	/* flags, chunk_size (0: the server chooses), rate, progress */
 	struct xfer_opts x;
 	/* push: what to send; pull: where (dest), or outfd for a pipe */

@@ -122,7 +122,8 @@ static void fuzz_request(const uint8_t *body, size_t len, uint8_t *enc)
 	CHECK(m.op == m2.op && m.streams == m2.streams &&
 	      m.chunk_size == m2.chunk_size && m.flags == m2.flags &&
 	      m.rate == m2.rate && m.npaths == m2.npaths &&
-	      m.files_window == m2.files_window && m.lone_file == m2.lone_file);
+	      m.files_window == m2.files_window &&
+	      m.lone_file == m2.lone_file && m.links_wish == m2.links_wish);
 	for (i = 0; i < m.npaths; i++)
 		CHECK(m.path_lens[i] == m2.path_lens[i] &&
 		      !memcmp(m.paths[i], m2.paths[i], m.path_lens[i]));
@@ -287,6 +288,7 @@ static void fuzz_item(const struct proto_xfer_iter *it, const uint8_t *body,
 	struct proto_xfer_wait w;
 	struct proto_xfer_unread u;
 	struct proto_xfer_deleted d;
+	uint32_t kept;
 	struct proto_xfer_fdigest g;
 	struct proto_xfer_owner own;
 	int ok = 0;
@@ -329,6 +331,12 @@ static void fuzz_item(const struct proto_xfer_iter *it, const uint8_t *body,
 		CHECK(!memchr(d.path, 0, d.path_len));
 		if (proto_xfer_batch_room(b, it->vlen))
 			proto_put_xfer_deleted(b, &d);
+	}
+	if (proto_xfer_get_kept(it, &kept) == 0) {
+		ok++;
+		CHECK(it->tag == PROTO_T_KEPT && it->vlen == 4);
+		if (proto_xfer_batch_room(b, it->vlen))
+			proto_put_xfer_kept(b, kept);
 	}
 	if (proto_xfer_get_entry(it, &e) == 0) {
 		ok++;

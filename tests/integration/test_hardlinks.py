@@ -10,6 +10,7 @@ fixtures skip with the reason otherwise).
 
 import os
 import re
+import shutil
 import subprocess
 
 import pytest
@@ -119,15 +120,33 @@ def test_push_keeps_hard_links_as_rsync(xsrv):
     assert not temp_leftovers(x.root)
 
 
-def test_without_h_every_name_is_a_copy(xsrv):
+@pytest.mark.parametrize("mode", ["push", "pull"])
+def test_links_are_kept_by_default_and_no_hard_links_copies(xsrv, mode):
+    """Without -H the links are kept all the same (the request's
+    LINKS_WISH, granted by this server), as tar keeps them; with
+    --no-hard-links every name is a file of its own, as rsync's default."""
     x = xsrv
-    top = x.src / "t"
+    top = (x.src if mode == "push" else x.root) / "t"
     sizes = link_tree(top, x.tmp / "outside")
-    res = x.send_ok("--json", str(top) + "/", x.dest("out"))
-    end = end_event(res.stdout)
+
+    def run(dest, *extra):
+        if mode == "push":
+            res = x.send_ok("--json", *extra, str(top) + "/", x.dest(dest))
+            return end_event(res.stdout), x.root / dest
+        got = x.tmp / dest
+        got.mkdir()
+        res = x.get_ok("--json", *extra, x.dest("t/"), got)
+        return end_event(res.stdout), got
+
+    end, out = run("default")
+    assert end["files_linked"] == 3 and end["bytes"] == sum(sizes), end
+    linked = {k for k in groups(out) if len(k) > 1}
+    assert linked == {frozenset({"g1_a", "g1_b", "d/g1_c"}),
+                      frozenset({"g2_a", "d/g2_b"})}, groups(out)
+    end, out = run("copies", "--no-hard-links")
     assert end["files_linked"] == 0 and end["files_ok"] == 7, end
     assert end["bytes"] == sum(sizes) + 2 * sizes[0] + sizes[1]
-    assert all(n == 1 for n in groups(x.root / "out").values())
+    assert all(n == 1 for n in groups(out).values())
 
 
 def test_pull_keeps_hard_links(xsrv):
@@ -183,7 +202,7 @@ def test_copies_become_links_only_when_asked(xsrv):
     x = xsrv
     top = x.src / "t"
     link_tree(top, x.tmp / "outside")
-    x.send_ok("-q", str(top) + "/", x.dest("out"))
+    x.send_ok("-q", "--no-hard-links", str(top) + "/", x.dest("out"))
     res = x.send("-H", str(top) + "/", x.dest("out"))
     assert res.returncode == 1, describe(res)
     assert "exists" in res.stderr and "--update" in res.stderr, describe(res)
@@ -200,7 +219,7 @@ def test_update_keeps_a_newer_name_at_the_destination(xsrv):
     x = xsrv
     top = x.src / "t"
     link_tree(top, x.tmp / "outside")
-    x.send_ok("-q", str(top) + "/", x.dest("out"))
+    x.send_ok("-q", "--no-hard-links", str(top) + "/", x.dest("out"))
     res = x.send_ok("-n", "-H", "--update", str(top) + "/", x.dest("out"))
     # which name of group g2 goes as the file is the walk's order
     pairs = re.findall(r"would link (\S+) \(to (\S+)\)", output(res))
@@ -266,3 +285,117 @@ def test_h_refused_with_standard_output(xsrv):
     res = x.get("-H", x.dest("f"), "-")
     assert res.returncode == 2, describe(res)
     assert "-H needs a destination directory" in res.stderr, describe(res)
+
+
+def file_events(stdout):
+    """{path: (status, reason)} of a --json run's file events."""
+    return {e["path"]: (e["status"], e.get("reason"))
+            for e in json_events(stdout) if e.get("event") == "file"}
+
+
+def linked_tree_runner(x, mode):
+    """link_tree as the source of a push (into out) or a pull (into a
+    directory of the client's): the destination, and a function that
+    runs the command with extra options onto it."""
+    top = (x.src if mode == "push" else x.root) / "t"
+    link_tree(top, x.tmp / "outside")
+    if mode == "push":
+        return x.root / "out", lambda *a: x.send(*a, str(top) + "/",
+                                                 x.dest("out"))
+    out = x.tmp / "got"
+    out.mkdir()
+    return out, lambda *a: x.get(*a, x.dest("t/"), out)
+
+
+@pytest.mark.parametrize("mode", ["push", "pull"])
+def test_a_plain_rerun_onto_copies_changes_nothing(xsrv, mode):
+    """Links kept by default must not break what a re-run without them
+    did: names that are copies at the destination (made by rsync, scp,
+    an older linerate or --no-hard-links) and up to date are left as
+    they are, each said and counted as skipped, exit 0; the dry run says
+    the same, name by name; -H --update then makes them links."""
+    out, run = linked_tree_runner(xsrv, mode)
+    res = run("-q", "--no-hard-links")
+    assert res.returncode == 0, describe(res)
+    before = groups(out)
+    assert all(n == 1 for n in before.values()), before
+    dry = run("--json", "-n")
+    assert dry.returncode == 0, describe(dry)
+    res = run("--json")
+    assert res.returncode == 0, describe(res)
+    end = end_event(res.stdout)
+    assert end["files_linked"] == 0 and end["files_failed"] == 0, end
+    assert end["files_skipped"] == 7 and end["bytes"] == 0, end
+    assert groups(out) == before
+    got = file_events(res.stdout)
+    kept = {p for p, (s, why) in got.items()
+            if why and "left as it was" in why}
+    assert len(kept) == 3, got
+    assert kept < {"g1_a", "g1_b", "d/g1_c", "g2_a", "d/g2_b"}, kept
+    # the dry run's word on each file's name is the run's
+    names = {"g1_a", "g1_b", "d/g1_c", "g2_a", "d/g2_b", "out_linked",
+             "plain"}
+    dry_got = file_events(dry.stdout)
+    assert {p: dry_got.get(p) for p in names} == \
+        {p: got.get(p) for p in names}, (dry.stdout, res.stdout)
+    assert end_event(dry.stdout)["files_skipped"] == 7, dry.stdout
+    # asked, with --update: the copies become links
+    res = run("-q", "-H", "--update")
+    assert res.returncode == 0, describe(res)
+    assert groups(out) == EXPECTED
+
+
+@pytest.mark.parametrize("mode", ["push", "pull"])
+def test_a_newer_first_name_keeps_its_other_names(xsrv, mode):
+    """--update without -H: a linked group edited at the destination (so
+    every name is newer there) is kept whole, exit 0, where -H --update
+    fails the other names (nothing of the source's can be linked); a
+    group of copies whose first name was edited keeps the other, up to
+    date copies as they are."""
+    out, run = linked_tree_runner(xsrv, mode)
+    res = run("-q")
+    assert res.returncode == 0, describe(res)
+    assert groups(out) == EXPECTED
+    later = os.stat(out / "g2_a").st_mtime + 100
+    (out / "g2_a").write_text("edited at the destination\n")
+    os.utime(out / "g2_a", (later, later))
+    res = run("--json", "--update")
+    assert res.returncode == 0, describe(res)
+    end = end_event(res.stdout)
+    assert end["files_failed"] == 0, end
+    assert (out / "d" / "g2_b").read_text() == "edited at the destination\n"
+    assert groups(out) == EXPECTED
+    res = run("-H", "--update")
+    assert res.returncode == 1, describe(res)
+    assert "is newer at the destination (kept by --update)" in \
+        output(res), describe(res)
+
+    # copies, one name edited there: the others stay as they are
+    shutil.rmtree(out)
+    out.mkdir()
+    res = run("-q", "--no-hard-links")
+    assert res.returncode == 0, describe(res)
+    for n in ("g1_a", "g1_b", "d/g1_c"):
+        os.utime(out / n, (later, later))
+    (out / "g1_a").write_text("edited\n")
+    os.utime(out / "g1_a", (later, later))
+    res = run("--json", "--update")
+    assert res.returncode == 0, describe(res)
+    assert (out / "g1_a").read_text() == "edited\n"
+    assert all(n == 1 for n in groups(out).values())
+
+
+def test_the_last_of_h_and_no_hard_links_counts(xsrv):
+    """-H --no-hard-links gives copies, --no-hard-links -H links, as the
+    last of rsync's -H/--no-H counts."""
+    x = xsrv
+    top = x.src / "t"
+    link_tree(top, x.tmp / "outside")
+    res = x.send_ok("--json", "-H", "--no-hard-links", str(top) + "/",
+                    x.dest("a"))
+    assert end_event(res.stdout)["files_linked"] == 0
+    assert all(n == 1 for n in groups(x.root / "a").values())
+    res = x.send_ok("--json", "--no-hard-links", "-H", str(top) + "/",
+                    x.dest("b"))
+    assert end_event(res.stdout)["files_linked"] == 3
+    assert groups(x.root / "b") == EXPECTED

@@ -384,6 +384,75 @@ static void test_lone_file(void **state)
 	msg_free(&m);
 }
 
+/* LINKS_WISH: a request's, decoded as said (the server grants it, not
+ * the decoder: HARD_LINKS stays as asked); echoed in an answer; only the
+ * value 1. KEPT: an idx, four bytes exactly. */
+static void test_links_wish(void **state)
+{
+	static const char *const one[] = { "t" };
+	struct proto_xfer_request r = { .op = PROTO_XFER_PULL, .streams = 1 };
+	struct proto_xfer_request out;
+	struct proto_xfer_accept a = { .streams = 2,
+				       .chunk_size = 1u << 20,
+				       .links = true },
+				 ao;
+	struct proto_xfer_iter it;
+	uint8_t kb[16];
+	struct proto_buf kbuf;
+	struct msg m;
+	uint8_t *body;
+	uint32_t idx = 0;
+	size_t len;
+
+	(void)state;
+	set_paths(&r, one, 1);
+	r.links_wish = true;
+	msg_init(&m, MSG_CAP);
+	assert_int_equal(proto_encode_xfer_request(&m.b, &r), 0);
+	body = msg_body(&m, PROTO_XFER_REQUEST, &len);
+	assert_int_equal(proto_decode_xfer_request(body, len, &out), 0);
+	assert_true(out.links_wish && !(out.flags & PROTO_XF_HARD_LINKS));
+	/* the item's bytes, and a value other than 1: malformed */
+	assert_memory_equal(body + len - 5,
+			    ((const uint8_t[]){ 0x00, 0x4c, 0x00, 0x01, 1 }),
+			    5);
+	body[len - 1] = 2;
+	assert_int_equal(proto_decode_xfer_request(body, len, &out),
+			 LR_EBADMSG);
+	msg_free(&m);
+	/* with -H asked as well: both said, both kept */
+	r.flags = PROTO_XF_HARD_LINKS;
+	msg_init(&m, MSG_CAP);
+	assert_int_equal(proto_encode_xfer_request(&m.b, &r), 0);
+	body = msg_body(&m, PROTO_XFER_REQUEST, &len);
+	assert_int_equal(proto_decode_xfer_request(body, len, &out), 0);
+	assert_true(out.links_wish && (out.flags & PROTO_XF_HARD_LINKS));
+	msg_free(&m);
+	/* the answer */
+	msg_init(&m, MSG_CAP);
+	assert_int_equal(proto_encode_xfer_accept(&m.b, &a), 0);
+	body = msg_body(&m, PROTO_XFER_ACCEPT, &len);
+	assert_int_equal(proto_decode_xfer_accept(body, len, &ao), 0);
+	assert_true(ao.links && !ao.lone_file);
+	msg_free(&m);
+	/* KEPT: tag 0x004d, idx big-endian; another length is malformed */
+	proto_buf_init(&kbuf, kb, sizeof(kb));
+	proto_put_xfer_kept(&kbuf, 0x01020304u);
+	assert_int_equal(kbuf.len, 8);
+	assert_memory_equal(
+		kb, ((const uint8_t[]){ 0x00, 0x4d, 0x00, 0x04, 1, 2, 3, 4 }),
+		8);
+	proto_xfer_iter_init(&it, kb, kbuf.len);
+	assert_int_equal(proto_xfer_iter_next(&it), 1);
+	assert_int_equal(proto_xfer_get_kept(&it, &idx), 0);
+	assert_int_equal(idx, 0x01020304u);
+	it.vlen = 3;
+	assert_int_equal(proto_xfer_get_kept(&it, &idx), LR_EBADMSG);
+	it.tag = PROTO_T_FAIL;
+	it.vlen = 4;
+	assert_int_equal(proto_xfer_get_kept(&it, &idx), LR_EBADMSG);
+}
+
 static void test_totals_roundtrip(void **state)
 {
 	struct proto_xfer_totals in = { PROTO_XFER_MAX_FILES, UINT64_MAX }, out;
@@ -2703,6 +2772,7 @@ int main(void)
 		cmocka_unit_test(test_accept_roundtrip),
 		cmocka_unit_test(test_files_window),
 		cmocka_unit_test(test_lone_file),
+		cmocka_unit_test(test_links_wish),
 		cmocka_unit_test(test_totals_roundtrip),
 		cmocka_unit_test(test_done_roundtrip),
 		cmocka_unit_test(test_type_names),

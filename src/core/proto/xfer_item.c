@@ -475,6 +475,22 @@ int proto_xfer_get_deleted(const struct proto_xfer_iter *it,
 	return 0;
 }
 
+void proto_put_xfer_kept(struct proto_buf *b, uint32_t idx)
+{
+	uint8_t *q = proto__put_item(b, PROTO_T_KEPT, 4);
+
+	if (q)
+		proto__be32(q, idx);
+}
+
+int proto_xfer_get_kept(const struct proto_xfer_iter *it, uint32_t *idx)
+{
+	if (it->tag != PROTO_T_KEPT || !it->value || it->vlen != 4)
+		return LR_EBADMSG;
+	*idx = proto__rd32(it->value);
+	return 0;
+}
+
 int proto_xfer_get_wait(const struct proto_xfer_iter *it,
 			struct proto_xfer_wait *w)
 {

@@ -107,10 +107,12 @@ int proto_encode_xfer_request(struct proto_buf *b,
 		proto_put_u32(b, PROTO_T_FILES_WINDOW, m->files_window);
 	if (m->lone_file)
 		proto_put_u8(b, PROTO_T_LONE_FILE, 1);
+	if (m->links_wish)
+		proto_put_u8(b, PROTO_T_LINKS_WISH, 1);
 	return proto_msg_end(b);
 }
 
-/* LONE_FILE, when said: 1 (anything else is malformed). */
+/* LONE_FILE or LINKS_WISH, when said: 1 (anything else is malformed). */
 static int get_lone(bool *lone, const struct proto__tlv *t)
 {
 	if (t->len != 1 || t->v[0] != 1)
@@ -127,6 +129,16 @@ static int get_req_lone(void *msg, const struct proto__tlv *t)
 static int get_acc_lone(void *msg, const struct proto__tlv *t)
 {
 	return get_lone(&((struct proto_xfer_accept *)msg)->lone_file, t);
+}
+
+static int get_req_links(void *msg, const struct proto__tlv *t)
+{
+	return get_lone(&((struct proto_xfer_request *)msg)->links_wish, t);
+}
+
+static int get_acc_links(void *msg, const struct proto__tlv *t)
+{
+	return get_lone(&((struct proto_xfer_accept *)msg)->links, t);
 }
 
 /* A FILTER value: kind (0 exclude, 1 include), then the pattern. */
@@ -217,6 +229,7 @@ static const struct proto__field xfer_request_fields[] = {
 	PROTO__F_FN(PROTO_T_LIST, get_list, 0, 0),
 	PROTO__F_FN(PROTO_T_FILES_WINDOW, get_req_window, 0, 0),
 	PROTO__F_FN(PROTO_T_LONE_FILE, get_req_lone, 0, 0),
+	PROTO__F_FN(PROTO_T_LINKS_WISH, get_req_links, 0, 0),
 };
 #undef XR
 
@@ -296,10 +309,13 @@ int proto_encode_xfer_accept(struct proto_buf *b,
 		proto_put_u32(b, PROTO_T_FILES_WINDOW, m->files_window);
 	if (m->lone_file)
 		proto_put_u8(b, PROTO_T_LONE_FILE, 1);
+	if (m->links)
+		proto_put_u8(b, PROTO_T_LINKS_WISH, 1);
 	return proto_msg_end(b);
 }
 
-/* All but the software name, the window and LONE_FILE are required. */
+/* All but the software name, the window, LONE_FILE and LINKS_WISH are
+ * required. */
 #define XA struct proto_xfer_accept
 static const struct proto__field xfer_accept_fields[] = {
 	PROTO__F_BYTES(PROTO_T_TEST_ID, XA, session_id, PROTO_TEST_ID_LEN,
@@ -309,6 +325,7 @@ static const struct proto__field xfer_accept_fields[] = {
 	PROTO__F_U32(PROTO_T_CHUNK_SIZE, XA, chunk_size, PROTO__REQUIRED),
 	PROTO__F_FN(PROTO_T_FILES_WINDOW, get_acc_window, 0, 0),
 	PROTO__F_FN(PROTO_T_LONE_FILE, get_acc_lone, 0, 0),
+	PROTO__F_FN(PROTO_T_LINKS_WISH, get_acc_links, 0, 0),
 };
 #undef XA
 

@@ -260,6 +260,7 @@ static int open_streams(struct server_test *t,
 	acc.chunk_size = req->chunk_size ? req->chunk_size : XFER_DEFAULT_CHUNK;
 	acc.files_window = t->xwindow = agreed_window(srv, req);
 	acc.lone_file = req->lone_file; /* understood: open_dest applied it */
+	acc.links = req->links_wish;	/* granted: grant_links */
 	proto_buf_init(&b, buf, PROTO_MAX_BODY);
 	r = proto_encode_xfer_accept(&b, &acc);
 	if (!r)
@@ -303,6 +304,11 @@ static int run_engine(struct server_test *t,
 	 * (linerate recv --stdout), never the peer's */
 	xo.flags = (req->flags & ~(uint32_t)PROTO_XF_STDOUT) |
 		   srv->o.xfer_flags;
+	if (req->links_wish) /* both ends keep links, and know KEPT */
+		xo.flags |= XFER_F_HARD_LINKS | XFER_F_KEPT_ITEMS |
+			    (req->flags & PROTO_XF_HARD_LINKS
+				     ? 0
+				     : XFER_F_LINKS_DEFAULT);
 	xo.rate = req->rate;
 	xo.allow_devices = srv->o.allow_devices;
 	xo.progress_ms = srv->o.progress_ms;
@@ -317,7 +323,7 @@ static int run_engine(struct server_test *t,
 		src.paths = (const char *const *)paths;
 		src.contents = req->contents;
 		src.filter = filter->n || filter->list ? filter : NULL;
-		src.hard_links = req->flags & PROTO_XF_HARD_LINKS;
+		src.hard_links = xo.flags & XFER_F_HARD_LINKS;
 		src.specials = req->flags & PROTO_XF_SPECIALS;
 		src.devices = req->flags & PROTO_XF_DEVICES;
 		xo.flags &= ~(uint32_t)PROTO_XF_STDOUT;
@@ -331,6 +337,17 @@ static int run_engine(struct server_test *t,
 	if (r)
 		snprintf(why, cap, "%s", e.msg);
 	return r;
+}
+
+/* LINKS_WISH: granted where names are made, not into standard output
+ * nor in doctor's test transfer (then not answered, as an older server
+ * skips it). */
+static void grant_links(const struct server *srv,
+			struct proto_xfer_request *req)
+{
+	if ((req->flags & (PROTO_XF_STDOUT | PROTO_XF_SCRATCH)) ||
+	    (srv->o.xfer_flags & PROTO_XF_STDOUT))
+		req->links_wish = false;
 }
 
 /* A push's destination, or the refusal of a bad one. */
@@ -368,6 +385,7 @@ int server__xfer_test(struct server_test *t, uint8_t *buf, uint32_t len,
 		return refuse(t, PROTO_ERR_BAD_REQUEST, LR_EBADMSG, why, cap,
 			      "malformed XFER_REQUEST");
 	ev->xfer_op = req.op;
+	grant_links(t->srv, &req);
 	r = admit(t, &req, why, cap);
 	if (!r)
 		r = copy_paths(t, &req, paths, why, cap);

@@ -304,6 +304,9 @@ static int client_accept(struct xcl *k)
 		r = lr_err_set(k->err, LR_EBADMSG, "malformed XFER_ACCEPT");
 	if (!r && (k->acc.streams < 1 || k->acc.streams > k->req.streams))
 		k->acc.streams = k->req.streams;
+	if (!r && k->acc.links && !k->req.links_wish)
+		r = lr_err_set(k->err, LR_EBADMSG,
+			       "malformed XFER_ACCEPT: LINKS_WISH not asked");
 	if (!r && k->acc.lone_file && !k->req.lone_file)
 		r = lr_err_set(k->err, LR_EBADMSG,
 			       "malformed XFER_ACCEPT: LONE_FILE not asked");
@@ -339,6 +342,23 @@ static void client_link(struct xcl *k, struct xfer_result *lk)
 	lk->ipv6 = ss.ss_family == AF_INET6;
 }
 
+/* A granted LINKS_WISH: both ends keep links, and know KEPT items. An
+ * older server skipped it: links kept by default are not kept, and a
+ * push's tree, counted with them, is counted again without. */
+static void links_agreed(struct xcl *k, struct xfer_opts *xo)
+{
+	bool asked = k->req.flags & PROTO_XF_HARD_LINKS;
+
+	if (k->req.links_wish && k->acc.links) {
+		xo->flags |= XFER_F_HARD_LINKS | XFER_F_KEPT_ITEMS |
+			     (asked ? 0 : XFER_F_LINKS_DEFAULT);
+	} else if (k->req.links_wish && !asked) {
+		xfer__counter_join(&k->cnt, NULL, true);
+		k->src.hard_links = false;
+		k->src.counted = false;
+	}
+}
+
 /* The session over the streams, and the link's facts into res. */
 static int client_session(struct xcl *k, const struct xfer_callbacks *cb,
 			  struct xfer_result *res)
@@ -354,6 +374,7 @@ static int client_session(struct xcl *k, const struct xfer_callbacks *cb,
 	xo.chunk_size = k->acc.chunk_size;
 	xo.files_window = k->acc.files_window;
 	xo.flags = k->req.flags;
+	links_agreed(k, &xo);
 	xfer__counter_join(&k->cnt, &k->src, false);
 	if (k->req.op == PROTO_XFER_PUSH)
 		r = xfer_send(&cs, &k->src, &xo, cb, res, k->err);
@@ -509,6 +530,10 @@ static int request_of(struct xcl *k)
 	}
 	req->lone_file = o->lone_file && o->op == XFER_PUSH &&
 			 !(o->x.flags & XFER_F_DELETE);
+	/* said with -H too: a server that grants it knows KEPT items */
+	req->links_wish =
+		(o->links_default || (o->x.flags & XFER_F_HARD_LINKS)) &&
+		!(o->x.flags & (XFER_F_STDOUT | XFER_F_SCRATCH));
 	if (o->op == XFER_PULL || (o->x.flags & XFER_F_DELETE))
 		return request_filters(k);
 	return 0;

@@ -820,44 +820,43 @@ static void late_node(struct xsess *x, const struct late *l,
 		close(dfd);
 }
 
+/* A hard link (or, in a dry run, what would be): made, left as it was
+ * (told to a sender that knows KEPT items), or failed. */
 static void late_hardlink(struct xsess *x, const struct late *l,
 			  struct proto_buf *fb, uint64_t *failed_n)
 {
-	char why[PROTO_MAX_TEXT];
+	char why[PROTO_MAX_TEXT], esc[ESC_MAX];
+	bool dry = x->o->flags & XFER_F_DRY_RUN;
 	int e = xfer__hl_make(x, l, why, sizeof(why));
 	const char *file = xfer__hl_file(x, l->link_to); /* takes the lock */
+	struct xfile f = { 0 };
 
 	if (e < 0) {
 		late_failed(x, l, e, why, fb, failed_n);
 		return;
 	}
+	if (e && (x->o->flags & XFER_F_KEPT_ITEMS) &&
+	    !xfer__batch_room(x, fb, 4 + 4, PROTO_XFER_ACKS))
+		proto_put_xfer_kept(fb, l->idx);
+	if (e) {
+		f.path = strdup(l->path);
+		snprintf(why, sizeof(why),
+			 "left as it was: a file of its own, not a link to %s",
+			 file ? fsio_escape(file, strlen(file), esc,
+					    sizeof(esc))
+			      : "its file");
+	}
 	xfer__lock(&x->lock);
-	if (e) { /* --update: a newer file of that name kept */
-		struct xfile f = { .path = strdup(l->path) };
-
+	if (e) { /* a file there that is kept (skipped) */
 		x->res->files_skipped++;
 		if (f.path)
-			xfer__file_event(x, &f, true, true, NULL, 0);
-		free(f.path); /* NULL when the event took it */
+			xfer__file_event(x, &f, true, true, why, 0);
 	} else {
 		x->res->files_linked++;
-		xfer__link_event(x, l->path, file, false);
+		xfer__link_event(x, l->path, file, dry);
 	}
 	xfer__unlock(&x->lock);
-}
-
-/* Dry run: the hard links that would be made, told and counted. */
-static void late_dry(struct xsess *x, const struct late *l,
-		     struct proto_buf *fb, uint64_t *failed_n)
-{
-	const char *file = xfer__hl_file(x, l->link_to); /* takes the lock */
-
-	(void)fb;
-	(void)failed_n;
-	xfer__lock(&x->lock);
-	x->res->files_linked++;
-	xfer__link_event(x, l->path, file, true);
-	xfer__unlock(&x->lock);
+	free(f.path); /* NULL when the event took it */
 }
 
 /* fn for each entry of kind kind in l, in the order of announcement (l
@@ -914,13 +913,12 @@ void xfer__late_apply(struct xsess *x, struct late *l, struct proto_buf *fb,
 {
 	struct late *i;
 
-	if (x->o->flags & XFER_F_DRY_RUN) { /* nothing made, nothing changed */
-		late_each(x, l, PROTO_XK_HARDLINK, late_dry, fb, failed_n);
-		return;
-	}
 	/* hard links (in their order) and symlinks, then directories
-	 * children first: the list is in reverse order of announcement */
+	 * children first: the list is in reverse order of announcement; a
+	 * dry run tells what would become of the links, changes nothing */
 	late_each(x, l, PROTO_XK_HARDLINK, late_hardlink, fb, failed_n);
+	if (x->o->flags & XFER_F_DRY_RUN)
+		return;
 	for (i = l; i; i = i->next)
 		if (i->kind >= PROTO_XK_FIFO && i->kind <= PROTO_XK_BLOCKDEV)
 			late_node(x, i, fb, failed_n);

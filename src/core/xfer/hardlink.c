@@ -234,7 +234,8 @@ static struct xleader *leader_of(struct xsess *x, uint32_t idx)
 	return NULL;
 }
 
-int xfer__hl_leader_add(struct xsess *x, uint32_t idx, const char *path)
+int xfer__hl_leader_add(struct xsess *x, const struct proto_xfer_entry *e,
+			const char *path)
 {
 	struct xleaders *s = &x->rx.leaders;
 
@@ -247,7 +248,11 @@ int xfer__hl_leader_add(struct xsess *x, uint32_t idx, const char *path)
 		s->v = nv;
 		s->cap = nc;
 	}
-	s->v[s->n] = (struct xleader){ .idx = idx, .path = strdup(path) };
+	s->v[s->n] = (struct xleader){ .idx = e->idx,
+				       .size = e->size,
+				       .mtime = { (time_t)e->mtime_sec,
+						  (long)e->mtime_nsec },
+				       .path = strdup(path) };
 	if (!s->v[s->n].path)
 		return -ENOMEM;
 	s->n++;
@@ -262,12 +267,26 @@ void xfer__hl_leader_named(struct xsess *x, const struct xfile *f, int dirfd,
 
 	if (!(f->eflags & PROTO_XE_LINKED) || !(d = leader_of(x, f->idx)))
 		return;
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) ||
-	    !S_ISREG(st.st_mode))
+	if (x->o->flags & XFER_F_DRY_RUN) { /* up to date: as looked up */
+		st.st_mode = f->rx.have_st ? f->rx.st_mode : 0;
+		st.st_dev = f->rx.st_dev;
+		st.st_ino = f->rx.st_ino;
+	} else if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW)) {
 		return; /* not linked to, then */
+	}
+	if (!S_ISREG(st.st_mode))
+		return;
 	d->ok = true;
 	d->dev = (uint64_t)st.st_dev;
 	d->ino = (uint64_t)st.st_ino;
+}
+
+void xfer__hl_leader_would(struct xsess *x, const struct xfile *f)
+{
+	struct xleader *d;
+
+	if ((f->eflags & PROTO_XE_LINKED) && (d = leader_of(x, f->idx)))
+		d->ok = true; /* no inode: what is there now is not it */
 }
 
 void xfer__hl_leader_newer(struct xsess *x, const struct xfile *f)
@@ -298,38 +317,72 @@ void xfer__hl_leaders_free(struct xsess *x)
 
 /* ---- making the links, at the end ---- */
 
-/* Name nname in ndfd as the file lname in ldfd (st: what it is): 0, 1
- * when a newer file of that name is kept (UPDATE), or -errno. An
- * existing name that is that file already is as good as made; another
- * one is replaced only with OVERWRITE or UPDATE (never a directory). */
-static int link_name(struct xsess *x, const struct late *l, int ldfd,
-		     const char *lname, int ndfd, const char *nname,
-		     const struct stat *st)
+/* What becomes of the name a link would take. */
+enum verdict {
+	V_LINK, /* made (a name there replaced) */
+	V_KEEP, /* left as it was: skipped */
+	V_HAS	/* the name is that file already: as good as made */
+};
+
+/* A regular file there as a run without links would leave it: the same
+ * size and mtime as the source's file (rsync's quick check), or newer
+ * with UPDATE. */
+static bool left_as_file(uint32_t flags, const struct late *l,
+			 const struct xleader *d, const struct stat *have)
+{
+	if (!S_ISREG(have->st_mode) || (flags & XFER_F_OVERWRITE))
+		return false;
+	if ((flags & XFER_F_UPDATE) && have->st_mtim.tv_sec > l->mtime_sec)
+		return true;
+	return (uint64_t)have->st_size == d->size &&
+	       have->st_mtim.tv_sec == d->mtime.tv_sec &&
+	       have->st_mtim.tv_nsec == d->mtime.tv_nsec;
+}
+
+/* The verdict on link l to d's file (d->ok: it got its name) where have
+ * is there (NULL: nothing), or -errno with why filled. -H as asked: an
+ * existing name is replaced only with OVERWRITE or UPDATE (never a
+ * directory; UPDATE keeps a newer regular file, rsync's -u). Links kept
+ * by default, not asked: a file there that a run without links would
+ * leave is left, whatever became of d (a plain re-run onto copies made
+ * without links changes nothing). */
+static int verdict(struct xsess *x, const struct late *l,
+		   const struct xleader *d, const struct stat *have, char *why,
+		   size_t whylen)
 {
 	uint32_t flags = x->o->flags;
-	struct stat have;
-	int e;
+	char esc[ESC_MAX];
 
-	if (!linkat(ldfd, lname, ndfd, nname, 0))
-		return 0;
-	e = -errno;
-	if (e != -EEXIST)
-		return e;
-	if (fstatat(ndfd, nname, &have, AT_SYMLINK_NOFOLLOW))
-		return -errno;
-	if (have.st_dev == st->st_dev && have.st_ino == st->st_ino)
-		return 0;
-	if (S_ISDIR(have.st_mode))
-		return -EISDIR;
+	if (have && d->ok && (d->dev || d->ino) &&
+	    (uint64_t)have->st_dev == d->dev &&
+	    (uint64_t)have->st_ino == d->ino)
+		return V_HAS;
+	if (have && (flags & XFER_F_LINKS_DEFAULT) &&
+	    left_as_file(flags, l, d, have))
+		return V_KEEP;
+	if (!d->ok) {
+		fsio_escape(d->path, strlen(d->path), esc, sizeof(esc));
+		if (d->newer)
+			snprintf(why, whylen,
+				 "not linked: %s is newer at the destination "
+				 "(kept by --update)",
+				 esc);
+		else
+			snprintf(why, whylen, "not linked: %s was not received",
+				 esc);
+		return d->newer ? -ESTALE : -ENOENT;
+	}
+	if (!have)
+		return V_LINK;
+	if (S_ISDIR(have->st_mode))
+		return snprintf(why, whylen, "a directory of that name exists"),
+		       -EISDIR;
 	if (!(flags & (XFER_F_OVERWRITE | XFER_F_UPDATE)))
-		return -EEXIST;
-	/* rsync's -u: a copy changed at the destination since is kept */
-	if (!(flags & XFER_F_OVERWRITE) && S_ISREG(have.st_mode) &&
-	    have.st_mtim.tv_sec > l->mtime_sec)
-		return 1;
-	if (unlinkat(ndfd, nname, 0))
-		return -errno;
-	return linkat(ldfd, lname, ndfd, nname, 0) ? -errno : 0;
+		return snprintf(why, whylen, "exists"), -EEXIST;
+	if (!(flags & XFER_F_OVERWRITE) && S_ISREG(have->st_mode) &&
+	    have->st_mtim.tv_sec > l->mtime_sec)
+		return V_KEEP;
+	return V_LINK;
 }
 
 /* The file's name opened (its directory into *ldfd) and checked: still
@@ -380,51 +433,64 @@ const char *xfer__hl_file(struct xsess *x, uint32_t idx)
 	return leader_for(x, idx, &d) ? d.path : NULL;
 }
 
-int xfer__hl_make(struct xsess *x, const struct late *l, char *why,
-		  size_t whylen)
+/* Link nname in ndfd to d's file, which is still the file this session
+ * named: 0, or -errno with why filled. A name there (the verdict's to
+ * replace) is unlinked first. */
+static int link_to(struct xsess *x, const struct xleader *d, int ndfd,
+		   const char *nname, bool there, char *why, size_t whylen)
 {
-	char lname[FSIO_MAX_NAME + 1], parent[FSIO_MAX_PATH + 1],
-		name[FSIO_MAX_NAME + 1], esc[ESC_MAX];
-	struct xleader d = { 0 };
+	char lname[FSIO_MAX_NAME + 1], esc[ESC_MAX];
 	struct stat st;
-	int ldfd = -1, ndfd = -1, r;
+	int ldfd = -1, r;
 
-	if (leader_for(x, l->link_to, &d) && !d.ok && d.newer) {
-		snprintf(why, whylen,
-			 "not linked: %s is newer at the destination (kept "
-			 "by --update)",
-			 fsio_escape(d.path, strlen(d.path), esc, sizeof(esc)));
-		return -ESTALE;
-	}
-	if (!d.path || !d.ok) {
-		snprintf(why, whylen, "not linked: %s was not received",
-			 d.path ? fsio_escape(d.path, strlen(d.path), esc,
-					      sizeof(esc))
-				: "its file");
-		return -ENOENT;
-	}
-	r = leader_open(x, &d, &ldfd, lname, &st);
+	r = leader_open(x, d, &ldfd, lname, &st);
 	if (r)
 		snprintf(why, whylen, "not linked: %s %s",
-			 fsio_escape(d.path, strlen(d.path), esc, sizeof(esc)),
+			 fsio_escape(d->path, strlen(d->path), esc,
+				     sizeof(esc)),
 			 r == -ESTALE || r == -ENOENT
 				 ? "changed since it was received"
 				 : lr_strerror(r));
-	else {
-		fsio_split(l->path, strlen(l->path), parent, name);
-		ndfd = fsio_open_dir(x->rx.destfd, parent, true, 0755);
-		r = ndfd < 0 ? ndfd
-			     : link_name(x, l, ldfd, lname, ndfd, name, &st);
-		if (r < 0)
-			snprintf(why, whylen, "%s",
-				 r == -EEXIST ? "exists"
-				 : r == -EISDIR
-					 ? "a directory of that name exists"
-					 : lr_strerror(r));
-	}
+	else if ((there && unlinkat(ndfd, nname, 0)) ||
+		 linkat(ldfd, lname, ndfd, nname, 0))
+		r = -errno;
+	if (r && !why[0])
+		snprintf(why, whylen, "%s",
+			 r == -EEXIST ? "exists" : lr_strerror(r));
 	if (ldfd >= 0)
 		close(ldfd);
+	return r;
+}
+
+int xfer__hl_make(struct xsess *x, const struct late *l, char *why,
+		  size_t whylen)
+{
+	char parent[FSIO_MAX_PATH + 1], name[FSIO_MAX_NAME + 1];
+	bool dry = x->o->flags & XFER_F_DRY_RUN;
+	struct xleader d = { 0 };
+	struct stat have;
+	bool there;
+	int ndfd, r;
+
+	why[0] = 0;
+	if (!leader_for(x, l->link_to, &d) || !d.path) {
+		snprintf(why, whylen, "not linked: its file was not received");
+		return -ENOENT;
+	}
+	fsio_split(l->path, strlen(l->path), parent, name);
+	/* a dry run looks, never makes (nor the destination) */
+	ndfd = dry && x->rx.destfd < 0
+		       ? -ENOENT
+		       : fsio_open_dir(x->rx.destfd, parent, !dry, 0755);
+	if (ndfd < 0 && !(dry && ndfd == -ENOENT)) {
+		snprintf(why, whylen, "%s", lr_strerror(ndfd));
+		return ndfd;
+	}
+	there = ndfd >= 0 && !fstatat(ndfd, name, &have, AT_SYMLINK_NOFOLLOW);
+	r = verdict(x, l, &d, there ? &have : NULL, why, whylen);
+	if (r == V_LINK && !dry)
+		r = link_to(x, &d, ndfd, name, there, why, whylen);
 	if (ndfd >= 0)
 		close(ndfd);
-	return r;
+	return r == V_HAS ? 0 : r;
 }

@@ -6,7 +6,9 @@
  * FAIL item of the last XFER_ACKS named its idx.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "xfer_int.h"
 #include "banned.h"
@@ -54,8 +56,42 @@ int xfer__link_keep(struct xsess *x, struct xfile *f)
 	return 0;
 }
 
+/* A KEPT item: the hard link's name was left as it was there (a file of
+ * its own, up to date or newer). Only from a receiver that granted (or
+ * was granted) LINKS_WISH, and only of a hard link; else malformed. */
+int xfer__link_kept(struct xsess *x, const struct proto_xfer_iter *it)
+{
+	struct tx_link *l = NULL;
+	uint32_t idx;
+
+	if (!(x->o->flags & XFER_F_KEPT_ITEMS) || proto_xfer_get_kept(it, &idx))
+		return LR_EBADMSG;
+	xfer__lock(&x->lock);
+	l = xfer__link_find(x, idx);
+	if (l && l->hard)
+		l->kept = true;
+	xfer__unlock(&x->lock);
+	return l && l->hard ? 0 : LR_EBADMSG;
+}
+
+/* A hard link's name left as it was: skipped, said. Under lock. */
+static void kept_told(struct xsess *x, struct tx_link *l)
+{
+	const char *to = xfer__hl_path(&x->tx.hl, l->to);
+	struct xfile f = { .path = l->path };
+	char why[PROTO_MAX_TEXT], esc[ESC_MAX];
+
+	snprintf(why, sizeof(why),
+		 "left as it was: a file of its own, not a link to %s",
+		 to ? fsio_escape(to, strlen(to), esc, sizeof(esc))
+		    : "its file");
+	x->res->files_skipped++;
+	xfer__file_event(x, &f, true, true, why, 0);
+	l->path = f.path; /* NULL when the event took it */
+}
+
 /* After XFER_DONE: each kept symlink's event, failed when a FAIL named
- * it. */
+ * it; a hard link's linked, or left (KEPT); would be, in a dry run. */
 void xfer__links_told(struct xsess *x)
 {
 	struct xsend *q = &x->tx;
@@ -69,10 +105,13 @@ void xfer__links_told(struct xsess *x)
 		if (l->fail) {
 			x->res->files_failed++;
 			xfer__note_failure_at(x, p, l->fail, l->code);
+		} else if (l->hard && l->kept) {
+			kept_told(x, l);
+			continue;
 		} else if (l->hard) {
 			x->res->files_linked++;
 			xfer__link_event(x, p, xfer__hl_path(&q->hl, l->to),
-					 false);
+					 x->o->flags & XFER_F_DRY_RUN);
 			continue;
 		}
 		xfer__path_event(x, p, !l->fail, l->fail, l->code);

@@ -294,7 +294,7 @@ static int entry_file(struct rxc *c, struct xfile *f,
 	f->rx.xg = xfer__xattr_take(x, e->idx);
 	if (e->eflags & PROTO_XE_LINKED) { /* other names may link to it */
 		xfer__lock(&x->lock);
-		r = xfer__hl_leader_add(x, e->idx, path);
+		r = xfer__hl_leader_add(x, e, path);
 		xfer__unlock(&x->lock);
 	}
 	if (!r)
@@ -323,7 +323,8 @@ static int entry_file(struct rxc *c, struct xfile *f,
 	} else if (plan.action == PROTO_XA_REFUSE) {
 		count_failed(x, f);
 	} else if (x->o->flags & XFER_F_DRY_RUN) {
-		/* would be sent: told, and done with */
+		/* would be sent: told, and done with (names may link) */
+		xfer__hl_leader_would(x, f);
 		x->res->files_ok++;
 		x->files_done++;
 		xfer__dry_event(x, f, plan.action == PROTO_XA_REPLACE);

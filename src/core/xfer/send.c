@@ -250,13 +250,9 @@ static int ack_one(struct xsess *x, const struct proto_xfer_ack *a)
 	case PROTO_XS_FILE_DONE:
 		if (f->kind == PROTO_XK_FILE)
 			x->res->files_ok++;
-		if ((x->o->flags & XFER_F_DRY_RUN) &&
-		    f->kind == PROTO_XK_HARDLINK) {
-			x->res->files_linked++; /* would be */
-			xfer__link_event(x, xfer__path(f),
-					 xfer__hl_path(&x->tx.hl, f->link_to),
-					 true);
-		} else if (x->o->flags & XFER_F_DRY_RUN) /* would be made */
+		if (f->kind == PROTO_XK_HARDLINK) /* told at the end */
+			r = xfer__link_keep(x, f);
+		else if (x->o->flags & XFER_F_DRY_RUN) /* would be made */
 			xfer__dry_event(x, f, false);
 		else if (f->kind != PROTO_XK_FILE && f->kind != PROTO_XK_DIR)
 			r = xfer__link_keep(x, f); /* made, told at the end */
@@ -309,8 +305,9 @@ static int on_acks(struct xsess *x, const uint8_t *body, size_t len)
 				return r;
 			continue;
 		}
-		if (it.tag == PROTO_T_DELETED) {
-			r = deleted_item(x, &it);
+		if (it.tag == PROTO_T_DELETED || it.tag == PROTO_T_KEPT) {
+			r = it.tag == PROTO_T_KEPT ? xfer__link_kept(x, &it)
+						   : deleted_item(x, &it);
 			if (r)
 				return r;
 			continue;

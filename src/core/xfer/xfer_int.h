@@ -272,6 +272,7 @@ struct tx_link {
 	char *path;
 	char *fail; /* its FAIL's text, NULL while none came */
 	int code;
+	bool kept; /* a hard link's name left as it was there (KEPT) */
 };
 
 #define XLINK_DEAD UINT32_MAX /* its file failed: the next name is a file */
@@ -303,7 +304,9 @@ struct xleaders {
 		uint32_t idx;
 		bool ok;
 		bool newer; /* UPDATE kept a newer copy there: not linked to */
-		uint64_t dev, ino;
+		uint64_t dev, ino; /* 0 0: a dry run's, not named */
+		uint64_t size;	   /* the entry's, and its mtime */
+		struct timespec mtime;
 		char *path;
 	} * v;
 	size_t n, cap;
@@ -727,22 +730,19 @@ unsigned xfer__counter_streams(struct counter *c);
 void xfer__counter_join(struct counter *c, struct xfer_source *src,
 			bool cancel);
 
-/* ---- send.c ---- */
+/* ---- links_told.c: symlinks and hard links made at the end (sender) */
 
-/* links_told.c: symlinks and hard links made at the end (sender). The
- * kept one of entry idx, or NULL; f kept (under lock); each told after
- * XFER_DONE; freed. */
+/* The kept one of entry idx, or NULL; f kept (under lock); a KEPT item
+ * (LR_EBADMSG unless known); each told after XFER_DONE; freed. */
 struct tx_link *xfer__link_find(struct xsess *x, uint32_t idx);
 int xfer__link_keep(struct xsess *x, struct xfile *f);
+int xfer__link_kept(struct xsess *x, const struct proto_xfer_iter *it);
 void xfer__links_told(struct xsess *x);
 void xfer__links_free(struct xsess *x);
 
-/* ---- send_stream.c ---- */
+/* ---- send_stream.c, recv_stream.c: the stream threads ---- */
 
 void *xfer__send_stream(void *arg);
-
-/* ---- recv_stream.c ---- */
-
 void *xfer__recv_stream(void *arg);
 
 /* ---- recv_state.c: the receiver's bookkeeping of finished files ---- */
@@ -923,9 +923,8 @@ const char *xfer__node_refused(const struct xsess *x,
 int xfer__hl_decide(struct xlinks *l, struct wentry *e, bool again);
 int xfer__hl_commit(struct xlinks *l, const struct wentry *e, uint32_t idx,
 		    const char *path);
-/* The file announced as idx failed: its next name goes as a file. */
+/* The file announced as idx (or st's) failed: its next name is a file */
 void xfer__hl_dead(struct xlinks *l, uint32_t idx);
-/* The same for the file st, announced or not. */
 void xfer__hl_forget(struct xlinks *l, const struct stat *st);
 /* The path of the file announced as idx (LINKED), or NULL. */
 const char *xfer__hl_path(const struct xlinks *l, uint32_t idx);
@@ -933,17 +932,18 @@ const char *xfer__hl_path(const struct xlinks *l, uint32_t idx);
 bool xfer__hl_counted(struct xlinks *l, const struct stat *st);
 void xfer__hl_free(struct xlinks *l);
 /* Receiver, under lock: a LINKED file entry is announced (0, -ENOMEM);
- * it got its name (dirfd/name: where), or is up to date there. */
-int xfer__hl_leader_add(struct xsess *x, uint32_t idx, const char *path);
+ * it got its name (dirfd/name: where), or is up to date there; or would
+ * be sent (a dry run); or a newer copy is kept there (UPDATE). */
+int xfer__hl_leader_add(struct xsess *x, const struct proto_xfer_entry *e,
+			const char *path);
 void xfer__hl_leader_named(struct xsess *x, const struct xfile *f, int dirfd,
 			   const char *name);
-/* ... or a newer copy is kept there (UPDATE): not linked to. */
+void xfer__hl_leader_would(struct xsess *x, const struct xfile *f);
 void xfer__hl_leader_newer(struct xsess *x, const struct xfile *f);
-/* Receiver: why a HARDLINK entry e is refused (its file is not a LINKED
- * file entry of this session), or NULL. Under lock. */
+/* Receiver, under lock: why HARDLINK e is refused (no LINKED file), or NULL */
 const char *xfer__hl_refused(struct xsess *x, const struct proto_xfer_entry *e);
-/* At the end: make the hard link l: 0, 1 when a newer file of its name
- * is kept (UPDATE), or -errno with why filled. */
+/* At the end: make the hard link l (a dry run: look): 0, 1 when the file
+ * there is left as it was (skipped), or -errno with why filled. */
 int xfer__hl_make(struct xsess *x, const struct late *l, char *why,
 		  size_t whylen);
 /* The path of the file a hard link names (until the session's end). */
