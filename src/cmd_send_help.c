@@ -39,8 +39,8 @@
 	"  -H, --hard-links      keep hard links: names of one file in the\n"        \
 	"                        transfer arrive as links to it, its data once\n"    \
 	"                        (the default where the far end knows them, as\n"    \
-	"                        tar's; an up-to-date copy there is left as it\n"    \
-	"                        is; -H asks: with --update, copies become links)\n" \
+	"                        tar's; a name there as another file goes as a\n"    \
+	"                        file; -H asks: -H --update makes copies links)\n"   \
 	"      --no-hard-links   send each name as a file of its own (rsync's\n"     \
 	"                        default; the last of -H and this counts)\n"         \
 	"  -o, --owner           keep owners (a receiver running as root), by\n"     \

@@ -132,8 +132,8 @@ enum proto_tag {
 	 * this item (a default unless HARD_LINKS is asked too); XFER_ACCEPT:
 	 * u8 1, granted (both ends keep links, and know KEPT) */
 	PROTO_T_LINKS_WISH = 0x004c,
-	/* XFER_ACKS under a granted LINKS_WISH: idx:u32, a hard link's name
-	 * left as it was there (skipped, not linked) */
+	/* XFER_ACKS under a granted LINKS_WISH: idx:u32 how:u8, a hard
+	 * link's name left as it was there (skipped, not linked) */
 	PROTO_T_KEPT = 0x004d,
 	/* XFER_REQUEST, critical: a peer that does not know them must refuse
 	 * the request rather than send what they leave out */
@@ -468,10 +468,13 @@ struct proto_xfer_sum {
 #define PROTO_XFER_SUM_LEN 36u
 
 enum proto_xfer_ack_status {
-	PROTO_XS_CHUNK_OK = 0,	 /* chunk written and verified */
-	PROTO_XS_CHUNK_BAD = 1,	 /* digest mismatch: send it again */
-	PROTO_XS_FILE_DONE = 2,	 /* file complete under its final name */
-	PROTO_XS_FILE_FAILED = 3 /* see the PROTO_T_FAIL entry */
+	PROTO_XS_CHUNK_OK = 0,	  /* chunk written and verified */
+	PROTO_XS_CHUNK_BAD = 1,	  /* digest mismatch: send it again */
+	PROTO_XS_FILE_DONE = 2,	  /* file complete under its final name */
+	PROTO_XS_FILE_FAILED = 3, /* see the PROTO_T_FAIL entry */
+	/* a granted LINKS_WISH, a HARDLINK entry: its name is to go as a
+	 * file of its own, announced again */
+	PROTO_XS_FILE_AGAIN = 4
 };
 
 /* PROTO_T_ACK: idx:u32 chunk:u32 status:u8 bytes:u32 */
@@ -791,8 +794,10 @@ void proto_put_xfer_fdigest(struct proto_buf *b,
 			    const struct proto_xfer_fdigest *d);
 void proto_put_xfer_deleted(struct proto_buf *b,
 			    const struct proto_xfer_deleted *d);
-/* PROTO_T_KEPT: idx:u32 (a hard link's name left as it was) */
-void proto_put_xfer_kept(struct proto_buf *b, uint32_t idx);
+/* PROTO_T_KEPT: idx:u32 how:u8, a hard link's name left as it was: a
+ * file of its own there (1), or that file's name already (2) */
+enum proto_kept { PROTO_KEPT_OWN = 1, PROTO_KEPT_LINKED = 2 };
+void proto_put_xfer_kept(struct proto_buf *b, uint32_t idx, uint8_t how);
 
 struct proto_xfer_iter {
 	const uint8_t *body;
@@ -851,7 +856,8 @@ int proto_xfer_get_acl(const struct proto_xfer_iter *it,
 		       struct proto_xfer_acl *a);
 int proto_xfer_get_deleted(const struct proto_xfer_iter *it,
 			   struct proto_xfer_deleted *d);
-int proto_xfer_get_kept(const struct proto_xfer_iter *it, uint32_t *idx);
+int proto_xfer_get_kept(const struct proto_xfer_iter *it, uint32_t *idx,
+			uint8_t *how);
 
 /* Chunk header: encode into out[PROTO_XFER_CHUNK_HDR_LEN]; decode returns
  * 0 or LR_EBADMSG (unknown kind, len 0 or above PROTO_XFER_MAX_CHUNK,

@@ -289,6 +289,7 @@ static void fuzz_item(const struct proto_xfer_iter *it, const uint8_t *body,
 	struct proto_xfer_unread u;
 	struct proto_xfer_deleted d;
 	uint32_t kept;
+	uint8_t how;
 	struct proto_xfer_fdigest g;
 	struct proto_xfer_owner own;
 	int ok = 0;
@@ -332,11 +333,12 @@ static void fuzz_item(const struct proto_xfer_iter *it, const uint8_t *body,
 		if (proto_xfer_batch_room(b, it->vlen))
 			proto_put_xfer_deleted(b, &d);
 	}
-	if (proto_xfer_get_kept(it, &kept) == 0) {
+	if (proto_xfer_get_kept(it, &kept, &how) == 0) {
 		ok++;
-		CHECK(it->tag == PROTO_T_KEPT && it->vlen == 4);
+		CHECK(it->tag == PROTO_T_KEPT && it->vlen == 5);
+		CHECK(how == PROTO_KEPT_OWN || how == PROTO_KEPT_LINKED);
 		if (proto_xfer_batch_room(b, it->vlen))
-			proto_put_xfer_kept(b, kept);
+			proto_put_xfer_kept(b, kept, how);
 	}
 	if (proto_xfer_get_entry(it, &e) == 0) {
 		ok++;
@@ -380,7 +382,7 @@ static void fuzz_item(const struct proto_xfer_iter *it, const uint8_t *body,
 	}
 	if (proto_xfer_get_ack(it, &a) == 0) {
 		ok++;
-		CHECK(a.status <= PROTO_XS_FILE_FAILED);
+		CHECK(a.status <= PROTO_XS_FILE_AGAIN);
 		CHECK(a.status != PROTO_XS_CHUNK_OK ||
 		      (a.bytes >= 1 && a.bytes <= PROTO_XFER_MAX_CHUNK));
 		if (proto_xfer_batch_room(b, it->vlen))

@@ -190,7 +190,9 @@ def test_rerun_dry_run_and_delete_keep_links(xsrv):
     res = x.send_ok("--json", "-H", "--delete", str(top) + "/",
                     x.dest("out"))
     end = end_event(res.stdout)
-    assert end["bytes"] == 0 and end["files_skipped"] == 4, end
+    # the names there are the links already: up to date, as the files
+    assert end["bytes"] == 0 and end["files_skipped"] == 7, end
+    assert end["files_linked"] == 0, end
     assert end["files_deleted"] == 1, end
     assert groups(x.root / "out") == EXPECTED
 
@@ -293,66 +295,165 @@ def file_events(stdout):
             for e in json_events(stdout) if e.get("event") == "file"}
 
 
-def linked_tree_runner(x, mode):
-    """link_tree as the source of a push (into out) or a pull (into a
-    directory of the client's): the destination, and a function that
-    runs the command with extra options onto it."""
+NAMES = ("g1_a", "g1_b", "d/g1_c", "g2_a", "d/g2_b", "out_linked", "plain")
+
+
+def linked_tree_runner(x, mode, dest="out"):
+    """link_tree as the source of a push (into dest on the server) or a
+    pull (into dest, a directory of the client's; made when missing):
+    the destination, and a function that runs the command with extra
+    options onto it. The tree is made by the first call."""
     top = (x.src if mode == "push" else x.root) / "t"
-    link_tree(top, x.tmp / "outside")
+    if not top.exists():
+        link_tree(top, x.tmp / "outside")
     if mode == "push":
-        return x.root / "out", lambda *a: x.send(*a, str(top) + "/",
-                                                 x.dest("out"))
-    out = x.tmp / "got"
-    out.mkdir()
-    return out, lambda *a: x.get(*a, x.dest("t/"), out)
+        return top, x.root / dest, lambda *a: x.send(*a, str(top) + "/",
+                                                     x.dest(dest))
+    out = x.tmp / dest
+    out.mkdir(exist_ok=True)
+    return top, out, lambda *a: x.get(*a, x.dest("t/"), out)
+
+
+def names_state(out):
+    """Each name's content, mode and mtime (ns), or None when missing."""
+    got = {}
+    for n in NAMES:
+        p = out / n
+        if not p.exists():
+            got[n] = None
+            continue
+        st = os.lstat(p)
+        got[n] = (p.read_bytes(), st.st_mode, st.st_mtime_ns)
+    return got
+
+
+def first_of_g1(x, mode):
+    """The name of group g1 that goes as its file (the walk's order):
+    what a dry run onto a fresh destination links the others to."""
+    _, _, run = linked_tree_runner(x, mode, "probe")
+    res = run("--json", "-n")
+    assert res.returncode == 0, describe(res)
+    firsts = {why[3:] for p, (s, why) in file_events(res.stdout).items()
+              if s == "would_link" and "g1" in p}
+    assert len(firsts) == 1, res.stdout
+    return firsts.pop()
+
+
+def break_copies(top, out, case, first):
+    """What is done at the source and the destination of copies before
+    the run of `case` (first: g1's name that goes as its file); returns
+    the options of that run."""
+    later = os.stat(out / "g1_a").st_mtime + 100
+    others = sorted({"g1_a", "g1_b", "d/g1_c"} - {first})
+    if case == "rerun":
+        return ()
+    if case == "chmod":  # tightened at the source
+        os.chmod(top / "g1_a", 0o600)
+        return ()
+    if case == "checksum":  # copies with other times, the same content
+        for n in NAMES:
+            os.utime(out / n, (1e9, 1e9))
+        return ("-c",)
+    if case == "update":  # the first name newer there, one stale, one
+        (out / first).write_text("edited at the destination\n")  # gone
+        os.utime(out / first, (later, later))
+        (out / others[0]).write_text("stale\n")
+        os.utime(out / others[0], (1e9, 1e9))
+        (out / others[1]).unlink()
+        return ("--update",)
+    if case == "differs":  # another file at a name, no --update
+        (out / "d" / "g2_b").write_text("another file\n")
+        os.utime(out / "d" / "g2_b", (1.5e9, 1.5e9))
+        return ()
+    raise AssertionError(case)
+
+
+@pytest.mark.parametrize("case", ["rerun", "chmod", "checksum", "update",
+                                  "differs"])
+@pytest.mark.parametrize("mode", ["push", "pull"])
+def test_links_by_default_leave_copies_as_a_run_without_them(xsrv, mode,
+                                                             case):
+    """Links kept by default never change what a run without them leaves
+    where names are there as copies (made by rsync, scp, an older linerate
+    or --no-hard-links): each such name goes as a file of its own, so the
+    file rules decide it (up to date, the source's mode, -c, --update,
+    "exists"). Two destinations of copies, the same change to each; one
+    run with links by default, one with --no-hard-links: the same names,
+    bytes, modes and times, the same exit status, the same counts; the
+    dry run says the same as the run, name by name."""
+    x = xsrv
+    runs = {}
+    for dest in ("linked", "copies"):
+        top, out, run = linked_tree_runner(x, mode, dest)
+        res = run("-q", "--no-hard-links")
+        assert res.returncode == 0, describe(res)
+        runs[dest] = (top, out, run)
+    first = first_of_g1(x, mode)
+    # the source's change, once; the destinations', each
+    opts = break_copies(top, runs["linked"][1], case, first)
+    if case == "chmod":
+        opts2 = ()
+    else:
+        opts2 = break_copies(top, runs["copies"][1], case, first)
+    assert opts == opts2
+    _, out, run = runs["linked"]
+    dry = run("--json", "-n", *opts)
+    res = run("--json", *opts)
+    _, ref_out, ref_run = runs["copies"]
+    ref = ref_run("--json", "--no-hard-links", *opts)
+    assert res.returncode == ref.returncode, (describe(res), describe(ref))
+    assert dry.returncode == ref.returncode, describe(dry)
+    assert names_state(out) == names_state(ref_out)
+    end, ref_end = end_event(res.stdout), end_event(ref.stdout)
+    for k in ("files_failed", "files_skipped"):
+        assert end[k] == ref_end[k], (k, end, ref_end)
+    # a missing name of a group whose file is sent is linked to it: one
+    # file less to send, no other difference
+    assert end["files_ok"] + end["files_linked"] == ref_end["files_ok"], \
+        (end, ref_end)
+    assert end["bytes"] <= ref_end["bytes"], (end, ref_end)
+    got, dry_got = file_events(res.stdout), file_events(dry.stdout)
+    for n in NAMES:
+        status = got.get(n, (None,))[0]
+        if status == "skipped" or status == "failed":
+            assert dry_got.get(n) == got.get(n), (n, dry.stdout,
+                                                  res.stdout)
+    assert not temp_leftovers(out.parent)
 
 
 @pytest.mark.parametrize("mode", ["push", "pull"])
-def test_a_plain_rerun_onto_copies_changes_nothing(xsrv, mode):
-    """Links kept by default must not break what a re-run without them
-    did: names that are copies at the destination (made by rsync, scp,
-    an older linerate or --no-hard-links) and up to date are left as
-    they are, each said and counted as skipped, exit 0; the dry run says
-    the same, name by name; -H --update then makes them links."""
-    out, run = linked_tree_runner(xsrv, mode)
+def test_a_rerun_onto_links_finds_them_up_to_date(xsrv, mode):
+    """Copies become links when asked (-H --update); a plain re-run then
+    finds each link up to date, as its file: nothing linked again, the
+    dry run alike; a missing name of a group is linked again."""
+    _, out, run = linked_tree_runner(xsrv, mode)
     res = run("-q", "--no-hard-links")
     assert res.returncode == 0, describe(res)
-    before = groups(out)
-    assert all(n == 1 for n in before.values()), before
-    dry = run("--json", "-n")
-    assert dry.returncode == 0, describe(dry)
-    res = run("--json")
-    assert res.returncode == 0, describe(res)
-    end = end_event(res.stdout)
-    assert end["files_linked"] == 0 and end["files_failed"] == 0, end
-    assert end["files_skipped"] == 7 and end["bytes"] == 0, end
-    assert groups(out) == before
-    got = file_events(res.stdout)
-    kept = {p for p, (s, why) in got.items()
-            if why and "left as it was" in why}
-    assert len(kept) == 3, got
-    assert kept < {"g1_a", "g1_b", "d/g1_c", "g2_a", "d/g2_b"}, kept
-    # the dry run's word on each file's name is the run's
-    names = {"g1_a", "g1_b", "d/g1_c", "g2_a", "d/g2_b", "out_linked",
-             "plain"}
-    dry_got = file_events(dry.stdout)
-    assert {p: dry_got.get(p) for p in names} == \
-        {p: got.get(p) for p in names}, (dry.stdout, res.stdout)
-    assert end_event(dry.stdout)["files_skipped"] == 7, dry.stdout
-    # asked, with --update: the copies become links
     res = run("-q", "-H", "--update")
     assert res.returncode == 0, describe(res)
+    assert groups(out) == EXPECTED
+    for extra in ("-n", None):
+        res = run("--json", *([extra] if extra else []))
+        assert res.returncode == 0, describe(res)
+        end = end_event(res.stdout)
+        assert end["files_linked"] == 0 and end["files_skipped"] == 7, end
+        assert end["bytes"] == 0, end
+        got = file_events(res.stdout)
+        assert all(got[n] == ("skipped", None) for n in NAMES), got
+    assert groups(out) == EXPECTED
+    (out / "d" / "g1_c").unlink()
+    res = run("--json")
+    assert res.returncode == 0, describe(res)
+    assert end_event(res.stdout)["files_linked"] == 1, res.stdout
     assert groups(out) == EXPECTED
 
 
 @pytest.mark.parametrize("mode", ["push", "pull"])
-def test_a_newer_first_name_keeps_its_other_names(xsrv, mode):
+def test_a_group_edited_there_is_kept_by_update(xsrv, mode):
     """--update without -H: a linked group edited at the destination (so
     every name is newer there) is kept whole, exit 0, where -H --update
-    fails the other names (nothing of the source's can be linked); a
-    group of copies whose first name was edited keeps the other, up to
-    date copies as they are."""
-    out, run = linked_tree_runner(xsrv, mode)
+    fails its other names (nothing of the source's can be linked to)."""
+    _, out, run = linked_tree_runner(xsrv, mode)
     res = run("-q")
     assert res.returncode == 0, describe(res)
     assert groups(out) == EXPECTED
@@ -361,28 +462,13 @@ def test_a_newer_first_name_keeps_its_other_names(xsrv, mode):
     os.utime(out / "g2_a", (later, later))
     res = run("--json", "--update")
     assert res.returncode == 0, describe(res)
-    end = end_event(res.stdout)
-    assert end["files_failed"] == 0, end
+    assert end_event(res.stdout)["files_failed"] == 0, res.stdout
     assert (out / "d" / "g2_b").read_text() == "edited at the destination\n"
     assert groups(out) == EXPECTED
     res = run("-H", "--update")
     assert res.returncode == 1, describe(res)
     assert "is newer at the destination (kept by --update)" in \
         output(res), describe(res)
-
-    # copies, one name edited there: the others stay as they are
-    shutil.rmtree(out)
-    out.mkdir()
-    res = run("-q", "--no-hard-links")
-    assert res.returncode == 0, describe(res)
-    for n in ("g1_a", "g1_b", "d/g1_c"):
-        os.utime(out / n, (later, later))
-    (out / "g1_a").write_text("edited\n")
-    os.utime(out / "g1_a", (later, later))
-    res = run("--json", "--update")
-    assert res.returncode == 0, describe(res)
-    assert (out / "g1_a").read_text() == "edited\n"
-    assert all(n == 1 for n in groups(out).values())
 
 
 def test_the_last_of_h_and_no_hard_links_counts(xsrv):

@@ -397,11 +397,13 @@ static void test_links_wish(void **state)
 				       .links = true },
 				 ao;
 	struct proto_xfer_iter it;
-	uint8_t kb[16];
+	uint8_t kb[32];
 	struct proto_buf kbuf;
 	struct msg m;
 	uint8_t *body;
+	struct proto_xfer_ack ack;
 	uint32_t idx = 0;
+	uint8_t how = 0;
 	size_t len;
 
 	(void)state;
@@ -435,22 +437,41 @@ static void test_links_wish(void **state)
 	assert_int_equal(proto_decode_xfer_accept(body, len, &ao), 0);
 	assert_true(ao.links && !ao.lone_file);
 	msg_free(&m);
-	/* KEPT: tag 0x004d, idx big-endian; another length is malformed */
+	/* KEPT: tag 0x004d, idx big-endian, how 1 or 2; another length or
+	 * how is malformed */
 	proto_buf_init(&kbuf, kb, sizeof(kb));
-	proto_put_xfer_kept(&kbuf, 0x01020304u);
-	assert_int_equal(kbuf.len, 8);
+	proto_put_xfer_kept(&kbuf, 0x01020304u, PROTO_KEPT_LINKED);
+	assert_int_equal(kbuf.len, 9);
 	assert_memory_equal(
-		kb, ((const uint8_t[]){ 0x00, 0x4d, 0x00, 0x04, 1, 2, 3, 4 }),
-		8);
+		kb,
+		((const uint8_t[]){ 0x00, 0x4d, 0x00, 0x05, 1, 2, 3, 4, 2 }),
+		9);
 	proto_xfer_iter_init(&it, kb, kbuf.len);
 	assert_int_equal(proto_xfer_iter_next(&it), 1);
-	assert_int_equal(proto_xfer_get_kept(&it, &idx), 0);
+	assert_int_equal(proto_xfer_get_kept(&it, &idx, &how), 0);
 	assert_int_equal(idx, 0x01020304u);
-	it.vlen = 3;
-	assert_int_equal(proto_xfer_get_kept(&it, &idx), LR_EBADMSG);
-	it.tag = PROTO_T_FAIL;
+	assert_int_equal(how, PROTO_KEPT_LINKED);
+	kb[8] = 3;
+	assert_int_equal(proto_xfer_get_kept(&it, &idx, &how), LR_EBADMSG);
+	kb[8] = 0;
+	assert_int_equal(proto_xfer_get_kept(&it, &idx, &how), LR_EBADMSG);
+	kb[8] = PROTO_KEPT_OWN;
+	assert_int_equal(proto_xfer_get_kept(&it, &idx, &how), 0);
+	assert_int_equal(how, PROTO_KEPT_OWN);
 	it.vlen = 4;
-	assert_int_equal(proto_xfer_get_kept(&it, &idx), LR_EBADMSG);
+	assert_int_equal(proto_xfer_get_kept(&it, &idx, &how), LR_EBADMSG);
+	it.tag = PROTO_T_FAIL;
+	it.vlen = 5;
+	assert_int_equal(proto_xfer_get_kept(&it, &idx, &how), LR_EBADMSG);
+	/* an ACK of status FILE_AGAIN (4): a name to go as a file */
+	proto_buf_init(&kbuf, kb, sizeof(kb));
+	proto_put_xfer_ack(&kbuf,
+			   &(struct proto_xfer_ack){
+				   .idx = 9, .status = PROTO_XS_FILE_AGAIN });
+	proto_xfer_iter_init(&it, kb, kbuf.len);
+	assert_int_equal(proto_xfer_iter_next(&it), 1);
+	assert_int_equal(proto_xfer_get_ack(&it, &ack), 0);
+	assert_true(ack.idx == 9 && ack.status == PROTO_XS_FILE_AGAIN);
 }
 
 static void test_totals_roundtrip(void **state)
@@ -1431,7 +1452,7 @@ static const struct item_case item_cases[] = {
 	{ "sum sent > nchunks", I_SUM, 16, 2, 4, 0, 0 },
 	{ "sum short", I_SUM, -1, 0, 0, -1, 0 },
 	{ "sum long", I_SUM, -1, 0, 0, 1, 0 },
-	{ "ack status 4", I_ACK, 8, 4, 1, 0, 0 },
+	{ "ack status 5", I_ACK, 8, 5, 1, 0, 0 },
 	{ "ack ok bytes 0", I_ACK, 9, 0, 4, 0, 0 },
 	{ "ack ok bytes > max", I_ACK, 9, PROTO_XFER_MAX_CHUNK + 1, 4, 0, 0 },
 	{ "ack short", I_ACK, -1, 0, 0, -1, 0 },

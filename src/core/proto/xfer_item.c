@@ -328,7 +328,7 @@ int proto_xfer_get_ack(const struct proto_xfer_iter *it,
 	uint32_t bytes;
 
 	if (!item_is(it, PROTO_T_ACK, PROTO_XFER_ACK_LEN) ||
-	    v[8] > PROTO_XS_FILE_FAILED)
+	    v[8] > PROTO_XS_FILE_AGAIN)
 		return LR_EBADMSG;
 	bytes = proto__rd32(v + 9);
 	if (v[8] == PROTO_XS_CHUNK_OK &&
@@ -475,19 +475,25 @@ int proto_xfer_get_deleted(const struct proto_xfer_iter *it,
 	return 0;
 }
 
-void proto_put_xfer_kept(struct proto_buf *b, uint32_t idx)
+void proto_put_xfer_kept(struct proto_buf *b, uint32_t idx, uint8_t how)
 {
-	uint8_t *q = proto__put_item(b, PROTO_T_KEPT, 4);
+	uint8_t *q = proto__put_item(b, PROTO_T_KEPT, 5);
 
-	if (q)
-		proto__be32(q, idx);
+	if (!q)
+		return;
+	proto__be32(q, idx);
+	q[4] = how;
 }
 
-int proto_xfer_get_kept(const struct proto_xfer_iter *it, uint32_t *idx)
+int proto_xfer_get_kept(const struct proto_xfer_iter *it, uint32_t *idx,
+			uint8_t *how)
 {
-	if (it->tag != PROTO_T_KEPT || !it->value || it->vlen != 4)
+	if (it->tag != PROTO_T_KEPT || !it->value || it->vlen != 5 ||
+	    (it->value[4] != PROTO_KEPT_OWN &&
+	     it->value[4] != PROTO_KEPT_LINKED))
 		return LR_EBADMSG;
 	*idx = proto__rd32(it->value);
+	*how = it->value[4];
 	return 0;
 }
 

@@ -827,7 +827,11 @@ static void late_hardlink(struct xsess *x, const struct late *l,
 {
 	char why[PROTO_MAX_TEXT], esc[ESC_MAX];
 	bool dry = x->o->flags & XFER_F_DRY_RUN;
-	int e = xfer__hl_make(x, l, why, sizeof(why));
+	/* a dry run's links, to a sender older than KEPT items: it says
+	 * "would link" of each, and so does this end */
+	int e = dry && !(x->o->flags & XFER_F_KEPT_ITEMS)
+			? 0
+			: xfer__hl_make(x, l, why, sizeof(why));
 	const char *file = xfer__hl_file(x, l->link_to); /* takes the lock */
 	struct xfile f = { 0 };
 
@@ -836,8 +840,10 @@ static void late_hardlink(struct xsess *x, const struct late *l,
 		return;
 	}
 	if (e && (x->o->flags & XFER_F_KEPT_ITEMS) &&
-	    !xfer__batch_room(x, fb, 4 + 4, PROTO_XFER_ACKS))
-		proto_put_xfer_kept(fb, l->idx);
+	    !xfer__batch_room(x, fb, 4 + 5, PROTO_XFER_ACKS))
+		proto_put_xfer_kept(fb, l->idx,
+				    e == 1 ? PROTO_KEPT_OWN
+					   : PROTO_KEPT_LINKED);
 	if (e) {
 		f.path = strdup(l->path);
 		snprintf(why, sizeof(why),
@@ -847,10 +853,11 @@ static void late_hardlink(struct xsess *x, const struct late *l,
 			      : "its file");
 	}
 	xfer__lock(&x->lock);
-	if (e) { /* a file there that is kept (skipped) */
+	if (e) { /* a file there kept, or the link there: up to date */
 		x->res->files_skipped++;
 		if (f.path)
-			xfer__file_event(x, &f, true, true, why, 0);
+			xfer__file_event(x, &f, true, true, e == 1 ? why : NULL,
+					 0);
 	} else {
 		x->res->files_linked++;
 		xfer__link_event(x, l->path, file, dry);

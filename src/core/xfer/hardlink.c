@@ -140,9 +140,6 @@ int xfer__hl_decide(struct xlinks *l, struct wentry *e, bool again)
 	if (c && c->idx != XLINK_DEAD && !again) {
 		e->kind = PROTO_XK_HARDLINK;
 		e->link_to = c->idx;
-		if (e->fd >= 0)
-			close(e->fd); /* its data travels with its file */
-		e->fd = -1;
 		return 1;
 	}
 	e->linked = true;
@@ -250,8 +247,6 @@ int xfer__hl_leader_add(struct xsess *x, const struct proto_xfer_entry *e,
 	}
 	s->v[s->n] = (struct xleader){ .idx = e->idx,
 				       .size = e->size,
-				       .mtime = { (time_t)e->mtime_sec,
-						  (long)e->mtime_nsec },
 				       .path = strdup(path) };
 	if (!s->v[s->n].path)
 		return -ENOMEM;
@@ -267,34 +262,87 @@ void xfer__hl_leader_named(struct xsess *x, const struct xfile *f, int dirfd,
 
 	if (!(f->eflags & PROTO_XE_LINKED) || !(d = leader_of(x, f->idx)))
 		return;
-	if (x->o->flags & XFER_F_DRY_RUN) { /* up to date: as looked up */
-		st.st_mode = f->rx.have_st ? f->rx.st_mode : 0;
-		st.st_dev = f->rx.st_dev;
-		st.st_ino = f->rx.st_ino;
-	} else if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW)) {
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) ||
+	    !S_ISREG(st.st_mode))
 		return; /* not linked to, then */
-	}
-	if (!S_ISREG(st.st_mode))
-		return;
 	d->ok = true;
 	d->dev = (uint64_t)st.st_dev;
 	d->ino = (uint64_t)st.st_ino;
 }
 
-void xfer__hl_leader_would(struct xsess *x, const struct xfile *f)
+void xfer__hl_leader_planned(struct xsess *x, const struct xfile *f,
+			     uint8_t action)
 {
+	bool reg = f->rx.have_st && S_ISREG(f->rx.st_mode);
 	struct xleader *d;
 
-	if ((f->eflags & PROTO_XE_LINKED) && (d = leader_of(x, f->idx)))
-		d->ok = true; /* no inode: what is there now is not it */
+	if (!(f->eflags & PROTO_XE_LINKED) || !(d = leader_of(x, f->idx)))
+		return;
+	d->plan = action;
+	if (f->rx.have_st) { /* what its name was when planned */
+		d->was_dev = (uint64_t)f->rx.st_dev;
+		d->was_ino = (uint64_t)f->rx.st_ino;
+	}
+	if (action == PROTO_XA_SKIP && f->rx.kept_newer) {
+		d->newer = true; /* another file: nothing links to it */
+	} else if (action == PROTO_XA_SKIP && reg) {
+		d->ok = true; /* up to date: that file */
+		d->dev = d->was_dev;
+		d->ino = d->was_ino;
+	} else if ((x->o->flags & XFER_F_DRY_RUN) &&
+		   (action == PROTO_XA_SEND || action == PROTO_XA_REPLACE)) {
+		d->ok = true; /* would be received: no inode yet */
+	}
 }
 
-void xfer__hl_leader_newer(struct xsess *x, const struct xfile *f)
+/* Links kept by default: whether link e's name goes as a file of its
+ * own, as without links. It does when its file will not be named (kept
+ * newer by UPDATE, or refused), or when something is at the name that is
+ * not what the file's name was when planned (a copy made without links,
+ * another file): the file rules then decide it (up to date, -c, UPDATE,
+ * "exists"). A name that is missing, or is the group's inode, is linked
+ * at the end. Under lock. */
+static bool goes_as_file(struct xsess *x, const struct xleader *d,
+			 const struct proto_xfer_entry *e)
 {
-	struct xleader *d;
+	char parent[FSIO_MAX_PATH + 1], name[FSIO_MAX_NAME + 1];
+	struct stat st;
+	int dfd, r;
 
-	if ((f->eflags & PROTO_XE_LINKED) && (d = leader_of(x, f->idx)))
-		d->newer = true;
+	if (d->newer ||
+	    (d->plan != PROTO_XA_SEND && d->plan != PROTO_XA_RESUME &&
+	     d->plan != PROTO_XA_REPLACE && d->plan != PROTO_XA_SKIP))
+		return true;
+	if (x->rx.destfd < 0)
+		return false; /* a dry run into a destination not there */
+	fsio_split(e->path, e->path_len, parent, name);
+	dfd = fsio_open_dir(x->rx.destfd, parent, false, 0);
+	r = dfd < 0 ? dfd : fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW);
+	if (dfd >= 0)
+		close(dfd);
+	if (r)
+		return false; /* nothing there (or not to be looked at) */
+	return !(d->was_dev || d->was_ino) ||
+	       (uint64_t)st.st_dev != d->was_dev ||
+	       (uint64_t)st.st_ino != d->was_ino;
+}
+
+int xfer__hl_again(struct xsess *x, struct xfile *f,
+		   const struct proto_xfer_entry *e, uint64_t *n, uint64_t *b)
+{
+	struct xleader *d = leader_of(x, e->link_to);
+	int r;
+
+	if (!(x->o->flags & XFER_F_LINKS_DEFAULT) || !d ||
+	    !goes_as_file(x, d, e))
+		return 0;
+	r = xfer__push_ack(x, e->idx, 0, PROTO_XS_FILE_AGAIN, 0);
+	xfer__file_release(f);
+	/* announced again as a file of the size its file was announced
+	 * with: entries admitted (*n) and the bytes the totals allow (*b) */
+	(*n)--;
+	*b += d->size < UINT64_MAX - *b ? d->size : 0;
+	return r ? r : 1;
 }
 
 const char *xfer__hl_refused(struct xsess *x, const struct proto_xfer_entry *e)
@@ -324,28 +372,11 @@ enum verdict {
 	V_HAS	/* the name is that file already: as good as made */
 };
 
-/* A regular file there as a run without links would leave it: the same
- * size and mtime as the source's file (rsync's quick check), or newer
- * with UPDATE. */
-static bool left_as_file(uint32_t flags, const struct late *l,
-			 const struct xleader *d, const struct stat *have)
-{
-	if (!S_ISREG(have->st_mode) || (flags & XFER_F_OVERWRITE))
-		return false;
-	if ((flags & XFER_F_UPDATE) && have->st_mtim.tv_sec > l->mtime_sec)
-		return true;
-	return (uint64_t)have->st_size == d->size &&
-	       have->st_mtim.tv_sec == d->mtime.tv_sec &&
-	       have->st_mtim.tv_nsec == d->mtime.tv_nsec;
-}
-
 /* The verdict on link l to d's file (d->ok: it got its name) where have
- * is there (NULL: nothing), or -errno with why filled. -H as asked: an
- * existing name is replaced only with OVERWRITE or UPDATE (never a
- * directory; UPDATE keeps a newer regular file, rsync's -u). Links kept
- * by default, not asked: a file there that a run without links would
- * leave is left, whatever became of d (a plain re-run onto copies made
- * without links changes nothing). */
+ * is there (NULL: nothing), or -errno with why filled: an existing name
+ * is replaced only with OVERWRITE or UPDATE (never a directory; UPDATE
+ * keeps a newer regular file, rsync's -u). Links kept by default meet
+ * here only a missing name or the group's own inode (xfer__hl_again). */
 static int verdict(struct xsess *x, const struct late *l,
 		   const struct xleader *d, const struct stat *have, char *why,
 		   size_t whylen)
@@ -357,9 +388,6 @@ static int verdict(struct xsess *x, const struct late *l,
 	    (uint64_t)have->st_dev == d->dev &&
 	    (uint64_t)have->st_ino == d->ino)
 		return V_HAS;
-	if (have && (flags & XFER_F_LINKS_DEFAULT) &&
-	    left_as_file(flags, l, d, have))
-		return V_KEEP;
 	if (!d->ok) {
 		fsio_escape(d->path, strlen(d->path), esc, sizeof(esc));
 		if (d->newer)
@@ -492,5 +520,9 @@ int xfer__hl_make(struct xsess *x, const struct late *l, char *why,
 		r = link_to(x, &d, ndfd, name, there, why, whylen);
 	if (ndfd >= 0)
 		close(ndfd);
-	return r == V_HAS ? 0 : r;
+	/* a name that is the file already: up to date, where the sender
+	 * hears of it (KEPT); else among the links, as it always was */
+	if (r == V_HAS)
+		return (x->o->flags & XFER_F_KEPT_ITEMS) ? 2 : 0;
+	return r;
 }

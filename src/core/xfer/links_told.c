@@ -57,24 +57,28 @@ int xfer__link_keep(struct xsess *x, struct xfile *f)
 }
 
 /* A KEPT item: the hard link's name was left as it was there (a file of
- * its own, up to date or newer). Only from a receiver that granted (or
- * was granted) LINKS_WISH, and only of a hard link; else malformed. */
+ * its own, up to date or newer; or that file's name already). Only from
+ * a receiver that granted (or was granted) LINKS_WISH, and only of a hard
+ * link; else malformed. */
 int xfer__link_kept(struct xsess *x, const struct proto_xfer_iter *it)
 {
 	struct tx_link *l = NULL;
 	uint32_t idx;
+	uint8_t how;
 
-	if (!(x->o->flags & XFER_F_KEPT_ITEMS) || proto_xfer_get_kept(it, &idx))
+	if (!(x->o->flags & XFER_F_KEPT_ITEMS) ||
+	    proto_xfer_get_kept(it, &idx, &how))
 		return LR_EBADMSG;
 	xfer__lock(&x->lock);
 	l = xfer__link_find(x, idx);
 	if (l && l->hard)
-		l->kept = true;
+		l->kept = how;
 	xfer__unlock(&x->lock);
 	return l && l->hard ? 0 : LR_EBADMSG;
 }
 
-/* A hard link's name left as it was: skipped, said. Under lock. */
+/* A hard link's name left as it was: skipped, said (a file of its own;
+ * the link there already is just up to date). Under lock. */
 static void kept_told(struct xsess *x, struct tx_link *l)
 {
 	const char *to = xfer__hl_path(&x->tx.hl, l->to);
@@ -86,7 +90,8 @@ static void kept_told(struct xsess *x, struct tx_link *l)
 		 to ? fsio_escape(to, strlen(to), esc, sizeof(esc))
 		    : "its file");
 	x->res->files_skipped++;
-	xfer__file_event(x, &f, true, true, why, 0);
+	xfer__file_event(x, &f, true, true,
+			 l->kept == PROTO_KEPT_OWN ? why : NULL, 0);
 	l->path = f.path; /* NULL when the event took it */
 }
 

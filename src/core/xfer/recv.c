@@ -262,23 +262,24 @@ static int entry_symlink(struct rxc *c, struct xfile *f,
 	return r ? lr_err_setc(c->err, r, "memory") : 0;
 }
 
-/* A hard link (-H): recorded, made at the end to its file, when that
- * one got its name. */
+/* A hard link: made at the end to its file, once named; by default, as a
+ * file of its own where something else is at its name. */
 static int entry_hardlink(struct rxc *c, struct xfile *f,
 			  const struct proto_xfer_entry *e)
 {
 	struct xsess *x = c->x;
 	const char *why;
-	int r = 0;
+	int r;
 
 	xfer__lock(&x->lock);
 	why = xfer__hl_refused(x, e);
-	if (!why)
+	r = why ? 0 : xfer__hl_again(x, f, e, &c->nfiles, &c->tot.bytes);
+	if (!why && !r)
 		r = entry_late(c, f, e);
 	xfer__unlock(&x->lock);
 	if (why)
 		return entry_refused(c, f, why);
-	return r ? lr_err_setc(c->err, r, "memory") : 0;
+	return r < 0 ? lr_err_setc(c->err, r, "memory") : 0;
 }
 
 /* A file: its plan, into the XFER_PLAN being built. */
@@ -308,11 +309,8 @@ static int entry_file(struct rxc *c, struct xfile *f,
 		xfer__xattr_fix(x, f);
 	}
 	xfer__lock(&x->lock);
+	xfer__hl_leader_planned(x, f, plan.action); /* names may link */
 	if (plan.action == PROTO_XA_SKIP) {
-		if (!f->rx.kept_newer) /* the same file: names may link */
-			xfer__hl_leader_named(x, f, f->rx.dirfd, f->rx.name);
-		else
-			xfer__hl_leader_newer(x, f);
 		xfer__xattr_named(x, f); /* what was not given, said */
 		x->res->files_skipped++;
 		x->files_done++;
@@ -323,8 +321,7 @@ static int entry_file(struct rxc *c, struct xfile *f,
 	} else if (plan.action == PROTO_XA_REFUSE) {
 		count_failed(x, f);
 	} else if (x->o->flags & XFER_F_DRY_RUN) {
-		/* would be sent: told, and done with (names may link) */
-		xfer__hl_leader_would(x, f);
+		/* would be sent: told, and done with */
 		x->res->files_ok++;
 		x->files_done++;
 		xfer__dry_event(x, f, plan.action == PROTO_XA_REPLACE);
@@ -451,8 +448,6 @@ static int on_unread(struct rxc *c, const struct proto_xfer_unread *u)
 	return 0;
 }
 
-/* One FILES message, answered with one XFER_PLAN (more if it
- * overflows). */
 /* CHECKSUM: the digest of the file announced next. */
 static int on_fdigest(struct rxc *c, const struct proto_xfer_iter *it)
 {
@@ -471,6 +466,7 @@ static int on_fdigest(struct rxc *c, const struct proto_xfer_iter *it)
 	return 0;
 }
 
+/* One FILES message, answered with one XFER_PLAN (more if it overflows) */
 static int on_files(struct rxc *c, const uint8_t *body, size_t len)
 {
 	struct proto_xfer_iter it;

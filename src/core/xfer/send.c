@@ -36,11 +36,14 @@ struct txc {
 			     ERROR, not a stream, not an interruption) */
 	struct pclock pc;
 	struct proto_xfer_done done;
-	/* files that changed as they were read, to announce again */
+	/* files that changed as they were read, and names of files the
+	 * receiver asked as files of their own (FILE_AGAIN): to announce
+	 * again */
 	struct reread {
 		char *path;
 		int fd;
 		uint8_t rereads;
+		bool as_file;
 	} rq[XFER_WINDOW_MAX];
 	unsigned nrq;
 	int r;
@@ -60,261 +63,58 @@ enum tx_step {
 	TX_FAIL
 };
 
-/* A FAIL item: kept with its entry for the REFUSE or FILE_FAILED that
- * follows, or with a symlink made at the end; one for nothing known is
- * the session's late failure. Its text is the far end's, said so ("at
- * the receiver: ..."), unless this side's said back. Under lock. */
-static int fail_item(struct xsess *x, const struct proto_xfer_iter *it)
+/* FILE_AGAIN, links kept by default: something else is at a HARDLINK
+ * entry's name there, so the name goes as a file of its own (announced
+ * again under a new idx, not LINKED, its bytes counted then), as without
+ * links; the entry is done, not counted. */
+static int ack_again(struct txc *c, const struct proto_xfer_ack *a)
 {
-	char why[sizeof(x->tx.late_reason)];
-	struct proto_xfer_fail fl;
-	struct tx_link *l;
+	struct xsess *x = c->x;
+	struct stat st;
 	struct xfile *f;
-	int code; /* an errno value; anything else: only that it failed */
-
-	if (proto_xfer_get_fail(it, &fl))
-		return LR_EBADMSG;
-	code = fl.code && fl.code < 4096 ? -(int)fl.code : -EIO;
-	f = xfer__entry(x, fl.idx);
-	snprintf(why, sizeof(why), "%s%s", /* not this side's said back */
-		 f && f->tx.own_fail == fl.code + 1u ? "" : "at the receiver: ",
-		 fl.text);
-	l = f ? NULL : xfer__link_find(x, fl.idx);
-	if (l && !l->fail) {
-		l->fail = strdup(why);
-		l->code = code;
-		return 0;
-	}
-	if (!f || f->tx.state == XTX_ENDED) {
-		memcpy(x->tx.late_reason, why, sizeof(why));
-		x->tx.late_code = code;
-		return 0;
-	}
-	free(f->tx.fail_text);
-	f->tx.fail_text = strdup(why);
-	f->tx.fail_code = code;
-	return 0;
-}
-
-/* A file's end as the receiver said it, under lock: counted, its event
- * queued, its slot let go. */
-static void file_failed(struct xsess *x, struct xfile *f, const char *dflt)
-{
-	const char *why = f->tx.fail_text ? f->tx.fail_text : dflt;
-	int code = f->tx.fail_text ? f->tx.fail_code : -EIO;
-
-	x->res->files_failed++;
-	xfer__note_failure(x, f, why, code);
-	xfer__file_event(x, f, false, false, why, code);
-	xfer__tx_file_end(x, f);
-}
-
-/* ---- the receiver's PLAN ---- */
-
-static int plan_held(struct xsess *x, const struct proto_xfer_iter *it)
-{
-	struct proto_xfer_held h;
-	struct xfile *f;
-
-	if (proto_xfer_get_held(it, &h))
-		return LR_EBADMSG;
-	f = xfer__entry(x, h.idx);
-	if (!f || f->tx.state != XTX_ANNOUNCED || f->kind != PROTO_XK_FILE ||
-	    f->pipe || h.chunk >= f->nchunks)
-		return LR_EBADMSG;
-	f->cstate[h.chunk] = CS_HELD;
-	memcpy(f->digests + (size_t)h.chunk * DIGEST_LEN, h.digest, DIGEST_LEN);
-	return 0;
-}
-
-static int plan_one(struct xsess *x, const struct proto_xfer_iter *it,
-		    bool *queued)
-{
-	struct proto_xfer_plan p;
-	struct xfile *f;
-
-	if (proto_xfer_get_plan(it, &p))
-		return LR_EBADMSG;
-	f = xfer__entry(x, p.idx);
-	if (!f || f->tx.state != XTX_ANNOUNCED || f->kind != PROTO_XK_FILE)
-		return LR_EBADMSG;
-	if (x->o->flags & XFER_F_DRY_RUN) {
-		if (p.action == PROTO_XA_RESUME)
-			return LR_EBADMSG;
-		if (p.action == PROTO_XA_SEND || p.action == PROTO_XA_REPLACE) {
-			x->res->files_ok++; /* would be sent */
-			xfer__dry_event(x, f, p.action == PROTO_XA_REPLACE);
-			xfer__tx_file_end(x, f);
-			return 0;
-		}
-	} else if (p.action == PROTO_XA_REPLACE) {
-		return LR_EBADMSG;
-	}
-	if (p.action == PROTO_XA_SEND || p.action == PROTO_XA_RESUME) {
-		xfer__queue_file(x, f);
-		*queued = true;
-		if (x->tx.nsums)
-			xfer__wake(x);
-		return 0;
-	}
-	if (p.action == PROTO_XA_SKIP) {
-		x->res->files_skipped++;
-		x->bytes_held += f->size;
-		xfer__file_event(x, f, true, true, NULL, 0);
-		xfer__tx_file_end(x, f);
-		return 0;
-	}
-	file_failed(x, f, "refused");
-	return 0;
-}
-
-/* Handle PLAN items. The whole message is taken under the lock and a
- * stream thread woken after it, so that the thread finds all the files
- * the message queued: many small files then travel in one record. */
-static int on_plan(struct xsess *x, const uint8_t *body, size_t len)
-{
-	struct proto_xfer_iter it;
-	bool queued = false;
-	int r;
-
-	proto_xfer_iter_init(&it, body, len);
-	xfer__lock(&x->lock);
-	while ((r = proto_xfer_iter_next(&it)) == 1) {
-		if (it.tag == PROTO_T_HELD)
-			r = plan_held(x, &it);
-		else if (it.tag == PROTO_T_FAIL)
-			r = fail_item(x, &it);
-		else if (it.tag == PROTO_T_PLAN)
-			r = plan_one(x, &it, &queued);
-		else
-			r = LR_EBADMSG;
-		if (r)
-			break;
-	}
-	if (queued && x->tx.waiters)
-		pthread_cond_signal(&x->cv); /* it passes the word on */
-	xfer__unlock(&x->lock);
-	return r;
-}
-
-/* ---- the receiver's ACKS ---- */
-
-/* Queue chunk chunk of entry idx to be sent again. Under lock. */
-static int ack_resend(struct xsess *x, uint32_t idx, uint32_t chunk)
-{
-	struct xsend *q = &x->tx;
-
-	if (q->nretries == q->cap_retries) {
-		unsigned nc = q->cap_retries ? q->cap_retries * 2 : 64;
-		struct retry *nr = realloc(q->retries, nc * sizeof(*nr));
-
-		if (!nr)
-			return -ENOMEM;
-		q->retries = nr;
-		q->cap_retries = nc;
-	}
-	q->retries[q->nretries++] = (struct retry){ idx, chunk };
-	pthread_cond_broadcast(&x->cv);
-	return 0;
-}
-
-/* One ACK item. */
-static int ack_one(struct xsess *x, const struct proto_xfer_ack *a)
-{
-	bool chunk = a->status == PROTO_XS_CHUNK_OK ||
-		     a->status == PROTO_XS_CHUNK_BAD;
-	char esc[ESC_MAX];
-	struct xfile *f;
+	char *path;
 	int r = 0;
 
-	/* stream threads release slots: look at it under the lock; a file
-	 * that ended takes no more acknowledgements */
 	xfer__lock(&x->lock);
 	f = xfer__entry(x, a->idx);
-	if (!f || f->tx.state == XTX_ENDED ||
-	    (chunk && a->chunk >= f->nchunks)) {
+	if (!(x->o->flags & XFER_F_LINKS_DEFAULT) || !f ||
+	    f->tx.state == XTX_ENDED || f->kind != PROTO_XK_HARDLINK ||
+	    c->nrq == XFER_WINDOW_MAX) {
 		xfer__unlock(&x->lock);
 		return LR_EBADMSG;
 	}
-	switch (a->status) {
-	case PROTO_XS_CHUNK_OK: x->bytes_done += a->bytes; break;
-	case PROTO_XS_CHUNK_BAD:
-		if (++f->tries[a->chunk] > XFER_MAX_RETRIES) {
-			fsio_escape(xfer__path(f), strlen(xfer__path(f)), esc,
-				    sizeof(esc));
-			r = LR_EDIGEST;
-			break;
-		}
-		r = ack_resend(x, a->idx, a->chunk);
-		break;
-	case PROTO_XS_FILE_DONE:
-		if (f->kind == PROTO_XK_FILE)
-			x->res->files_ok++;
-		if (f->kind == PROTO_XK_HARDLINK) /* told at the end */
-			r = xfer__link_keep(x, f);
-		else if (x->o->flags & XFER_F_DRY_RUN) /* would be made */
-			xfer__dry_event(x, f, false);
-		else if (f->kind != PROTO_XK_FILE && f->kind != PROTO_XK_DIR)
-			r = xfer__link_keep(x, f); /* made, told at the end */
-		else
-			xfer__file_event(x, f, true, false, NULL, 0);
-		xfer__tx_file_end(x, f);
-		break;
-	default:
-		if (f->tx.withdrawn) /* as asked: it is announced again */
-			xfer__tx_file_end(x, f);
-		else
-			file_failed(x, f, "failed");
+	path = strdup(xfer__path(f));
+	if (!path || f->fd < 0 || fstat(f->fd, &st)) {
+		r = path ? -EBADF : -ENOMEM;
+		free(path);
+	} else {
+		c->rq[c->nrq++] = (struct reread){ path, f->fd, 0, true };
+		f->fd = -1;
+		c->announced--;
+		c->tot.bytes += (uint64_t)st.st_size; /* as the receiver's */
 	}
+	xfer__tx_file_end(x, f);
+	x->files_done--; /* its file, announced again, counts */
 	xfer__unlock(&x->lock);
-	if (r == LR_EDIGEST)
-		xfer__fatal(x, r, "%s: chunk %u failed verification %u times",
-			    esc, a->chunk, XFER_MAX_RETRIES + 1);
 	return r;
 }
 
-/* An entry the receiver's --delete removed: told. */
-static int deleted_item(struct xsess *x, const struct proto_xfer_iter *it)
-{
-	struct proto_xfer_deleted d;
-	char path[PROTO_XFER_MAX_PATH + 1];
-
-	/* the decoder bounds path_len by PROTO_XFER_MAX_PATH */
-	if (proto_xfer_get_deleted(it, &d) || !(x->o->flags & XFER_F_DELETE))
-		return LR_EBADMSG;
-	memcpy(path, d.path, d.path_len);
-	path[d.path_len] = 0;
-	xfer__deleted(x, path);
-	return 0;
-}
-
-static int on_acks(struct xsess *x, const uint8_t *body, size_t len)
+static int on_acks(struct txc *c, const uint8_t *body, size_t len)
 {
 	struct proto_xfer_iter it;
+	struct proto_xfer_ack a;
 	int r;
 
 	proto_xfer_iter_init(&it, body, len);
 	while ((r = proto_xfer_iter_next(&it)) == 1) {
-		struct proto_xfer_ack a;
-
-		if (it.tag == PROTO_T_FAIL) {
-			xfer__lock(&x->lock);
-			r = fail_item(x, &it);
-			xfer__unlock(&x->lock);
-			if (r)
-				return r;
-			continue;
-		}
-		if (it.tag == PROTO_T_DELETED || it.tag == PROTO_T_KEPT) {
-			r = it.tag == PROTO_T_KEPT ? xfer__link_kept(x, &it)
-						   : deleted_item(x, &it);
-			if (r)
-				return r;
-			continue;
-		}
-		if (proto_xfer_get_ack(&it, &a))
-			return LR_EBADMSG;
-		r = ack_one(x, &a);
+		if (it.tag == PROTO_T_KEPT)
+			r = xfer__link_kept(c->x, &it);
+		else if (it.tag == PROTO_T_ACK &&
+			 !proto_xfer_get_ack(&it, &a) &&
+			 a.status == PROTO_XS_FILE_AGAIN)
+			r = ack_again(c, &a);
+		else
+			r = xfer__tx_acks_item(c->x, &it);
 		if (r)
 			return r;
 	}
@@ -420,7 +220,7 @@ static void local_failure(struct xsess *x, const char *path, const char *why,
 /* The next file to read again into e (its path into path): 1, or 0 when
  * none is waiting. */
 static int next_reread(struct txc *c, struct wentry *e, char *path,
-		       uint8_t *rereads)
+		       uint8_t *rereads, bool *as_file)
 {
 	struct reread q;
 
@@ -432,6 +232,7 @@ static int next_reread(struct txc *c, struct wentry *e, char *path,
 		e->fd = q.fd;
 		snprintf(path, FSIO_MAX_PATH + 1, "%s", q.path);
 		*rereads = q.rereads;
+		*as_file = q.as_file;
 		free(q.path);
 		if (!fstat(q.fd, &e->st) && S_ISREG(e->st.st_mode))
 			return 1;
@@ -471,12 +272,13 @@ static int unreadable(struct txc *c, struct proto_buf *b)
 }
 
 /* e does not fit in the totals: a file read again that grew fails
- * alone, and with -H so does a file that was a second name of another
- * when counted (its bytes were not); anything else ends the session. */
+ * alone, and with -H so does a file of more names, which was a second
+ * name of another when counted (its bytes were not); anything else ends
+ * the session. */
 static int overflow(struct txc *c, struct wentry *e, const char *path,
 		    uint8_t rereads, int over)
 {
-	bool hard = c->x->o->flags & XFER_F_HARD_LINKS;
+	bool hard = (c->x->o->flags & XFER_F_HARD_LINKS) && e->st.st_nlink > 1;
 
 	if (e->fd >= 0 && !e->is_stdin)
 		close(e->fd);
@@ -513,8 +315,8 @@ static int announce_one(struct txc *c, struct proto_buf *b)
 	struct proto_xfer_fdigest dig;
 	struct proto_xfer_owner own;
 	struct wentry e;
-	bool has_dig, has_own;
-	int over, r = next_reread(c, &e, again, &rereads);
+	bool has_dig, has_own, as_file = false;
+	int over, r = next_reread(c, &e, again, &rereads, &as_file);
 
 	if (r)
 		path = again;
@@ -531,8 +333,11 @@ static int announce_one(struct txc *c, struct proto_buf *b)
 		return unreadable(c, b);
 	if (r <= 0)
 		return r < 0 ? r : 1;
-	if (x->o->flags & XFER_F_HARD_LINKS)
-		xfer__hl_decide(&x->tx.hl, &e, rereads > 0);
+	/* a HARDLINK's descriptor is kept where it may go as a file */
+	if ((x->o->flags & XFER_F_HARD_LINKS) && !as_file &&
+	    xfer__hl_decide(&x->tx.hl, &e, rereads > 0) &&
+	    !(x->o->flags & XFER_F_LINKS_DEFAULT))
+		drop_entry(&e, 0);
 	if ((over = fits(c, &e)) != 0)
 		return overflow(c, &e, path, rereads, over);
 	entry_of(&e, path, c->next_idx, &pe);
@@ -567,7 +372,7 @@ static int announce_one(struct txc *c, struct proto_buf *b)
 	c->late_kinds |= pe.kind != PROTO_XK_FILE;
 	r = window_add(x, &x->win[SLOT(x, c->next_idx)], &pe, &e);
 	x->win[SLOT(x, c->next_idx)].tx.rereads = rereads;
-	if (!r && (x->o->flags & XFER_F_HARD_LINKS))
+	if (!r && (x->o->flags & XFER_F_HARD_LINKS) && !as_file)
 		r = xfer__hl_commit(&x->tx.hl, &e, c->next_idx, path);
 	if (!r)
 		c->next_idx++;
@@ -736,7 +541,7 @@ static enum tx_step tx_sums(struct txc *c)
 /* Every file entry announced has had its plan and its SUM. */
 static bool all_summed(struct xsess *x)
 {
-	bool all = true;
+	bool again = x->o->flags & XFER_F_LINKS_DEFAULT, all = true;
 	unsigned i;
 
 	xfer__lock(&x->lock);
@@ -745,6 +550,9 @@ static bool all_summed(struct xsess *x)
 
 		all = f->kind != PROTO_XK_FILE || f->tx.state == XTX_FREE ||
 		      f->tx.state >= XTX_SUMMED;
+		/* a link kept by default may yet go as a file (FILE_AGAIN) */
+		all = all && !(again && f->kind == PROTO_XK_HARDLINK &&
+			       f->tx.state == XTX_ANNOUNCED);
 	}
 	xfer__unlock(&x->lock);
 	return all;
@@ -789,8 +597,8 @@ static int tx_dispatch(struct txc *c, const struct proto_hdr *h)
 	int r;
 
 	switch (h->type) {
-	case PROTO_XFER_PLAN: r = on_plan(x, c->rbuf, h->len); break;
-	case PROTO_XFER_ACKS: r = on_acks(x, c->rbuf, h->len); break;
+	case PROTO_XFER_PLAN: r = xfer__tx_on_plan(x, c->rbuf, h->len); break;
+	case PROTO_XFER_ACKS: r = on_acks(c, c->rbuf, h->len); break;
 	case PROTO_XFER_DONE:
 		r = c->end_sent
 			    ? proto_decode_xfer_done(c->rbuf, h->len, &c->done)

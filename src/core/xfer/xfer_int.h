@@ -124,11 +124,10 @@ _Static_assert(XFER_ANNOUNCE_BATCH <= XFER_WINDOW, "a batch fits the window");
 #define ESC_MAX	    (FSIO_MAX_PATH * 4 + 1) /* an escaped path */
 #define RX_NAMES    (4 * XFER_WINDOW_MAX)   /* cells of the table of names */
 
-/* A sealed connection that carried nothing for ALIVE_MS carries a
- * heartbeat: XFER_ALIVE on control, an empty DATA record on a sender's
- * data stream. Records are numbered, so a record dropped before it makes
- * the heartbeat fail to open: a loss is found within ALIVE_MS, not after
- * IDLE_MS of silence. Neither counts as activity for IDLE_MS. */
+/* A sealed connection idle for ALIVE_MS carries a heartbeat: XFER_ALIVE
+ * on control, an empty DATA record on a sender's data stream. Records are
+ * numbered: a record dropped makes the heartbeat fail to open, a loss is
+ * found within ALIVE_MS. Neither counts as activity for IDLE_MS. */
 #define ALIVE_MS  1000
 #define TAIL_MS	  3000 /* receiver: a data stream's EOF after its END */
 #define LINGER_MS 1500 /* receiver: the sender's close after XFER_DONE */
@@ -272,7 +271,7 @@ struct tx_link {
 	char *path;
 	char *fail; /* its FAIL's text, NULL while none came */
 	int code;
-	bool kept; /* a hard link's name left as it was there (KEPT) */
+	uint8_t kept; /* a hard link's name left as it was there: KEPT's how */
 };
 
 #define XLINK_DEAD UINT32_MAX /* its file failed: the next name is a file */
@@ -304,9 +303,9 @@ struct xleaders {
 		uint32_t idx;
 		bool ok;
 		bool newer; /* UPDATE kept a newer copy there: not linked to */
+		uint8_t plan;	   /* its PLAN's action */
 		uint64_t dev, ino; /* 0 0: a dry run's, not named */
-		uint64_t size;	   /* the entry's, and its mtime */
-		struct timespec mtime;
+		uint64_t size, was_dev, was_ino; /* what was there, planned */
 		char *path;
 	} * v;
 	size_t n, cap;
@@ -492,10 +491,9 @@ void xfer__fatal(struct xsess *x, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* A data stream that ended without its END (cut or reset): most often the
- * peer ending the session, whose ERROR on the control connection says
- * why. That error, when it comes within a moment, is the session's; else
- * this one. It sleeps (up to half a second): from a stream thread only,
- * never the control thread. */
+ * peer ending the session, whose ERROR on control, when it comes within a
+ * moment, is the session's; else this one. It sleeps (up to half a
+ * second): from a stream thread only, never the control thread. */
 void xfer__fatal_cut(struct xsess *x, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Send the message built in b on the control connection; b is empty
@@ -709,12 +707,11 @@ void xfer__walk_init(struct walker *w, const struct xfer_source *src,
 		     bool open_files, struct lr_err *err);
 void xfer__walk_fini(struct walker *w);
 /* Next entry: 1, XFER_WALK_VANISHED for a file that went between its
- * stat and its open (w->path names it), XFER_WALK_UNREADABLE for an
- * entry that could not be read (w->path names it, w->err says why: the
- * walk goes on), 0 at the end, or an error with w->err filled. A
- * directory whose entries cannot be read comes as 1 with e->read_err
- * set. XFER_WALK_SPECIAL for a FIFO, socket or device node in a
- * directory (w->path names it, e->st is its lstat): not sent. */
+ * stat and its open, XFER_WALK_UNREADABLE for an entry that could not be
+ * read (w->err says why: the walk goes on), XFER_WALK_SPECIAL for a FIFO,
+ * socket or device node in a directory (e->st is its lstat: not sent;
+ * w->path names each), 0 at the end, or an error with w->err filled. A
+ * directory whose entries cannot be read comes as 1 with e->read_err. */
 #define XFER_WALK_VANISHED   2
 #define XFER_WALK_UNREADABLE 3
 #define XFER_WALK_SKIP	     4 /* inside walk.c only */
@@ -739,6 +736,9 @@ int xfer__link_keep(struct xsess *x, struct xfile *f);
 int xfer__link_kept(struct xsess *x, const struct proto_xfer_iter *it);
 void xfer__links_told(struct xsess *x);
 void xfer__links_free(struct xsess *x);
+/* send_answers.c: the receiver's PLAN; one ACKS item but FILE_AGAIN, KEPT */
+int xfer__tx_on_plan(struct xsess *x, const uint8_t *body, size_t len);
+int xfer__tx_acks_item(struct xsess *x, const struct proto_xfer_iter *it);
 
 /* ---- send_stream.c, recv_stream.c: the stream threads ---- */
 
@@ -916,34 +916,34 @@ const char *xfer__node_refused(const struct xsess *x,
 
 /* ---- hardlink.c: -H ---- */
 
-/* Sender: whether file e (of more than one name) is a name of one
- * announced before: 1 with e made a HARDLINK to it (its fd closed), 0 when
- * it goes as a file (LINKED when it has more names; again: announced once
- * more, it is the one later names link to). Noted by xfer__hl_commit. */
+/* Sender: 1 when file e is a name of one announced (e made a HARDLINK to
+ * it), 0 when it goes as a file (LINKED with more names; again: the one
+ * later names link to). Noted by xfer__hl_commit. */
 int xfer__hl_decide(struct xlinks *l, struct wentry *e, bool again);
 int xfer__hl_commit(struct xlinks *l, const struct wentry *e, uint32_t idx,
 		    const char *path);
 /* The file announced as idx (or st's) failed: its next name is a file */
 void xfer__hl_dead(struct xlinks *l, uint32_t idx);
 void xfer__hl_forget(struct xlinks *l, const struct stat *st);
-/* The path of the file announced as idx (LINKED), or NULL. */
+/* The path of the file announced as idx (LINKED), or NULL; counter: st is
+ * a name of a file counted before. */
 const char *xfer__hl_path(const struct xlinks *l, uint32_t idx);
-/* Counter: whether st is a name of a file counted before. */
 bool xfer__hl_counted(struct xlinks *l, const struct stat *st);
 void xfer__hl_free(struct xlinks *l);
 /* Receiver, under lock: a LINKED file entry is announced (0, -ENOMEM);
- * it got its name (dirfd/name: where), or is up to date there; or would
- * be sent (a dry run); or a newer copy is kept there (UPDATE). */
+ * planned (action); received and named (dirfd/name: where). */
 int xfer__hl_leader_add(struct xsess *x, const struct proto_xfer_entry *e,
 			const char *path);
+void xfer__hl_leader_planned(struct xsess *x, const struct xfile *f,
+			     uint8_t action);
 void xfer__hl_leader_named(struct xsess *x, const struct xfile *f, int dirfd,
 			   const char *name);
-void xfer__hl_leader_would(struct xsess *x, const struct xfile *f);
-void xfer__hl_leader_newer(struct xsess *x, const struct xfile *f);
-/* Receiver, under lock: why HARDLINK e is refused (no LINKED file), or NULL */
+/* Under lock: why HARDLINK e is refused (no LINKED file), or NULL; by
+ * default, e answered FILE_AGAIN (1: f gone, room made: *n, *b bytes). */
+int xfer__hl_again(struct xsess *x, struct xfile *f,
+		   const struct proto_xfer_entry *e, uint64_t *n, uint64_t *b);
 const char *xfer__hl_refused(struct xsess *x, const struct proto_xfer_entry *e);
-/* At the end: make the hard link l (a dry run: look): 0, 1 when the file
- * there is left as it was (skipped), or -errno with why filled. */
+/* At the end, link l (dry: look): 0, skipped (KEPT's how), -errno, why */
 int xfer__hl_make(struct xsess *x, const struct late *l, char *why,
 		  size_t whylen);
 /* The path of the file a hard link names (until the session's end). */
