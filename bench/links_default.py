@@ -11,12 +11,19 @@ run from /proc/stat (user, nice, system, irq, softirq, steal: both ends
 share this machine). Prints the medians and the ratios default ÷
 --no-hard-links. Traffic: loopback only.
 
-usage: bench/links_default.py [--files N] [--repeat N]
+With --links PCT, PCT of every 100 names are second names (hard links)
+of files of the same directory, and a third run of each is timed: a
+re-sync onto a destination of copies (made by --no-hard-links), where
+links kept by default send each such name as a file of its own (asked
+for with FILE_AGAIN, docs/PROTOCOL.md 7.3), as --no-hard-links does.
+
+usage: bench/links_default.py [--files N] [--repeat N] [--links PCT]
 
   --files N    names in the tree, 4 KiB each, 1,000 a directory
                (default 10000)
   --repeat N   alternated runs of each, medians (default 7; one warm-up
                run of each first, not counted)
+  --links PCT  second names per 100 names, 0..50 (default 0)
 
 Exit status: 0 done, 1 a run failed or a copy differed, 2 usage
 """
@@ -48,12 +55,16 @@ def free_port():
         return s.getsockname()[1]
 
 
-def make_tree(top, files):
+def make_tree(top, files, links):
     block = os.urandom(4096)
     for i in range(files):
         d = os.path.join(top, "d%03d" % (i // 1000))
         os.makedirs(d, exist_ok=True)
-        with open(os.path.join(d, "f%05d" % i), "wb") as f:
+        name = os.path.join(d, "f%05d" % i)
+        if i % 100 >= 100 - links:  # a second name of one before it
+            os.link(os.path.join(d, "f%05d" % (i - 50)), name)
+            continue
+        with open(name, "wb") as f:
             f.write(block[i % 4096:] + block[:i % 4096])
 
 
@@ -80,10 +91,12 @@ def main():
     ap = argparse.ArgumentParser(add_help=True)
     ap.add_argument("--files", type=int, default=10000)
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--links", type=int, default=0)
     a = ap.parse_args()
-    if not 1000 <= a.files <= 200000 or not 1 <= a.repeat <= 50:
-        print("links_default: --files 1000..200000, --repeat 1..50",
-              file=sys.stderr)
+    if not 1000 <= a.files <= 200000 or not 1 <= a.repeat <= 50 or \
+            not 0 <= a.links <= 50:
+        print("links_default: --files 1000..200000, --repeat 1..50, "
+              "--links 0..50", file=sys.stderr)
         return 2
     if not os.access(BIN, os.X_OK):
         print("links_default: no linerate binary at " + BIN,
@@ -94,7 +107,7 @@ def main():
     try:
         src, root = os.path.join(work, "src"), os.path.join(work, "root")
         os.mkdir(root)
-        make_tree(src, a.files)
+        make_tree(src, a.files, a.links)
         tok = os.path.join(work, "token")
         with open(tok, "w") as f:
             f.write(subprocess.run([BIN, "token"], capture_output=True,
@@ -114,26 +127,29 @@ def main():
         text = log.read()
         if "listening" not in text:
             sys.exit("links_default: the server: " + text.strip())
-        kinds = {"default": [], "--no-hard-links": []}
-        figures = {(k, s): [] for k in kinds for s in ("first", "resync")}
+        kinds = ("default", "--no-hard-links")
+        steps = ("first", "resync") + (("copies",) if a.links else ())
+        figures = {(k, s): [] for k in kinds for s in steps}
+        dest = os.path.join(root, "out")
         for i in range(a.repeat + 1):
             for k in kinds:
-                dest = os.path.join(root, "out")
-                shutil.rmtree(dest, ignore_errors=True)
                 cmd = [BIN, "send", "-q", "-p", str(port), "--token-file",
                        tok] + ([] if k == "default" else [k]) + \
                     [src + "/", "127.0.0.1:out"]
-                first = run(cmd)
-                resync = run(cmd)
+                shutil.rmtree(dest, ignore_errors=True)
+                got = {"first": run(cmd), "resync": run(cmd)}
+                if a.links:  # onto copies
+                    shutil.rmtree(dest, ignore_errors=True)
+                    run(cmd[:-2] + ["--no-hard-links"] + cmd[-2:])
+                    got["copies"] = run(cmd)
                 if not same_tree(src, dest):
                     sys.exit("links_default: the copy differs (%s)" % k)
-                if i:  # the first round warms up
-                    figures[(k, "first")].append(first)
-                    figures[(k, "resync")].append(resync)
-        print("%d files of 4 KiB without links, medians of %d alternated "
-              "runs" % (a.files, a.repeat))
+                for s in steps if i else ():  # the first round warms up
+                    figures[(k, s)].append(got[s])
+        print("%d names of 4 KiB, %d of every 100 second names, medians "
+              "of %d alternated runs" % (a.files, a.links, a.repeat))
         print("%-16s %-7s %8s %10s" % ("", "", "wall s", "CPU s"))
-        for s in ("first", "resync"):
+        for s in steps:
             med = {}
             for k in kinds:
                 w = statistics.median(x[0] for x in figures[(k, s)])

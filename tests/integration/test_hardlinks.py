@@ -230,7 +230,11 @@ def test_update_keeps_a_newer_name_at_the_destination(xsrv):
     later = os.stat(out / first).st_mtime + 100
     (out / link).write_text("edited at the destination\n")
     os.utime(out / link, (later, later))
-    x.send_ok("-q", "-H", "--update", str(top) + "/", x.dest("out"))
+    res = x.send_ok("--json", "-H", "--update", str(top) + "/",
+                    x.dest("out"))
+    # told by the receiver (KEPT): skipped, a file of its own, no link
+    status, why = file_events(res.stdout)[link]
+    assert status == "skipped" and "left as it was" in why, res.stdout
     assert (out / link).read_text() == "edited at the destination\n"
     assert not os.path.samefile(out / link, out / first)
     assert groups(out)[frozenset({"g1_a", "g1_b", "d/g1_c"})] == 3
@@ -397,7 +401,9 @@ def test_links_by_default_leave_copies_as_a_run_without_them(xsrv, mode,
         opts2 = break_copies(top, runs["copies"][1], case, first)
     assert opts == opts2
     _, out, run = runs["linked"]
+    before = names_state(out)
     dry = run("--json", "-n", *opts)
+    assert names_state(out) == before  # the dry run changed nothing
     res = run("--json", *opts)
     _, ref_out, ref_run = runs["copies"]
     ref = ref_run("--json", "--no-hard-links", *opts)
@@ -412,12 +418,14 @@ def test_links_by_default_leave_copies_as_a_run_without_them(xsrv, mode,
     assert end["files_ok"] + end["files_linked"] == ref_end["files_ok"], \
         (end, ref_end)
     assert end["bytes"] <= ref_end["bytes"], (end, ref_end)
+    # the dry run's word on each name is the run's
     got, dry_got = file_events(res.stdout), file_events(dry.stdout)
+    would = {"done": ("would_send", "would_replace"),
+             "linked": ("would_link",)}
     for n in NAMES:
-        status = got.get(n, (None,))[0]
-        if status == "skipped" or status == "failed":
-            assert dry_got.get(n) == got.get(n), (n, dry.stdout,
-                                                  res.stdout)
+        status, why = got.get(n, (None, None))
+        assert dry_got.get(n, (None, None))[0] in \
+            would.get(status, (status,)), (n, dry.stdout, res.stdout)
     assert not temp_leftovers(out.parent)
 
 
@@ -469,6 +477,44 @@ def test_a_group_edited_there_is_kept_by_update(xsrv, mode):
     assert res.returncode == 1, describe(res)
     assert "is newer at the destination (kept by --update)" in \
         output(res), describe(res)
+
+
+def test_a_refused_first_name_sends_its_other_names(xsrv):
+    """A file whose first name is refused before its plan ("announced
+    twice": two sources with a name in common) has its other names sent
+    as files of their own, as a run without links sends them."""
+    x = xsrv
+    m1, m2 = x.src / "m1", x.src / "m2"
+    m1.mkdir()
+    m2.mkdir()
+    (m1 / "f").write_text("one\n")
+    (m2 / "f").write_text("two\n")
+    os.link(m2 / "f", m2 / "g")
+    for dest, extra in (("a", ()), ("b", ("--no-hard-links",))):
+        res = x.send("--json", *extra, str(m1) + "/", str(m2) + "/",
+                     x.dest(dest))
+        assert res.returncode == 1, describe(res)
+        assert "announced twice" in output(res), describe(res)
+        assert (x.root / dest / "f").read_text() == "one\n"
+        assert (x.root / dest / "g").read_text() == "two\n", describe(res)
+
+
+def test_more_names_asked_as_files_than_the_window_holds(xsrv):
+    """1,100 second names that are copies at the destination, more than
+    the 1,024 entries a window holds: each goes as a file of its own
+    (FILE_AGAIN), the session ends, every name up to date."""
+    x = xsrv
+    top = x.src / "many"
+    top.mkdir()
+    for i in range(1100):
+        (top / f"f{i}").write_bytes(b"%d\n" % i)
+        os.link(top / f"f{i}", top / f"l{i}")
+    x.send_ok("-q", "--no-hard-links", str(top) + "/", x.dest("many"))
+    res = x.send_ok("--json", str(top) + "/", x.dest("many"))
+    end = end_event(res.stdout)
+    assert end["files_skipped"] == 2200 and end["files_linked"] == 0, end
+    assert end["files_failed"] == 0 and end["bytes"] == 0, end
+    assert all(n == 1 for n in groups(x.root / "many").values())
 
 
 def test_the_last_of_h_and_no_hard_links_counts(xsrv):

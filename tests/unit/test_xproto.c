@@ -386,7 +386,7 @@ static void test_lone_file(void **state)
 
 /* LINKS_WISH: a request's, decoded as said (the server grants it, not
  * the decoder: HARD_LINKS stays as asked); echoed in an answer; only the
- * value 1. KEPT: an idx, four bytes exactly. */
+ * value 1. KEPT: idx and how, five bytes; an ACK FILE_AGAIN. */
 static void test_links_wish(void **state)
 {
 	static const char *const one[] = { "t" };

@@ -98,6 +98,7 @@ static int file_keep(struct xlinks *l, uint32_t idx, const char *path,
 		.idx = idx,
 		.dev = (uint64_t)st->st_dev,
 		.ino = (uint64_t)st->st_ino,
+		.size = (uint64_t)st->st_size,
 		.path = strdup(path),
 	};
 	if (!l->files[l->nfiles].path)
@@ -123,10 +124,12 @@ static const struct xlink_file *file_of(const struct xlinks *l, uint32_t idx)
 	return NULL;
 }
 
-const char *xfer__hl_path(const struct xlinks *l, uint32_t idx)
+const char *xfer__hl_path(const struct xlinks *l, uint32_t idx, uint64_t *size)
 {
 	const struct xlink_file *f = file_of(l, idx);
 
+	if (size)
+		*size = f ? f->size : 0;
 	return f ? f->path : NULL;
 }
 
@@ -245,7 +248,10 @@ int xfer__hl_leader_add(struct xsess *x, const struct proto_xfer_entry *e,
 		s->v = nv;
 		s->cap = nc;
 	}
+	/* REFUSE until its plan says otherwise (refused before it: its
+	 * names go as files, kept by default) */
 	s->v[s->n] = (struct xleader){ .idx = e->idx,
+				       .plan = PROTO_XA_REFUSE,
 				       .size = e->size,
 				       .path = strdup(path) };
 	if (!s->v[s->n].path)
@@ -301,7 +307,7 @@ void xfer__hl_leader_planned(struct xsess *x, const struct xfile *f,
  * not what the file's name was when planned (a copy made without links,
  * another file): the file rules then decide it (up to date, -c, UPDATE,
  * "exists"). A name that is missing, or is the group's inode, is linked
- * at the end. Under lock. */
+ * at the end. d: a copy (the lookup is not made under the lock). */
 static bool goes_as_file(struct xsess *x, const struct xleader *d,
 			 const struct proto_xfer_entry *e)
 {
@@ -330,18 +336,27 @@ static bool goes_as_file(struct xsess *x, const struct xleader *d,
 int xfer__hl_again(struct xsess *x, struct xfile *f,
 		   const struct proto_xfer_entry *e, uint64_t *n, uint64_t *b)
 {
-	struct xleader *d = leader_of(x, e->link_to);
+	struct xleader d = { 0 };
+	bool found;
 	int r;
 
-	if (!(x->o->flags & XFER_F_LINKS_DEFAULT) || !d ||
-	    !goes_as_file(x, d, e))
+	if (!(x->o->flags & XFER_F_LINKS_DEFAULT))
 		return 0;
+	xfer__lock(&x->lock);
+	found = leader_of(x, e->link_to) != NULL;
+	if (found)
+		d = *leader_of(x, e->link_to);
+	xfer__unlock(&x->lock);
+	if (!found || !goes_as_file(x, &d, e))
+		return 0;
+	xfer__lock(&x->lock);
 	r = xfer__push_ack(x, e->idx, 0, PROTO_XS_FILE_AGAIN, 0);
 	xfer__file_release(f);
+	xfer__unlock(&x->lock);
 	/* announced again as a file of the size its file was announced
 	 * with: entries admitted (*n) and the bytes the totals allow (*b) */
 	(*n)--;
-	*b += d->size < UINT64_MAX - *b ? d->size : 0;
+	*b += d.size < UINT64_MAX - *b ? d.size : 0;
 	return r ? r : 1;
 }
 

@@ -81,7 +81,7 @@ int xfer__link_kept(struct xsess *x, const struct proto_xfer_iter *it)
  * the link there already is just up to date). Under lock. */
 static void kept_told(struct xsess *x, struct tx_link *l)
 {
-	const char *to = xfer__hl_path(&x->tx.hl, l->to);
+	const char *to = xfer__hl_path(&x->tx.hl, l->to, NULL);
 	struct xfile f = { .path = l->path };
 	char why[PROTO_MAX_TEXT], esc[ESC_MAX];
 
@@ -115,7 +115,8 @@ void xfer__links_told(struct xsess *x)
 			continue;
 		} else if (l->hard) {
 			x->res->files_linked++;
-			xfer__link_event(x, p, xfer__hl_path(&q->hl, l->to),
+			xfer__link_event(x, p,
+					 xfer__hl_path(&q->hl, l->to, NULL),
 					 x->o->flags & XFER_F_DRY_RUN);
 			continue;
 		}

@@ -273,33 +273,30 @@ static int entry_hardlink(struct rxc *c, struct xfile *f,
 
 	xfer__lock(&x->lock);
 	why = xfer__hl_refused(x, e);
-	r = why ? 0 : xfer__hl_again(x, f, e, &c->nfiles, &c->tot.bytes);
-	if (!why && !r)
-		r = entry_late(c, f, e);
 	xfer__unlock(&x->lock);
 	if (why)
 		return entry_refused(c, f, why);
+	r = xfer__hl_again(x, f, e, &c->nfiles, &c->tot.bytes);
+	if (!r) {
+		xfer__lock(&x->lock);
+		r = entry_late(c, f, e);
+		xfer__unlock(&x->lock);
+	}
 	return r < 0 ? lr_err_setc(c->err, r, "memory") : 0;
 }
 
 /* A file: its plan, into the XFER_PLAN being built. */
 static int entry_file(struct rxc *c, struct xfile *f,
-		      const struct proto_xfer_entry *e, const char *path)
+		      const struct proto_xfer_entry *e)
 {
 	struct xsess *x = c->x;
 	struct proto_xfer_plan plan;
 	bool empty = false;
-	int r = 0;
+	int r;
 
 	f->rx.owned = xfer__owner_take(x, e->idx, &f->rx.uid, &f->rx.gid);
 	f->rx.xg = xfer__xattr_take(x, e->idx);
-	if (e->eflags & PROTO_XE_LINKED) { /* other names may link to it */
-		xfer__lock(&x->lock);
-		r = xfer__hl_leader_add(x, e, path);
-		xfer__unlock(&x->lock);
-	}
-	if (!r)
-		r = xfer__plan_file(x, f, e, &c->plan, &plan);
+	r = xfer__plan_file(x, f, e, &c->plan, &plan);
 	if (r)
 		return lr_err_setc(c->err, r, "planning %s", xfer__path(f));
 	/* up to date, but for its owner, then (a chown clears file
@@ -374,6 +371,13 @@ static int on_entry(struct rxc *c, const struct proto_xfer_entry *e)
 				  "ask for");
 	memcpy(path, e->path, e->path_len);
 	path[e->path_len] = 0;
+	if (e->eflags & PROTO_XE_LINKED) { /* names may link to it, or go */
+		xfer__lock(&c->x->lock);   /* as files when it is refused */
+		r = xfer__hl_leader_add(c->x, e, path);
+		xfer__unlock(&c->x->lock);
+		if (r)
+			return lr_err_setc(c->err, r, "memory");
+	}
 	/* the source has it, whatever comes of it here */
 	xfer__del_note(c->x, path, e->path_len);
 	if (fsio_path_check(e->path, e->path_len, &why))
@@ -397,7 +401,7 @@ static int on_entry(struct rxc *c, const struct proto_xfer_entry *e)
 		why = xfer__node_refused(c->x, e);
 		return why ? entry_refused(c, f, why) : entry_symlink(c, f, e);
 	}
-	return entry_file(c, f, e, path);
+	return entry_file(c, f, e);
 }
 
 /* The destination, made when the first entry comes. */

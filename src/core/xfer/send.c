@@ -70,7 +70,7 @@ enum tx_step {
 static int ack_again(struct txc *c, const struct proto_xfer_ack *a)
 {
 	struct xsess *x = c->x;
-	struct stat st;
+	uint64_t size = 0;
 	struct xfile *f;
 	char *path;
 	int r = 0;
@@ -84,14 +84,17 @@ static int ack_again(struct txc *c, const struct proto_xfer_ack *a)
 		return LR_EBADMSG;
 	}
 	path = strdup(xfer__path(f));
-	if (!path || f->fd < 0 || fstat(f->fd, &st)) {
+	if (!path || f->fd < 0) {
 		r = path ? -EBADF : -ENOMEM;
 		free(path);
 	} else {
 		c->rq[c->nrq++] = (struct reread){ path, f->fd, 0, true };
 		f->fd = -1;
 		c->announced--;
-		c->tot.bytes += (uint64_t)st.st_size; /* as the receiver's */
+		/* what its file was announced with, as the receiver adds: a
+		 * file grown since fails alone ("larger than counted") */
+		xfer__hl_path(&x->tx.hl, f->link_to, &size);
+		c->tot.bytes += size < UINT64_MAX - c->tot.bytes ? size : 0;
 	}
 	xfer__tx_file_end(x, f);
 	x->files_done--; /* its file, announced again, counts */
@@ -372,6 +375,7 @@ static int announce_one(struct txc *c, struct proto_buf *b)
 	c->late_kinds |= pe.kind != PROTO_XK_FILE;
 	r = window_add(x, &x->win[SLOT(x, c->next_idx)], &pe, &e);
 	x->win[SLOT(x, c->next_idx)].tx.rereads = rereads;
+	x->win[SLOT(x, c->next_idx)].tx.as_file = as_file;
 	if (!r && (x->o->flags & XFER_F_HARD_LINKS) && !as_file)
 		r = xfer__hl_commit(&x->tx.hl, &e, c->next_idx, path);
 	if (!r)
@@ -471,7 +475,8 @@ static void source_changed(struct txc *c, struct xfile *f,
 			xfer__hl_dead(&c->x->tx.hl, f->idx);
 		return;
 	}
-	c->rq[c->nrq++] = (struct reread){ path, fd, f->tx.rereads + 1 };
+	c->rq[c->nrq++] =
+		(struct reread){ path, fd, f->tx.rereads + 1, f->tx.as_file };
 	f->tx.withdrawn = true;
 	fl->code = 0;
 	snprintf(fl->text, sizeof(fl->text),

@@ -174,8 +174,8 @@ struct dirh {
 /* The sender's part of a window entry. */
 struct xfile_tx {
 	enum xtx_state state;
-	bool in_fifo, withdrawn; /* in the work queue; FAIL code 0 sent */
-	uint32_t cursor;	 /* next chunk to take */
+	bool in_fifo, withdrawn, as_file; /* queued; FAIL 0 sent; FILE_AGAIN */
+	uint32_t cursor;		  /* next chunk to take */
 	/* the receiver's FAIL item for this entry, for the REFUSE or
 	 * FILE_FAILED that follows it (the reasons of one message are
 	 * matched by idx, not by position) */
@@ -286,10 +286,10 @@ struct xlinks {
 	} * h;
 	size_t cap, n;
 	/* the files so announced, in idx order, with their paths (what a
-	 * link's line names) */
+	 * link's line names) and sizes (what a name asked again adds) */
 	struct xlink_file {
 		uint32_t idx;
-		uint64_t dev, ino;
+		uint64_t dev, ino, size;
 		char *path;
 	} * files;
 	size_t nfiles, cap_files;
@@ -752,13 +752,11 @@ int xfer__push_ack(struct xsess *x, uint32_t idx, uint32_t chunk,
 		   uint8_t status, uint32_t bytes);
 bool xfer__final_ready(const struct xfile *f);
 void xfer__maybe_final(struct xsess *x, struct xfile *f);
-/* A file failed on the receiving side (reason and code set). Under
- * lock. */
+/* A file failed on the receiving side (reason, code set). Under lock. */
 void xfer__rx_fail(struct xsess *x, struct xfile *f, int code, const char *fmt,
 		   ...) __attribute__((format(printf, 4, 5)));
 void xfer__wake_if(struct xsess *x);
-/* Name complete files and account for them under one lock. No lock
- * held. */
+/* Name complete files and account for them under one lock. No lock. */
 int xfer__finish_files(struct xsess *x, struct xfile *const *fs, unsigned n,
 		       bool synced);
 int xfer__finish_file(struct xsess *x, struct xfile *f, bool synced);
@@ -925,9 +923,9 @@ int xfer__hl_commit(struct xlinks *l, const struct wentry *e, uint32_t idx,
 /* The file announced as idx (or st's) failed: its next name is a file */
 void xfer__hl_dead(struct xlinks *l, uint32_t idx);
 void xfer__hl_forget(struct xlinks *l, const struct stat *st);
-/* The path of the file announced as idx (LINKED), or NULL; counter: st is
- * a name of a file counted before. */
-const char *xfer__hl_path(const struct xlinks *l, uint32_t idx);
+/* The path (and size) of the file announced as idx (LINKED), or NULL;
+ * counter: st is a name of a file counted before. */
+const char *xfer__hl_path(const struct xlinks *l, uint32_t idx, uint64_t *size);
 bool xfer__hl_counted(struct xlinks *l, const struct stat *st);
 void xfer__hl_free(struct xlinks *l);
 /* Receiver, under lock: a LINKED file entry is announced (0, -ENOMEM);
@@ -938,8 +936,8 @@ void xfer__hl_leader_planned(struct xsess *x, const struct xfile *f,
 			     uint8_t action);
 void xfer__hl_leader_named(struct xsess *x, const struct xfile *f, int dirfd,
 			   const char *name);
-/* Under lock: why HARDLINK e is refused (no LINKED file), or NULL; by
- * default, e answered FILE_AGAIN (1: f gone, room made: *n, *b bytes). */
+/* By default, e answered FILE_AGAIN (1: f gone, room made: *n, *b bytes;
+ * takes the lock); under lock: why e is refused (no LINKED file), or NULL */
 int xfer__hl_again(struct xsess *x, struct xfile *f,
 		   const struct proto_xfer_entry *e, uint64_t *n, uint64_t *b);
 const char *xfer__hl_refused(struct xsess *x, const struct proto_xfer_entry *e);
