@@ -175,7 +175,11 @@ done
 	cat "$work/serve.log" >&2
 	fail "linerate serve did not start"
 }
-cat <&"${SERVE[0]}" >>"$work/serve.log" &
+# the rest of its output, read so that it never waits on a full pipe (a
+# background job does not inherit the coproc's own descriptor: a copy)
+exec {serve_out}<&"${SERVE[0]}"
+cat <&"$serve_out" >>"$work/serve.log" &
+exec {serve_out}<&-
 lr() { "$bin" "$1" -B 127.0.0.1 -p "$port" --token-file "$work/token" "${@:2}"; }
 lr bench -t 2 -i 0.25 -P 2 -J 127.0.0.1 >"$work/two.json" ||
 	fail "bench -P 2 over loopback"
