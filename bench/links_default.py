@@ -37,6 +37,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 BIN = os.environ.get("LINERATE_BIN", "build/linerate")
@@ -113,20 +114,20 @@ def main():
             f.write(subprocess.run([BIN, "token"], capture_output=True,
                                    text=True, check=True).stdout)
         port = free_port()
-        log = open(os.path.join(work, "server.log"), "w+")
         srv = subprocess.Popen([BIN, "serve", "-B", "127.0.0.1", "-p",
                                 str(port), "--root", root,
                                 "--token-file", tok],
-                               stdout=log, stderr=subprocess.STDOUT)
-        for _ in range(100):  # at most 10 s for "listening on ..."
-            log.seek(0)
-            if "listening" in log.read() or srv.poll() is not None:
+                               stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+        seen = []
+        for line in srv.stdout:  # up to "listening on ...", or its end
+            seen.append(line)
+            if "listening" in line:
                 break
-            time.sleep(0.1)
-        log.seek(0)
-        text = log.read()
-        if "listening" not in text:
-            sys.exit("links_default: the server: " + text.strip())
+        else:
+            sys.exit("links_default: the server: " + "".join(seen))
+        # the rest of its log, read so that it never waits on the pipe
+        threading.Thread(target=srv.stdout.read, daemon=True).start()
         kinds = ("default", "--no-hard-links")
         steps = ("first", "resync") + (("copies",) if a.links else ())
         figures = {(k, s): [] for k in kinds for s in steps}

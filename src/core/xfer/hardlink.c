@@ -336,18 +336,17 @@ static bool goes_as_file(struct xsess *x, const struct xleader *d,
 int xfer__hl_again(struct xsess *x, struct xfile *f,
 		   const struct proto_xfer_entry *e, uint64_t *n, uint64_t *b)
 {
-	struct xleader d = { 0 };
-	bool found;
+	struct xleader d = { 0 }, *p;
 	int r;
 
 	if (!(x->o->flags & XFER_F_LINKS_DEFAULT))
 		return 0;
 	xfer__lock(&x->lock);
-	found = leader_of(x, e->link_to) != NULL;
-	if (found)
-		d = *leader_of(x, e->link_to);
+	p = leader_of(x, e->link_to);
+	if (p)
+		d = *p; /* a copy: the lookup is made without the lock */
 	xfer__unlock(&x->lock);
-	if (!found || !goes_as_file(x, &d, e))
+	if (!p || !goes_as_file(x, &d, e))
 		return 0;
 	xfer__lock(&x->lock);
 	r = xfer__push_ack(x, e->idx, 0, PROTO_XS_FILE_AGAIN, 0);
